@@ -1,0 +1,146 @@
+"""The bundle manifest and op metadata as strict records: unknown keys are refused, never ignored."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import PurePosixPath
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .. import ABI_VERSION
+from ..errors import BundleError
+from ..slots import DTYPES
+
+IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
+ARCHITECTURES = ("cpu", "sm_80", "sm_89", "sm_90", "sm_90a", "sm_100")
+
+
+class Record(BaseModel):
+    """Base of every untrusted record: strict, frozen, documented fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, strict=True)
+
+
+def contained_path(value: str) -> str:
+    """A relative POSIX path that stays inside the bundle."""
+    p = PurePosixPath(value)
+    if not value or value.startswith("/") or "\\" in value or ".." in p.parts or p.parts[0] in (".", ""):
+        raise ValueError(f"path {value!r} must be relative and inside the bundle")
+    return value
+
+
+class OpMetadata(Record):
+    """Capabilities a variant declares; the validator routes calls outside them to the stock kernel."""
+
+    graph_safe: bool = False
+    """The op may be captured in a CUDA graph (no host syncs, no allocation per call)."""
+    dtypes: list[str] | None = None
+    """Narrows the op's dtypes further."""
+    min_num_tokens: Annotated[int, Field(ge=1)] = 1
+    """Smallest token count the variant handles."""
+    max_num_tokens: Annotated[int, Field(ge=1)] | None = None
+    """Largest token count the variant handles; None means unbounded."""
+
+    @model_validator(mode="after")
+    def _range(self):
+        if self.max_num_tokens is not None and self.max_num_tokens < self.min_num_tokens:
+            raise ValueError("max_num_tokens must be >= min_num_tokens")
+        return self
+
+
+class OpEntry(Record):
+    """One kernel offered for one slot."""
+
+    slot: str
+    """Registered slot name, e.g. activation.silu_and_mul."""
+    source: str
+    """Python file inside the bundle, e.g. kernels/silu.py."""
+    entry: Annotated[str, Field(pattern=IDENT)]
+    """Top-level function in `source` implementing the slot's ABI."""
+    variant: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]{1,64}$")] = "default"
+    """Distinguishes several ops for one slot; their domains must not overlap."""
+    dtypes: list[str] = Field(default_factory=lambda: list(DTYPES))
+    """Dtypes this op handles."""
+    architectures: list[str] = Field(default_factory=lambda: ["cpu", "sm_90"])
+    """Where this op may run: cpu or a CUDA architecture."""
+    metadata: str | None = None
+    """Optional metadata/*.json with OpMetadata."""
+    kind: Annotated[str, Field(pattern=r"^(python|triton|cute)$")] = "python"
+    """How the validator loads it: plain python (torch or JIT Triton), or ahead-of-time built triton/cute kernels."""
+
+    @field_validator("source", "metadata")
+    @classmethod
+    def _v_paths(cls, v):
+        return None if v is None else contained_path(v)
+
+    @field_validator("dtypes")
+    @classmethod
+    def _v_dtypes(cls, v):
+        bad = [d for d in v if d not in DTYPES]
+        if bad or not v or len(set(v)) != len(v):
+            raise ValueError(f"dtypes must be distinct names from {sorted(DTYPES)}, got {v}")
+        return v
+
+    @field_validator("architectures")
+    @classmethod
+    def _v_arch(cls, v):
+        bad = [a for a in v if a not in ARCHITECTURES]
+        if bad or not v or len(set(v)) != len(v):
+            raise ValueError(f"architectures must be distinct names from {list(ARCHITECTURES)}, got {v}")
+        return v
+
+
+class Manifest(Record):
+    """manifest.toml: what the bundle offers, for which slots, under which ABI."""
+
+    bundle_id: Annotated[str, Field(pattern=r"^[0-9A-Za-z._-]{1,64}$")]
+    """Human name of the bundle; its identity is the content hash, not this."""
+    abi_version: str
+    """Must be hotfloat-op-abi-v1."""
+    ops: Annotated[list[OpEntry], Field(min_length=1, max_length=64)]
+    """The kernels offered."""
+
+    @field_validator("abi_version")
+    @classmethod
+    def _v_abi(cls, v):
+        if v != ABI_VERSION:
+            raise ValueError(f"abi_version must be {ABI_VERSION!r}, got {v!r}")
+        return v
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "manifest"
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "unknown key (refused: unknown keys never grant anything)"
+    return f"{where}: {msg}"
+
+
+def parse_manifest(text: str) -> Manifest:
+    """Parses manifest.toml text from an untrusted bundle."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise BundleError(f"manifest.toml is not valid TOML: {e}") from None
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as e:
+        raise BundleError(f"manifest.toml: {_first_error(e)}") from None
+
+
+def parse_metadata(name: str, text: str) -> OpMetadata:
+    """Parses an op's metadata JSON from an untrusted bundle."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise BundleError(f"{name} is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise BundleError(f"{name} must hold a JSON object")
+    try:
+        return OpMetadata.model_validate(data)
+    except ValidationError as e:
+        raise BundleError(f"{name}: {_first_error(e)}") from None
+

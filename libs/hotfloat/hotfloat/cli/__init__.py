@@ -1,0 +1,1 @@
+"""The `hotfloat` command line: thin click commands over the library."""

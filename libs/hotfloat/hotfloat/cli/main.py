@@ -1,0 +1,45 @@
+"""Entry point: the command registry and the one place where errors become exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..errors import HotfloatError
+from .bundle_cmd import hash_cmd
+from .slots_cmd import slots
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="hotfloat")
+def cli() -> None:
+    """hotfloat: check, verify, benchmark and qualify GPU-kernel bundles for a serving engine's slots."""
+
+
+for command in (slots, hash_cmd):
+    cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Runs the CLI; a HotfloatError becomes one `error:` line and its exit code, never a traceback."""
+    try:
+        cli.main(args=argv, standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        sys.exit(130)
+    except HotfloatError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except Exception as e:  # an internal fault: one line for users, the traceback on demand
+        if os.environ.get("HOTFLOAT_DEBUG"):
+            raise
+        click.echo(f"error: internal: {type(e).__name__}: {e} (set HOTFLOAT_DEBUG=1 for the traceback)", err=True)
+        sys.exit(1)
+    sys.exit(0)

@@ -1,0 +1,49 @@
+"""norm.rmsnorm: out = x * rsqrt(mean(x^2) + eps) * weight, reduced in fp32 over the hidden dim."""
+
+import torch
+
+from .spec import ArgSpec, Role, Shape, SlotSpec
+
+EPS = 1e-6
+
+
+def _reference(t):
+    x = t["x"].float()
+    w = t["weight"].float()
+    return {"out": x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + float(t["eps"])) * w}
+
+
+def _inputs(dims, dtype, gen):
+    x = torch.randn((dims["T"], dims["H"]), generator=gen).to(dtype)
+    w = (1.0 + 0.1 * torch.randn((dims["H"],), generator=gen)).to(dtype)
+    return {"x": x, "weight": w}
+
+
+RMSNORM = SlotSpec(
+    name="norm.rmsnorm",
+    summary="RMSNorm: out = x * rsqrt(mean(x^2) + eps) * weight",
+    args=(
+        ArgSpec("x", Role.INPUT, shape=("T", "H")),
+        ArgSpec("weight", Role.INPUT, shape=("H",)),
+        ArgSpec("out", Role.OUTPUT, shape=("T", "H")),
+        ArgSpec("eps", Role.SCALAR, dtype="fp32", default=EPS),
+    ),
+    dtypes=("bf16", "fp16", "fp32"),
+    count_dim="T",
+    shapes=(
+        Shape({"T": 1, "H": 2880}),
+        Shape({"T": 8, "H": 2880}),
+        Shape({"T": 128, "H": 2880}),
+        Shape({"T": 64, "H": 6144}),
+        Shape({"T": 333, "H": 1536}),
+        Shape({"T": 4096, "H": 4096}, cpu=False),
+    ),
+    bench_shapes=tuple(
+        Shape({"T": t, "H": h}, cpu=t * h <= 128 * 4096)
+        for t, h in ((1, 4096), (8, 4096), (32, 4096), (128, 4096), (1024, 4096), (4096, 8192), (8192, 8192))
+    ),
+    reference=_reference,
+    make_inputs=_inputs,
+    bytes_moved=lambda dims, esize: (2 * dims["T"] * dims["H"] + dims["H"]) * esize,
+    flops=lambda dims: 4 * dims["T"] * dims["H"],
+)

@@ -1,0 +1,16 @@
+"""The explicit slot registry: a name resolves to exactly one slot, or an error that lists the known ones."""
+
+from ..errors import UnknownSlotError
+from .activation import SILU_AND_MUL
+from .norm import RMSNORM
+from .spec import SlotSpec
+
+SLOTS: dict[str, SlotSpec] = {s.name: s for s in (SILU_AND_MUL, RMSNORM)}
+
+
+def get_slot(name: str) -> SlotSpec:
+    """Resolves a slot name from untrusted input."""
+    try:
+        return SLOTS[name]
+    except (KeyError, TypeError):
+        raise UnknownSlotError(f"unknown slot {name!r}; known slots: {', '.join(sorted(SLOTS))}") from None

@@ -1,0 +1,1 @@
+"""gRPC services of hotfloat: adapters between the wire contract and the hotfloat library."""

@@ -1,0 +1,40 @@
+"""Shared fixtures: paths of the repository, its examples, and a factory for throwaway bundles."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+MANIFEST = """\
+bundle_id = "{bundle_id}"
+abi_version = "hotfloat-op-abi-v1"
+
+[[ops]]
+slot = "{slot}"
+source = "kernels/k.py"
+entry = "{entry}"
+"""
+
+
+@pytest.fixture
+def make_bundle(tmp_path):
+    """Writes a bundle directory from a kernel source and optional extra files; returns its path."""
+
+    def make(kernel: str = "def run(x, out):\n    out.copy_(x[:, : x.shape[1] // 2])\n", *, slot="activation.silu_and_mul",
+             entry="run", manifest: str | None = None, files: dict[str, str | bytes] | None = None, name="b") -> Path:
+        root = tmp_path / name
+        (root / "kernels").mkdir(parents=True)
+        (root / "manifest.toml").write_text(manifest or MANIFEST.format(bundle_id=name, slot=slot, entry=entry))
+        (root / "kernels" / "k.py").write_text(textwrap.dedent(kernel))
+        for rel, data in (files or {}).items():
+            p = root / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data if isinstance(data, bytes) else data.encode())
+        return root
+
+    return make
