@@ -18,7 +18,12 @@ $(STAMP): requirements.lock libs/hotfloat/pyproject.toml services/pyproject.toml
 	PIP_CONFIG_FILE=/dev/null $(BIN)/pip install -q --no-deps --no-build-isolation -e libs/hotfloat -e services
 	touch $(STAMP)
 
-setup: $(STAMP)
+## gRPC stubs are build outputs: regenerated whenever a proto or the generator changes.
+PROTO_STAMP := services/hotfloat_services/_proto/__init__.py
+$(PROTO_STAMP): $(wildcard protos/hotfloat/v1/*.proto) tools/gen_protos.sh | $(STAMP)
+	PYTHON=$(BIN)/python tools/gen_protos.sh
+
+setup: $(STAMP) $(PROTO_STAMP)
 
 demo: setup
 	$(BIN)/hotfloat demo examples

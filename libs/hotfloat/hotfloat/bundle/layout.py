@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BundleError
-from ..slots import get_slot
+from ..slots import Role, get_slot
 from .identity import bundle_identity
 from .manifest import Manifest, OpEntry, OpMetadata, parse_manifest, parse_metadata
 
@@ -141,7 +141,34 @@ def _resolve_op(entry: OpEntry, files: dict[str, bytes]) -> Op:
         metadata = parse_metadata(entry.metadata, _text(entry.metadata, files[entry.metadata]))
         if metadata.dtypes is not None and not set(metadata.dtypes) <= set(entry.dtypes):
             raise BundleError(f"{where}: metadata dtypes {metadata.dtypes} widen the op's dtypes {entry.dtypes}")
+    if entry.kernel is not None:
+        _check_kernel(entry, slot, where)
     return Op(entry=entry, metadata=metadata)
+
+
+def kernel_names(slot) -> tuple[set[str], set[str]]:
+    """What a kernel parameter may bind to: the slot's tensor arguments (pointers) and its dims and strides (ints)."""
+    tensors = {a.name: a for a in slot.args if a.role in (Role.INPUT, Role.OUTPUT)}
+    dims = {f for a in tensors.values() for e in a.shape for f in (p.strip() for p in e.split("*")) if not f.isdigit()}
+    strides = {f"{n}_stride{k}" for n, a in tensors.items() for k in range(len(a.shape))}
+    return set(tensors), dims | strides
+
+
+def _check_kernel(entry: OpEntry, slot, where: str) -> None:
+    """An AOT kernel binds only to names the slot defines, runs only on CUDA, and launches over known sizes."""
+    if "cpu" in entry.architectures:
+        raise BundleError(f"{where}: a {entry.kind} kernel is built for CUDA; remove 'cpu' from architectures")
+    tensors, ints = kernel_names(slot)
+    for p in entry.kernel.params:
+        is_ptr = p.type.startswith("*")
+        if (is_ptr and p.name not in tensors) or (not is_ptr and p.name not in ints):
+            kind, known = ("pointer", tensors) if is_ptr else ("scalar", ints)
+            raise BundleError(f"{where}: kernel {kind} parameter {p.name!r} binds to nothing; known: {sorted(known)}")
+    sizes = ints | set(entry.kernel.constexprs)
+    for item in entry.kernel.grid:
+        name = item.removeprefix("cdiv(").split(",")[0].strip()
+        if not name.isdigit() and name not in sizes:
+            raise BundleError(f"{where}: kernel grid item {item!r} names no slot dim or constexpr")
 
 
 def _refuse_overlaps(ops: tuple[Op, ...]) -> None:

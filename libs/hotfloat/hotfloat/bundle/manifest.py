@@ -50,6 +50,42 @@ class OpMetadata(Record):
         return self
 
 
+PARAM_TYPES = ("*T", "*bf16", "*fp16", "*fp32", "i32", "i64", "fp32")
+"""Kernel parameter types: a pointer ("*T" follows the op's dtype) or a scalar."""
+GRID_ITEM = r"^([1-9][0-9]{0,5}|[A-Za-z_][A-Za-z0-9_]*|cdiv\(\s*[A-Za-z_][A-Za-z0-9_]*\s*,\s*[1-9][0-9]{0,5}\s*\))$"
+
+
+class KernelParam(Record):
+    """One kernel parameter: what the validator binds to it, and its type."""
+
+    name: Annotated[str, Field(pattern=IDENT)]
+    """A slot tensor argument (its data pointer), a slot dim, or `<arg>_stride<k>` (element stride of dim k)."""
+    type: Annotated[str, Field(pattern=r"^(\*T|\*bf16|\*fp16|\*fp32|i32|i64|fp32)$")]
+    """One of PARAM_TYPES."""
+
+
+class KernelDecl(Record):
+    """An ahead-of-time kernel of a triton/cute op: what the validator compiles, expects in the cubin, and launches."""
+
+    params: Annotated[list[KernelParam], Field(min_length=1, max_length=32)]
+    """The kernel's parameters in order; the admission asserts the cubin declares exactly this layout."""
+    grid: Annotated[list[Annotated[str, Field(pattern=GRID_ITEM)]], Field(min_length=1, max_length=3)]
+    """Launch grid (x, y, z): each an integer, a slot dim or constexpr, or cdiv(name, integer)."""
+    block: Annotated[int, Field(ge=32, le=1024, multiple_of=32)] = 128
+    """Threads per block (a triton kernel is built with block/32 warps)."""
+    constexprs: dict[Annotated[str, Field(pattern=IDENT)], int] = Field(default_factory=dict, max_length=16)
+    """Compile-time constants (triton constexprs; for cute, python ints passed to the @cute.jit launcher)."""
+    symbol: Annotated[str, Field(pattern=IDENT)] | None = None
+    """The @cute.kernel function the launcher launches (the cubin symbol derives from it); triton: the entry itself."""
+
+    @model_validator(mode="after")
+    def _distinct(self):
+        names = [p.name for p in self.params] + list(self.constexprs)
+        if len(set(names)) != len(names):
+            raise ValueError("kernel parameter and constexpr names must be distinct")
+        return self
+
+
 class OpEntry(Record):
     """One kernel offered for one slot."""
 
@@ -69,6 +105,8 @@ class OpEntry(Record):
     """Optional metadata/*.json with OpMetadata."""
     kind: Annotated[str, Field(pattern=r"^(python|triton|cute)$")] = "python"
     """How the validator loads it: plain python (torch or JIT Triton), or ahead-of-time built triton/cute kernels."""
+    kernel: KernelDecl | None = None
+    """Required for kind triton/cute: the ahead-of-time kernel `entry` names (the @triton.jit or @cute.jit function)."""
 
     @field_validator("source", "metadata")
     @classmethod
@@ -90,6 +128,12 @@ class OpEntry(Record):
         if bad or not v or len(set(v)) != len(v):
             raise ValueError(f"architectures must be distinct names from {list(ARCHITECTURES)}, got {v}")
         return v
+
+    @model_validator(mode="after")
+    def _v_kernel(self):
+        if (self.kind == "python") != (self.kernel is None):
+            raise ValueError("kind triton/cute needs a [ops.kernel] table; kind python must not have one")
+        return self
 
 
 class Manifest(Record):

@@ -9,6 +9,8 @@ import click
 
 from ..errors import HotfloatError
 from .bundle_cmd import hash_cmd
+from .env_cmd import env
+from .scan_cmd import scan
 from .slots_cmd import slots
 
 
@@ -18,7 +20,13 @@ def cli() -> None:
     """hotfloat: check, verify, benchmark and qualify GPU-kernel bundles for a serving engine's slots."""
 
 
-for command in (slots, hash_cmd):
+COMMANDS = (
+    slots,
+    hash_cmd,
+    scan,
+    env,
+)
+for command in COMMANDS:
     cli.add_command(command)
 
 

@@ -1,0 +1,105 @@
+"""The bench report as strict records: what `hotfloat bench --json` prints and `docs/benchmarks.md` is built from."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Record(BaseModel):
+    """Base of the bench records: unknown keys refused, frozen, documented fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Stat(Record):
+    """Per-call time of one implementation under one timing mode, over repetitions."""
+
+    median_us: float
+    """Median per-call time in microseconds."""
+    q1_us: float
+    """First quartile: with q3, the spread."""
+    q3_us: float
+    """Third quartile."""
+    rse: float
+    """Relative standard error of the mean (std / sqrt(n) / mean): the stopping rule aims below 1%."""
+    n: Annotated[int, Field(ge=1)]
+    """Repetitions taken."""
+
+
+class Impl(Record):
+    """One implementation timed on one shape: the bundle's kernel or a stock kernel."""
+
+    name: str
+    """`ours:<variant>` for the bundle's kernel, else the stock kernel's name (torch-eager, flashinfer, ...)."""
+    graph: Stat | None
+    """Per call inside a replayed CUDA graph of back-to-back calls (how the engine runs decode); None on CPU."""
+    cold: Stat
+    """One call after an L2 flush, timed alone with events (wall clock on CPU)."""
+    check: str
+    """PASS when every output matched the slot reference, both before and after the timed loops, else FAIL."""
+    reason: str = ""
+    """Why the check failed, if it did."""
+
+
+class Row(Record):
+    """One slot, dtype and shape: our kernel beside the stock kernels, against the measured ceilings."""
+
+    slot: str
+    dtype: str
+    dims: dict[str, int]
+    tokens: int
+    """The slot's count dim (tokens) for this shape."""
+    bytes: int
+    """Bytes that must cross DRAM for one call (each input read once, each output written once)."""
+    flops: int
+    impls: list[Impl]
+    """Ours first, then each stock kernel that could run."""
+    time_us: float | None
+    """Our headline time: the graph median on CUDA, the cold median on CPU; None when no variant covers the shape."""
+    speedup: dict[str, float]
+    """Stock time / our time per stock kernel (same timing mode as time_us); > 1 means ours is faster."""
+    bandwidth_Bps: float | None
+    """Achieved bytes per second at time_us."""
+    frac_copy_bw: float | None
+    """Achieved bandwidth over the measured copy bandwidth."""
+    flops_per_s: float | None
+    frac_gemm: float | None
+    """Achieved FLOP/s over the measured GEMM rate."""
+    floor_multiple: float | None
+    """time_us over the empty-kernel launch floor of the same timing mode."""
+
+
+class Ceilings(Record):
+    """Device limits measured once per run, in the same process, so every fraction uses this device's numbers."""
+
+    copy_Bps: float
+    """Device-to-device copy of a large buffer, bytes read plus written per second."""
+    gemm_flops: float
+    """A large matrix product's rate (bf16 on CUDA, fp32 on CPU)."""
+    floor_graph_us: float | None
+    """Per-kernel time of an empty kernel replayed back to back in a CUDA graph; None on CPU."""
+    floor_cold_us: float
+    """One empty-kernel launch timed alone (a Python call in the CPU interpreter)."""
+
+
+class Report(Record):
+    """Everything one `hotfloat bench` run measured."""
+
+    bundle_id: str
+    identity: str
+    """The bundle's content hash: which code these numbers belong to."""
+    device: str
+    """cpu or cuda."""
+    meaningful: bool
+    """False on CPU: the Triton interpreter makes speed numbers meaningless; only the harness is exercised."""
+    note: str
+    environment: dict[str, str]
+    """GPU, driver, CUDA, torch, triton and python versions."""
+    method: dict[str, str]
+    """How the numbers were taken (flush size, buffer sets, graph length, stopping rule)."""
+    ceilings: Ceilings
+    rows: list[Row]
+    status: str
+    """PASS when every check of our kernels passed, FAIL otherwise."""

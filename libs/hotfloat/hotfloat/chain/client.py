@@ -1,0 +1,150 @@
+"""The one narrow seam to the chain, implemented with the real bittensor SDK: blocks, commitments, hotkeys, weights.
+
+Everything above this module (intake, publication, CLI) speaks plain records and never touches the SDK, so the
+stand-in chain (`standin:PATH`) and a real network (`finney`, `test`, `ws://...`) run the same code from here up.
+SDK and transport failures become `InfrastructureError`; bad wallets and arguments become `InputError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import bittensor as bt
+from bittensor.intents.weights import SetWeights, clip_to_max_weight, normalize
+
+from ..errors import InfrastructureError, InputError
+from .payload import to_fields
+from .standin import LocalSubstrate
+
+U16_MAX = 65535
+
+
+@dataclass(frozen=True)
+class ChainCommitment:
+    """One hotkey's current commitment on a subnet, as read at a (finalized) block."""
+
+    hotkey: str
+    uid: int | None
+    block: int
+    data: str
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """A successful extrinsic: where it landed."""
+
+    extrinsic_id: str
+    block_hash: str
+
+
+@contextlib.contextmanager
+def _sdk(what: str) -> Iterator[None]:
+    """Translates SDK and transport failures at the seam, so callers see hotfloat errors only."""
+    try:
+        yield
+    except (InputError, InfrastructureError):
+        raise
+    except bt.BittensorError as e:
+        raise InfrastructureError(f"chain: {what} failed: {e}") from None
+    except (OSError, TimeoutError, ValueError, KeyError) as e:
+        raise InfrastructureError(f"chain: {what} failed: {type(e).__name__}: {e}") from None
+
+
+def load_wallet(name: str, hotkey: str, path: str | None = None) -> bt.Wallet:
+    """A wallet whose hotkey file exists and is readable; the hotkey signs commitments and weights."""
+    wallet = bt.Wallet(name, hotkey, path=path or os.path.expanduser("~/.bittensor/wallets"))
+    try:
+        wallet.hotkey.ss58_address
+    except Exception as e:  # the keyfile layer raises several unrelated types for missing or locked files
+        raise InputError(f"wallet {name}/{hotkey}: cannot load the hotkey ({e})") from None
+    return wallet
+
+
+class Chain:
+    """A blocking client for one network; `standin:PATH` selects the local stand-in chain at PATH."""
+
+    def __init__(self, network: str):
+        self.network = network
+        with _sdk(f"connecting to {network}"):
+            if network.startswith("standin:"):
+                self._sub = bt.Subtensor("local", substrate=LocalSubstrate(network.removeprefix("standin:")))
+            else:
+                self._sub = bt.Subtensor(network)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._sub.close()
+
+    def head(self) -> int:
+        with _sdk("reading the head block"):
+            return int(self._sub.block)
+
+    def finalized(self) -> int:
+        with _sdk("reading the finalized block"):
+            return int(self._sub.finalized_block)
+
+    def commitments(self, netuid: int, block: int) -> list[ChainCommitment]:
+        """Every commitment on the subnet at `block`, in chain order (commit block, then hotkey to break ties)."""
+        with _sdk("reading commitments"):
+            found = self._sub.subnets.commitments(netuid, block=block)
+        rows = [ChainCommitment(c.hotkey, c.uid, int(c.block), c.value or "") for c in found.values() if c.is_revealed]
+        return sorted(rows, key=lambda c: (c.block, c.hotkey))
+
+    def hotkeys(self, netuid: int, block: int | None = None) -> list[str]:
+        """The subnet's hotkeys indexed by uid (from the metagraph)."""
+        with _sdk("reading the metagraph"):
+            graph = self._sub.subnets.metagraph(netuid, block=block, commitments=False)
+        if graph is None:
+            raise InputError(f"subnet {netuid} does not exist on {self.network}")
+        return graph.hotkeys
+
+    def commit(self, netuid: int, raw: bytes, wallet: bt.Wallet) -> Receipt:
+        """Posts payload bytes as the hotkey's commitment, refusing locally what the chain's field limit would refuse."""
+        fields = to_fields(raw)
+        with _sdk("reading Commitments.MaxFields"):
+            max_fields = int(self._sub.constant(("Commitments", "MaxFields")))
+        if len(fields) > max_fields:
+            raise InputError(f"payload needs {len(fields)} data fields; {self.network} allows {max_fields}")
+        with _sdk("posting the commitment"):
+            result = self._sub.submit_call(bt.calls.Commitments.set_commitment(netuid=netuid, info={"fields": fields}),
+                                           wallet, signer="hotkey")
+        return _receipt(result, "commitment")
+
+    def preview_weights(self, netuid: int, weights: dict[int, float]) -> dict[int, int]:
+        """The u16 vector the SDK will send for these weights: the subnet's max-weight clip, then max-upscaled u16."""
+        uids = sorted(weights)
+        values = [float(weights[u]) for u in uids]
+        with _sdk("reading MaxWeightsLimit"):
+            cap = self._sub.query(("SubtensorModule", "MaxWeightsLimit"), [netuid])
+        cap = U16_MAX if cap is None else int(cap)
+        if len(uids) > 1 and cap < U16_MAX and sum(values) > 0:
+            values = clip_to_max_weight(values, cap / U16_MAX)
+        with _sdk("normalizing weights"):
+            out_uids, out_vals = normalize(uids, values)
+        return dict(zip(out_uids, out_vals))
+
+    def set_weights(self, netuid: int, weights: dict[int, float], wallet: bt.Wallet) -> Receipt:
+        """Sets weights through the SDK's `SetWeights` intent (preflight, clip, u16 quantisation, plain or commit-reveal)."""
+        with _sdk("setting weights"):
+            result = self._sub.execute(SetWeights(netuid=netuid, weights=dict(weights)), wallet)
+        return _receipt(result, "set_weights")
+
+    def weights_row(self, netuid: int, uid: int) -> tuple[dict[int, int], int]:
+        """A validator's stored u16 weight row and the block it was last updated at (read-back for confirmation)."""
+        with _sdk("reading weights"):
+            row = self._sub.query(("SubtensorModule", "Weights"), [netuid, uid]) or []
+            last = self._sub.query(("SubtensorModule", "LastUpdate"), [netuid]) or []
+        return {int(d): int(w) for d, w in row}, int(last[uid]) if uid < len(last) else 0
+
+    def tempo(self, netuid: int) -> int:
+        with _sdk("reading Tempo"):
+            return int(self._sub.query(("SubtensorModule", "Tempo"), [netuid]) or 0)
+
+
+def _receipt(result: bt.ExtrinsicResult, what: str) -> Receipt:
+    if not result.success:
+        raise InfrastructureError(f"chain refused the {what} extrinsic: {result.message}")
+    return Receipt(extrinsic_id=result.extrinsic_id or "", block_hash=result.block_hash or "")

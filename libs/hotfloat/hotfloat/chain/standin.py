@@ -1,0 +1,313 @@
+"""A local stand-in for the subtensor chain, behind the SDK's own `Substrate` seam.
+
+No subtensor node is installable here and bittensor 11 ships no mock, so the real SDK (`bittensor.Subtensor`, its
+reads, `SetWeights` intent, executor and metagraph decoding) runs unchanged against this object injected as
+`substrate=`. It keeps what those code paths touch: per-block storage snapshots (reads are pinned to a block hash),
+a finalized head that lags the best head, signed submissions (the signer must hold the private key), and the
+dispatch rules of the two extrinsics hotfloat sends — `Commitments.set_commitment` (registered hotkey, field count,
+`Raw<N>` sizes) and `SubtensorModule.set_mechanism_weights` (registered signer, unique in-range uids, rate limit,
+max-weight limit). State lives in one JSON file under an exclusive lock, so several processes (a miner CLI, a
+validator CLI, a test) see one chain. Not modelled: SCALE encoding, fees and deposits, commit-reveal weights,
+timelocked commitments, the epoch/emission math and networking.
+"""
+
+from __future__ import annotations
+
+import copy
+import fcntl
+import hashlib
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Optional
+
+from bittensor.balance import Balance
+from bittensor.keyfiles import Keypair
+from bittensor.result import ChainError, ExtrinsicResult
+
+GLOBAL_MAX_SUBNET_COUNT = 4096
+U16_MAX = 65535
+
+
+def _key(params: list | None) -> str:
+    return json.dumps(list(params or []), separators=(",", ":"))
+
+
+def _hash(number: int) -> str:
+    return "0x" + hashlib.sha256(f"hotfloat-standin-block-{number}".encode()).hexdigest()
+
+
+class LocalSubstrate:
+    """A file-backed, in-process chain implementing the SDK's `Substrate` protocol for the calls hotfloat makes."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.token_symbols: dict[int, str] = {}
+        if not self.path.is_file():
+            raise ChainError(f"stand-in chain {self.path} does not exist (create it with `hotfloat chain standin`)")
+
+    # Genesis ---------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: str | os.PathLike, netuid: int, neurons: list[tuple[str, str, bool]], *,
+               finality_lag: int = 2, max_fields: int = 8, rate_limit: int = 0,
+               max_weight_limit: int = U16_MAX) -> "LocalSubstrate":
+        """Writes a genesis block with one subnet whose uids are `neurons` = (hotkey, coldkey, validator_permit)."""
+        storage: dict[str, dict[str, Any]] = {}
+
+        def put(item: str, params: list, value: Any) -> None:
+            storage.setdefault(item, {})[_key(params)] = value
+
+        put("SubtensorModule.NetworksAdded", [netuid], True)
+        put("SubtensorModule.Tempo", [netuid], 360)
+        put("SubtensorModule.TokenSymbol", [netuid], "0x" + "τ".encode().hex())
+        put("SubtensorModule.WeightsSetRateLimit", [netuid], rate_limit)
+        put("SubtensorModule.MaxWeightsLimit", [netuid], max_weight_limit)
+        put("SubtensorModule.MinAllowedWeights", [netuid], 0)
+        put("SubtensorModule.CommitRevealWeightsEnabled", [netuid], False)
+        put("SubtensorModule.SubnetEpochConsensus", [netuid], "Yuma")
+        put("SubtensorModule.LastUpdate", [netuid], [0] * len(neurons))
+        put("SubtensorModule.ValidatorPermit", [netuid], [p for _, _, p in neurons])
+        for uid, (hotkey, coldkey, _) in enumerate(neurons):
+            put("SubtensorModule.Uids", [netuid, hotkey], uid)
+            put("SubtensorModule.Keys", [netuid, uid], hotkey)
+            put("SubtensorModule.Owner", [hotkey], coldkey)
+        state = {
+            "constants": {"Commitments.MaxFields": max_fields, "Aura.SlotDuration": 12000},
+            "finality_lag": finality_lag,
+            "subnets": [netuid],
+            "blocks": [{"number": 0, "storage": storage, "extrinsics": []}],
+            "nonces": {},
+        }
+        tmp = Path(path).with_suffix(".tmp")
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, path)
+        return cls(path)
+
+    # State -----------------------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _state(self, write: bool = False):
+        with open(self.path.with_suffix(".lock"), "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
+            state = json.loads(self.path.read_text())
+            yield state
+            if write:
+                tmp = self.path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(state))
+                os.replace(tmp, self.path)
+
+    def _block(self, state: dict, block_hash: Optional[str]) -> dict:
+        if block_hash is None:
+            return state["blocks"][-1]
+        for b in reversed(state["blocks"]):
+            if _hash(b["number"]) == block_hash:
+                return b
+        raise ChainError(f"unknown block hash {block_hash}")
+
+    def advance(self, blocks: int = 1) -> int:
+        """Produces empty blocks (time passing); returns the new head."""
+        with self._state(write=True) as state:
+            for _ in range(blocks):
+                self._new_block(state)
+            return state["blocks"][-1]["number"]
+
+    @staticmethod
+    def _new_block(state: dict) -> dict:
+        head = state["blocks"][-1]
+        block = {"number": head["number"] + 1, "storage": copy.deepcopy(head["storage"]), "extrinsics": []}
+        state["blocks"].append(block)
+        return block
+
+    # Substrate protocol: lifecycle and display -------------------------------------------------------------------
+
+    def balance(self, rao: int, netuid: int = 0) -> Balance:
+        return Balance(int(rao), netuid, self.token_symbols.get(netuid) if netuid else None)
+
+    async def connect(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    # Substrate protocol: reads -------------------------------------------------------------------------------------
+
+    async def block_hash(self, block: Optional[int] = None) -> str:
+        with self._state() as state:
+            number = state["blocks"][-1]["number"] if block is None else block
+            if not 0 <= number <= state["blocks"][-1]["number"]:
+                raise ChainError(f"block {number} does not exist")
+            return _hash(number)
+
+    async def block_number(self) -> int:
+        with self._state() as state:
+            return state["blocks"][-1]["number"]
+
+    async def finalized_block_number(self) -> int:
+        with self._state() as state:
+            return max(0, state["blocks"][-1]["number"] - state["finality_lag"])
+
+    async def block_time(self) -> float:
+        return 12.0
+
+    async def spec_version(self) -> int:
+        return 1
+
+    async def query(self, module: str, storage_function: str, params: Optional[list] = None,
+                    block_hash: Optional[str] = None) -> Any:
+        with self._state() as state:
+            item = self._block(state, block_hash)["storage"].get(f"{module}.{storage_function}", {})
+            return copy.deepcopy(item.get(_key(params)))
+
+    async def map_has_entries(self, module: str, storage_function: str, params: list,
+                              block_hash: Optional[str] = None) -> bool:
+        return bool(await self.query_map(module, storage_function, params, block_hash))
+
+    async def query_map(self, module: str, storage_function: str, params: Optional[list] = None,
+                        block_hash: Optional[str] = None) -> list[tuple[Any, Any]]:
+        prefix = list(params or [])
+        with self._state() as state:
+            item = self._block(state, block_hash)["storage"].get(f"{module}.{storage_function}", {})
+            rows = []
+            for raw_key, value in item.items():
+                key = json.loads(raw_key)
+                if key[: len(prefix)] == prefix and len(key) > len(prefix):
+                    rest = key[len(prefix):]
+                    rows.append((rest[0] if len(rest) == 1 else tuple(rest), copy.deepcopy(value)))
+            return rows
+
+    async def query_batch(self, module: str, storage_function: str, param_sets: list[list],
+                          block_hash: Optional[str] = None) -> list[Any]:
+        return [await self.query(module, storage_function, p, block_hash) for p in param_sets]
+
+    async def runtime_call(self, api: str, method: str, params: list, block_hash: Optional[str] = None) -> Any:
+        if (api, method) != ("SubnetInfoRuntimeApi", "get_metagraph"):
+            raise ChainError(f"the stand-in chain does not implement runtime API {api}.{method}")
+        netuid = int(params[0])
+        with self._state() as state:
+            block = self._block(state, block_hash)
+            return _metagraph(block, netuid) if netuid in state["subnets"] else None
+
+    async def constant(self, module: str, name: str) -> Any:
+        with self._state() as state:
+            if f"{module}.{name}" not in state["constants"]:
+                raise ChainError(f"the stand-in chain has no constant {module}.{name}")
+            return state["constants"][f"{module}.{name}"]
+
+    async def events(self, block_hash: Optional[str] = None) -> list[dict]:
+        with self._state() as state:
+            return [e["event"] for e in self._block(state, block_hash)["extrinsics"] if e.get("event")]
+
+    # Substrate protocol: calls and writes -----------------------------------------------------------------------
+
+    async def compose(self, call) -> dict:
+        module, function, params = call
+        return {"call_module": module, "call_function": function, "call_args": copy.deepcopy(params)}
+
+    async def estimate_fee(self, call, keypair) -> Balance:
+        return Balance.from_rao(0)
+
+    async def account_next_index(self, address: str) -> int:
+        with self._state() as state:
+            return state["nonces"].get(address, 0)
+
+    async def submit(self, call, keypair, *, nonce: Optional[int] = None, period: Optional[int] = None,
+                     wait_for_inclusion: bool = True, wait_for_finalization: bool = True) -> ExtrinsicResult:
+        """Checks the signature, dispatches the call into a new block, and reports like the RPC backend does."""
+        signed = json.dumps(call, sort_keys=True, default=str).encode()
+        try:
+            signature = keypair.sign(signed)
+        except Exception as e:  # a public-only keypair cannot sign
+            return _failed(f"cannot sign: {e}", "BadSigner")
+        if not Keypair(ss58_address=keypair.ss58_address).verify(signed, signature):
+            return _failed("bad signature", "BadProof")
+        with self._state(write=True) as state:
+            block = self._new_block(state)
+            before = copy.deepcopy(block["storage"])
+            try:
+                error = _dispatch(state, block, call, keypair.ss58_address)
+            except (KeyError, TypeError, ValueError) as e:
+                error = ("BadCall", f"malformed call arguments: {e}")
+            if error:
+                block["storage"] = before
+            index = len(block["extrinsics"])
+            block["extrinsics"].append({"call": call, "signer": keypair.ss58_address, "error": error})
+            state["nonces"][keypair.ss58_address] = state["nonces"].get(keypair.ss58_address, 0) + 1
+            if wait_for_finalization:
+                for _ in range(state["finality_lag"]):
+                    self._new_block(state)
+        if error:
+            return ExtrinsicResult(success=False, message=error[1], block_hash=_hash(block["number"]),
+                                   extrinsic_id=f"{block['number']}-{index:04d}", error=ChainError(error[1], error[0]))
+        return ExtrinsicResult(success=True, message="Success", block_hash=_hash(block["number"]),
+                               extrinsic_id=f"{block['number']}-{index:04d}", fee=Balance.from_rao(0))
+
+
+def _failed(message: str, name: str) -> ExtrinsicResult:
+    return ExtrinsicResult(success=False, message=message, error=ChainError(message, name))
+
+
+def _dispatch(state: dict, block: dict, call: dict, signer: str) -> tuple[str, str] | None:
+    """Applies one call to the new block's storage; returns (error name, message) when the chain would refuse it."""
+    storage, args = block["storage"], call["call_args"]
+    what = (call["call_module"], call["call_function"])
+    if what == ("Commitments", "set_commitment"):
+        netuid, fields = int(args["netuid"]), list((args.get("info") or {}).get("fields") or [])
+        if storage.get("SubtensorModule.Uids", {}).get(_key([netuid, signer])) is None:
+            return "AccountNotAllowedCommit", "the signing hotkey is not registered on the subnet"
+        if len(fields) > state["constants"]["Commitments.MaxFields"]:
+            return "TooManyFieldsInCommitmentInfo", "too many fields in the commitment"
+        for f in fields:
+            (variant, value), = f.items() if isinstance(f, dict) and len(f) == 1 else ((None, None),)
+            size = len(bytes.fromhex(str(value).removeprefix("0x"))) if isinstance(value, str) else -1
+            if variant != f"Raw{size}" or size > 128:
+                return "BadCommitmentField", f"malformed commitment field {f!r}"
+        storage.setdefault("Commitments.CommitmentOf", {})[_key([netuid, signer])] = {
+            "block": block["number"], "deposit": 0, "info": {"fields": fields}}
+        return None
+    if what == ("SubtensorModule", "set_mechanism_weights"):
+        return _set_weights(storage, block["number"], args, signer)
+    return "CallNotSupported", f"the stand-in chain does not dispatch {what[0]}.{what[1]}"
+
+
+def _set_weights(storage: dict, number: int, args: dict, signer: str) -> tuple[str, str] | None:
+    netuid, mecid = int(args["netuid"]), int(args["mecid"])
+    dests, values = [int(d) for d in args["dests"]], [int(w) for w in args["weights"]]
+    uid = storage.get("SubtensorModule.Uids", {}).get(_key([netuid, signer]))
+    if uid is None:
+        return "HotKeyNotRegisteredInSubNet", "the signing hotkey is not registered on the subnet"
+    n = len(storage["SubtensorModule.ValidatorPermit"][_key([netuid])])
+    if len(dests) != len(values) or len(set(dests)) != len(dests) or any(not 0 <= d < n for d in dests):
+        return "UidVecContainInvalidOne", "weights name duplicate or unknown uids"
+    if any(not 0 <= w <= U16_MAX for w in values):
+        return "InvalidWeights", "weights must be u16"
+    index = mecid * GLOBAL_MAX_SUBNET_COUNT + netuid
+    last = storage["SubtensorModule.LastUpdate"].setdefault(_key([index]), [0] * n)
+    limit = storage["SubtensorModule.WeightsSetRateLimit"][_key([netuid])]
+    if limit and last[uid] and number - last[uid] < limit:
+        return "SettingWeightsTooFast", "weights were set too recently"
+    cap = storage["SubtensorModule.MaxWeightsLimit"][_key([netuid])]
+    if len(dests) > 1 and sum(values) and max(values) * U16_MAX > cap * sum(values):
+        return "MaxWeightExceeded", "a weight exceeds the subnet's max weight limit"
+    storage.setdefault("SubtensorModule.Weights", {})[_key([index, uid])] = [[d, w] for d, w in zip(dests, values)]
+    last[uid] = number
+    return None
+
+
+def _metagraph(block: dict, netuid: int) -> dict:
+    """The subset of `SubnetInfoRuntimeApi.get_metagraph` that the SDK's metagraph decoder requires."""
+    storage = block["storage"]
+    keys = storage.get("SubtensorModule.Keys", {})
+    hotkeys = [keys[_key([netuid, uid])] for uid in range(len(keys)) if _key([netuid, uid]) in keys]
+    owners = storage.get("SubtensorModule.Owner", {})
+    last = storage.get("SubtensorModule.LastUpdate", {}).get(_key([netuid]), [0] * len(hotkeys))
+    return {
+        "netuid": netuid, "name": list(b"hotfloat"), "symbol": list("τ".encode()), "block": block["number"],
+        "tempo": 360, "last_step": 0, "blocks_since_last_step": block["number"],
+        "owner_hotkey": hotkeys[0] if hotkeys else "", "owner_coldkey": owners.get(_key([hotkeys[0]]), "") if hotkeys else "",
+        "network_registered_at": 0, "num_uids": len(hotkeys), "max_uids": 256,
+        "hotkeys": hotkeys, "coldkeys": [owners.get(_key([h]), "") for h in hotkeys],
+        "active": [True] * len(hotkeys), "validator_permit": storage["SubtensorModule.ValidatorPermit"][_key([netuid])],
+        "last_update": last,
+    }

@@ -1,0 +1,87 @@
+"""Named, transactional schema migrations: each applies with its bookkeeping row in one transaction, exactly once.
+
+Other areas (e.g. the chain's publication journal) add tables to the same database by passing their own list.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    """A named schema change; names are permanent, so a renamed migration would run twice."""
+
+    name: str
+    statements: tuple[str, ...]
+
+
+LEDGER_MIGRATIONS: tuple[Migration, ...] = (
+    Migration("0001_submissions", (
+        """CREATE TABLE blobs (
+            sha256 TEXT PRIMARY KEY,
+            data BLOB NOT NULL)""",
+        """CREATE TABLE submissions (
+            id INTEGER PRIMARY KEY,
+            identity TEXT NOT NULL UNIQUE,
+            bundle_id TEXT NOT NULL,
+            submitter TEXT NOT NULL,
+            source TEXT NOT NULL,
+            state TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            archive_sha256 TEXT NOT NULL REFERENCES blobs(sha256),
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL)""",
+        "CREATE INDEX submissions_state ON submissions(state)",
+        """CREATE TABLE transitions (
+            id INTEGER PRIMARY KEY,
+            submission_id INTEGER NOT NULL REFERENCES submissions(id),
+            from_state TEXT,
+            to_state TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            evidence TEXT,
+            at REAL NOT NULL,
+            UNIQUE (submission_id, to_state))""",
+    )),
+    Migration("0002_attempts", (
+        """CREATE TABLE attempts (
+            submission_id INTEGER NOT NULL REFERENCES submissions(id),
+            stage TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            outcome TEXT,
+            reason TEXT NOT NULL DEFAULT '',
+            started_at REAL NOT NULL,
+            PRIMARY KEY (submission_id, stage, number))""",
+    )),
+)
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    """Names of the migrations already applied, in order."""
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    return [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY rowid")]
+
+
+def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...]) -> list[str]:
+    """Applies each missing migration in its own transaction (autocommit connection); returns the names applied."""
+    done = set(applied(conn))
+    ran = []
+    for m in migrations:
+        if m.name in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (m.name,)).fetchone():
+                conn.execute("ROLLBACK")  # another process applied it between our read and our lock
+                continue
+            for sql in m.statements:
+                conn.execute(sql)
+            conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (m.name, time.time()))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        ran.append(m.name)
+    return ran

@@ -1,0 +1,226 @@
+"""The validator's durable ledger: every submission and each state change, one SQLite transaction per change.
+
+A change is a compare-and-set from the state the caller saw, so a stage that finishes twice (a crashed run
+resumed, a second worker) cannot record twice; a stage's evidence commits in the same transaction as its state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..bundle import unpack
+from ..errors import HotfloatError, InfrastructureError
+from .migrations import LEDGER_MIGRATIONS, Migration, migrate
+from .records import FINAL, NEXT, ORDER, Attempt, State, Submission, Transition
+
+RETRYABLE = ("retry", "interrupted")
+
+
+class LedgerConflict(HotfloatError):
+    """A state change raced another writer: the submission is no longer in the state the caller saw."""
+
+    grpc_status = "ABORTED"
+
+
+class LedgerBusy(InfrastructureError):
+    """Another validator process owns this ledger; two runners would do the same work twice."""
+
+
+class Ledger:
+    """One SQLite database in WAL mode; safe to share between threads of one process and readers in others."""
+
+    def __init__(self, path: str | os.PathLike, migrations: tuple[Migration, ...] = ()):
+        self.path = Path(path)
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            migrate(self._conn, LEDGER_MIGRATIONS + tuple(migrations))
+        except sqlite3.DatabaseError as e:
+            raise InfrastructureError(f"ledger {self.path}: {e}") from None
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any error; for other areas' tables in the same database."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Holds the runner lock (released by the kernel if the process dies), so one validator works a ledger."""
+        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise LedgerBusy(f"ledger {self.path} is in use by another validator run") from None
+            yield
+        finally:
+            os.close(fd)
+
+    def receive(self, archive: bytes, *, submitter: str = "", source: str = "") -> tuple[Submission, bool]:
+        """Validates and stores an archive as a new submission; an identity already known returns the existing one."""
+        bundle = unpack(archive)
+        digest = hashlib.sha256(archive).hexdigest()
+        now = time.time()
+        with self.transaction() as c:
+            row = c.execute("SELECT id FROM submissions WHERE identity = ?", (bundle.identity,)).fetchone()
+            if row:
+                created, sid = False, row[0]
+            else:
+                c.execute("INSERT OR IGNORE INTO blobs (sha256, data) VALUES (?, ?)", (digest, archive))
+                sid = c.execute(
+                    "INSERT INTO submissions (identity, bundle_id, submitter, source, state, archive_sha256, created_at,"
+                    " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (bundle.identity, bundle.manifest.bundle_id, submitter, source, State.RECEIVED.value, digest, now, now),
+                ).lastrowid
+                c.execute("INSERT INTO transitions (submission_id, from_state, to_state, reason, at) VALUES (?, NULL, ?, ?, ?)",
+                          (sid, State.RECEIVED.value, f"received from {source or 'unknown source'}", now))
+                created = True
+        return self.get(sid), created
+
+    def get(self, sid: int) -> Submission:
+        rows = self._select("WHERE id = ?", (sid,))
+        if not rows:
+            raise InfrastructureError(f"ledger has no submission {sid}")
+        return rows[0]
+
+    def submissions(self, states: tuple[State, ...] | None = None) -> list[Submission]:
+        """All submissions, oldest first, optionally only those in the given states."""
+        if states is None:
+            return self._select("", ())
+        marks = ",".join("?" * len(states))
+        return self._select(f"WHERE state IN ({marks})", tuple(s.value for s in states))
+
+    def pending(self, through: State) -> list[Submission]:
+        """Submissions with work left before they reach `through` (or a final state), oldest first."""
+        todo = ORDER[: ORDER.index(through)]
+        return self.submissions(todo)
+
+    def archive(self, sid: int) -> bytes:
+        """The stored archive bytes of a submission, checked against their digest."""
+        return self.blob(self.get(sid).archive_sha256)
+
+    def blob(self, sha256: str) -> bytes:
+        with self._lock:
+            row = self._conn.execute("SELECT data FROM blobs WHERE sha256 = ?", (sha256,)).fetchone()
+        if row is None or hashlib.sha256(row[0]).hexdigest() != sha256:
+            raise InfrastructureError(f"ledger blob {sha256[:16]} is missing or corrupt")
+        return row[0]
+
+    def begin_attempt(self, sid: int, stage: str) -> int:
+        """Records the start of a try at a stage before any work, so a crash during it is known; returns its number."""
+        with self.transaction() as c:
+            number = c.execute("SELECT COUNT(*) FROM attempts WHERE submission_id = ? AND stage = ?", (sid, stage)).fetchone()[0] + 1
+            c.execute("INSERT INTO attempts (submission_id, stage, number, started_at) VALUES (?, ?, ?, ?)",
+                      (sid, stage, number, time.time()))
+        return number
+
+    def end_attempt(self, sid: int, stage: str, outcome: str, reason: str = "") -> None:
+        """Closes the open try without a state change (e.g. a retryable infrastructure fault)."""
+        with self.transaction() as c:
+            c.execute("UPDATE attempts SET outcome = ?, reason = ? WHERE submission_id = ? AND stage = ? AND outcome IS NULL",
+                      (outcome, reason, sid, stage))
+
+    def failed_attempts(self, sid: int, stage: str) -> int:
+        """Tries at a stage that ended in an infrastructure fault or a crash; bounds retries across restarts."""
+        marks = ",".join("?" * len(RETRYABLE))
+        with self._lock:
+            return self._conn.execute(
+                f"SELECT COUNT(*) FROM attempts WHERE submission_id = ? AND stage = ? AND outcome IN ({marks})",
+                (sid, stage, *RETRYABLE)).fetchone()[0]
+
+    def attempts(self, sid: int) -> list[Attempt]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT submission_id, stage, number, outcome, reason, started_at FROM attempts WHERE submission_id = ?"
+                " ORDER BY started_at, number", (sid,)).fetchall()
+        return [Attempt(submission_id=r[0], stage=r[1], number=r[2], outcome=r[3], reason=r[4], started_at=r[5]) for r in rows]
+
+    def recover(self) -> int:
+        """Marks tries left open by a dead process as interrupted; call once when a runner starts. Returns how many."""
+        with self.transaction() as c:
+            return c.execute("UPDATE attempts SET outcome = 'interrupted', reason = 'the validator stopped during this try'"
+                             " WHERE outcome IS NULL").rowcount
+
+    def advance(self, sid: int, seen: State, to: State, reason: str = "", evidence: dict | None = None,
+                blobs: dict[str, bytes] | None = None) -> Submission:
+        """Moves a submission from `seen` to `to` with its evidence, in one transaction; LedgerConflict if it moved."""
+        _check_edge(seen, to)
+        now = time.time()
+        payload = None if evidence is None else json.dumps(evidence, sort_keys=True, default=str)
+        with self.transaction() as c:
+            changed = c.execute("UPDATE submissions SET state = ?, reason = ?, updated_at = ? WHERE id = ? AND state = ?",
+                                (to.value, reason, now, sid, seen.value)).rowcount
+            if changed != 1:
+                raise LedgerConflict(f"submission {sid} is no longer {seen.value}; not recording {to.value} twice")
+            for data in (blobs or {}).values():
+                c.execute("INSERT OR IGNORE INTO blobs (sha256, data) VALUES (?, ?)", (hashlib.sha256(data).hexdigest(), data))
+            c.execute("INSERT INTO transitions (submission_id, from_state, to_state, reason, evidence, at) VALUES (?, ?, ?, ?, ?, ?)",
+                      (sid, seen.value, to.value, reason, payload, now))
+            if seen in NEXT:
+                c.execute("UPDATE attempts SET outcome = 'done', reason = ? WHERE submission_id = ? AND stage = ? AND outcome IS NULL",
+                          (to.value, sid, NEXT[seen][0]))
+        return self.get(sid)
+
+    def transitions(self, sid: int) -> list[Transition]:
+        with self._lock:
+            rows = self._conn.execute("SELECT submission_id, from_state, to_state, reason, evidence, at FROM transitions"
+                                      " WHERE submission_id = ? ORDER BY id", (sid,)).fetchall()
+        return [Transition(submission_id=r[0], from_state=r[1], to_state=r[2], reason=r[3],
+                           evidence=None if r[4] is None else json.loads(r[4]), at=r[5]) for r in rows]
+
+    def evidence(self, sid: int, state: State) -> dict | None:
+        """The evidence recorded when the submission entered `state` (e.g. the build record for BUILT)."""
+        for t in self.transitions(sid):
+            if t.to_state == state:
+                return t.evidence
+        return None
+
+    def counts(self) -> dict[str, int]:
+        """Submissions per state, every state present."""
+        with self._lock:
+            rows = dict(self._conn.execute("SELECT state, COUNT(*) FROM submissions GROUP BY state").fetchall())
+        return {s.value: rows.get(s.value, 0) for s in State}
+
+    def _select(self, where: str, args: tuple) -> list[Submission]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id, identity, bundle_id, submitter, source, state, reason, archive_sha256, created_at, updated_at"
+                f" FROM submissions {where} ORDER BY id", args).fetchall()
+        keys = ("id", "identity", "bundle_id", "submitter", "source", "state", "reason", "archive_sha256", "created_at", "updated_at")
+        return [Submission(**dict(zip(keys, r))) for r in rows]
+
+
+def _check_edge(seen: State, to: State) -> None:
+    """Only the next stage's state or a final failure may follow a state; final states never change."""
+    if seen in FINAL:
+        raise LedgerConflict(f"{seen.value} is final")
+    if to not in (NEXT[seen][1], State.FAILED, State.NO_DECISION):
+        raise LedgerConflict(f"{seen.value} -> {to.value} is not a pipeline step")

@@ -1,0 +1,27 @@
+"""Seams: route an engine's slot calls to an armed bundle inside its declared domain, to stock code outside it.
+
+This runs inside the (sandboxed) engine process, never in the validator: arming imports candidate code.
+
+    router = arm_from_env()                     # HOTFLOAT_ARMED_BUNDLE=<dir> [HOTFLOAT_ARMED_IDENTITY=<sha256>]
+    router = arm("path/to/bundle")              # or explicitly; arm(None) is null-armed (all calls stock)
+    y = router.silu_and_mul(x, stock=fn)        # fn(x) when the call is outside every armed op's domain
+    y = router.rmsnorm(x, weight, eps, stock=fn)    # fn(x, weight, eps) outside the domain
+    y = router.call("norm.rmsnorm", fn, x, weight, eps)  # any registered slot: inputs and scalars in ABI order
+    router.counts()                             # {"activation.silu_and_mul": SeamCount(routed=3, stock=1), ...}
+    check_ranks_armed(router.identity)          # every rank of a distributed engine armed the same bundle
+
+A call is routed when an op for the slot declares the tensors' dtype, the device's architecture ("cpu", "sm_90",
+...) and a token count (the slot's count dim, leading dims flattened) within [min_num_tokens, max_num_tokens].
+The router allocates the outputs, calls the op's entry with the slot's positional write-into-output ABI and returns
+the output reshaped to the caller's leading dims. A bundle that fails to load raises SeamLoadError: never a silent
+fallback to the stock path.
+"""
+
+from .errors import RankMismatchError, SeamLoadError
+from .ranks import check_ranks_armed
+from .router import ENV_BUNDLE, ENV_IDENTITY, SeamCount, SeamRouter, arm, arm_from_env
+
+__all__ = [
+    "ENV_BUNDLE", "ENV_IDENTITY", "RankMismatchError", "SeamCount", "SeamLoadError", "SeamRouter", "arm",
+    "arm_from_env", "check_ranks_armed",
+]

@@ -1,0 +1,160 @@
+"""The seam router: per call, the armed bundle's kernel inside its declared domain, the caller's stock code outside.
+
+Engine-agnostic: an engine adapter (the SGLang plugin, the transformers reference engine) hands each slot call here
+with the slot's arguments and a `stock` callable; the router allocates the outputs, calls the bundle's entry with the
+slot's positional write-into-output ABI, and counts what it did so a test can prove the bundle really ran.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from ..bundle import Bundle, Op, load_bundle
+from ..errors import HotfloatError
+from ..slots import SLOTS, Role, SlotSpec, get_slot
+from .domain import bind_dims, in_domain
+from .errors import SeamLoadError
+from .loader import load_entries, materialize
+
+ENV_BUNDLE = "HOTFLOAT_ARMED_BUNDLE"
+"""Path of the bundle directory to arm; unset or empty means null-armed (every call goes stock)."""
+ENV_IDENTITY = "HOTFLOAT_ARMED_IDENTITY"
+"""Optional expected bundle identity; a different bundle at the path is a load failure."""
+
+
+@dataclass
+class SeamCount:
+    """How many calls of one slot went to the bundle and how many to the stock implementation."""
+
+    routed: int = 0
+    stock: int = 0
+
+
+class SeamRouter:
+    """Routes slot calls between an armed bundle and stock implementations; null-armed when built without a bundle."""
+
+    def __init__(self, bundle: Bundle | None = None, *, workdir: str | None = None):
+        self.bundle = bundle
+        self._ops: dict[str, list[tuple[Op, Callable]]] = {name: [] for name in SLOTS}
+        self._counts = {name: SeamCount() for name in SLOTS}
+        self._lock = threading.Lock()
+        if bundle is not None:
+            entries = load_entries(bundle, materialize(bundle, workdir))
+            for op in bundle.ops:
+                self._ops[op.entry.slot].append((op, entries[op.key]))
+
+    @property
+    def identity(self) -> str | None:
+        """The armed bundle's identity, or None when null-armed."""
+        return self.bundle.identity if self.bundle else None
+
+    def call(self, slot: str, stock: Callable[..., torch.Tensor], *args, **kwargs) -> torch.Tensor:
+        """Runs one call of `slot` with the slot's inputs and scalars (in ABI order); returns its single output.
+
+        `stock(*args, **kwargs)` is used, untouched, whenever no armed op's domain covers the call.
+        """
+        spec = get_slot(slot)
+        values = _bind_args(spec, args, kwargs)
+        picked = self._pick(spec, values)
+        if picked is None:
+            self._count(slot, routed=False)
+            return stock(*args, **kwargs)
+        op, fn, lead, tensors, dims = picked
+        outs = {}
+        for a in spec.of_role(Role.OUTPUT):
+            ref = tensors[spec.of_role(Role.INPUT)[0].name]
+            outs[a.name] = torch.empty(spec.shape_of(a, dims), dtype=ref.dtype, device=ref.device)
+        positional = [outs[a.name] if a.role is Role.OUTPUT else tensors.get(a.name, values.get(a.name)) for a in spec.args]
+        fn(*positional)
+        self._count(slot, routed=True)
+        (out,) = outs.values()
+        return out.reshape(*lead, *out.shape[1:])
+
+    def silu_and_mul(self, x: torch.Tensor, *, stock: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """activation.silu_and_mul of x[..., 2d] -> [..., d]; `stock(x)` outside the armed domain."""
+        return self.call("activation.silu_and_mul", stock, x)
+
+    def rmsnorm(self, x: torch.Tensor, weight: torch.Tensor, eps: float, *, stock: Callable[..., torch.Tensor]) -> torch.Tensor:
+        """norm.rmsnorm of x[..., h] with weight[h] and eps -> [..., h]; `stock(x, weight, eps)` outside the domain."""
+        return self.call("norm.rmsnorm", stock, x, weight, eps)
+
+    def count_stock(self, slot: str) -> None:
+        """Records a call an adapter sent to stock before reaching the router (e.g. a variant no slot covers)."""
+        self._count(slot, routed=False)
+
+    def counts(self) -> dict[str, SeamCount]:
+        """A snapshot of routed and stock calls per slot."""
+        with self._lock:
+            return {k: SeamCount(v.routed, v.stock) for k, v in self._counts.items()}
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self._counts = {name: SeamCount() for name in SLOTS}
+
+    def _count(self, slot: str, routed: bool) -> None:
+        with self._lock:
+            c = self._counts[slot]
+            if routed:
+                c.routed += 1
+            else:
+                c.stock += 1
+
+    def _pick(self, spec: SlotSpec, values: dict):
+        ops = self._ops[spec.name]
+        if not ops:
+            return None
+        inputs = spec.of_role(Role.INPUT)
+        tensors, lead = {}, ()
+        for a in inputs:
+            t = values[a.name]
+            if not isinstance(t, torch.Tensor):
+                return None
+            if a.shape and a.shape[0] == spec.count_dim:
+                lead = tuple(t.shape[:-1])
+                t = t.reshape(-1, t.shape[-1]) if t.dim() != 2 else t
+            tensors[a.name] = t
+        first = tensors[inputs[0].name]
+        dims = bind_dims(spec, tensors)
+        if dims is None or any(t.device != first.device or t.dtype != first.dtype for t in tensors.values()):
+            return None
+        for op, fn in ops:
+            if in_domain(op, spec, first.dtype, first.device, dims):
+                return op, fn, lead, tensors, dims
+        return None
+
+
+def _bind_args(spec: SlotSpec, args: tuple, kwargs: dict) -> dict:
+    """Maps the caller's inputs and scalars onto the slot's argument names, in ABI order, skipping outputs."""
+    names = [a.name for a in spec.args if a.role is not Role.OUTPUT]
+    values = dict(zip(names, args))
+    values.update({k: v for k, v in kwargs.items() if k in names})
+    for a in spec.of_role(Role.SCALAR):
+        values.setdefault(a.name, a.default)
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise TypeError(f"{spec.name}: missing arguments {missing}")
+    return values
+
+
+def arm(path: str | os.PathLike | None, *, identity: str | None = None, workdir: str | None = None) -> SeamRouter:
+    """A router for the bundle at `path` (null-armed for None); any load failure raises SeamLoadError."""
+    if not path:
+        return SeamRouter()
+    try:
+        bundle = load_bundle(path)
+    except HotfloatError as e:
+        raise SeamLoadError(f"armed bundle {path}: {e}") from None
+    if identity and bundle.identity != identity:
+        raise SeamLoadError(f"armed bundle {path} has identity {bundle.identity}, expected {identity}")
+    return SeamRouter(bundle, workdir=workdir)
+
+
+def arm_from_env(environ: dict | None = None) -> SeamRouter:
+    """A router armed from HOTFLOAT_ARMED_BUNDLE (and HOTFLOAT_ARMED_IDENTITY), as every engine process does at start."""
+    env = os.environ if environ is None else environ
+    return arm(env.get(ENV_BUNDLE) or None, identity=env.get(ENV_IDENTITY) or None)

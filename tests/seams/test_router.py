@@ -1,0 +1,111 @@
+"""The seam router: routes inside the declared domain, stock outside, counts both, never falls back silently."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from hotfloat.errors import BundleError
+from hotfloat.seams import ENV_BUNDLE, ENV_IDENTITY, SeamCount, SeamLoadError, arm, arm_from_env
+from hotfloat.bundle import load_bundle
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def stock_silu(x):
+    d = x.shape[-1] // 2
+    return torch.nn.functional.silu(x[..., :d]) * x[..., d:]
+
+
+def stock_norm(x, weight, eps):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * weight
+
+
+def test_null_armed_sends_everything_to_stock():
+    router = arm(None)
+    x = torch.randn(4, 16)
+    assert torch.equal(router.silu_and_mul(x, stock=stock_silu), stock_silu(x))
+    assert router.identity is None
+    assert router.counts()["activation.silu_and_mul"] == SeamCount(routed=0, stock=1)
+
+
+def test_exact_bundle_is_routed_byte_identical_with_leading_dims():
+    router = arm(FIXTURES / "silu_exact")
+    x = torch.randn(2, 3, 64, dtype=torch.bfloat16)
+    y = router.silu_and_mul(x, stock=lambda x: pytest.fail("stock called inside the domain"))
+    assert y.shape == (2, 3, 32) and y.dtype == torch.bfloat16
+    assert torch.equal(y, stock_silu(x))
+    assert router.counts()["activation.silu_and_mul"] == SeamCount(routed=1, stock=0)
+
+
+def test_broken_bundle_changes_the_output():
+    router = arm(FIXTURES / "silu_broken")
+    x = torch.randn(8, 64)
+    assert not torch.equal(router.silu_and_mul(x, stock=stock_silu), stock_silu(x))
+    assert router.counts()["activation.silu_and_mul"].routed == 1
+
+
+@pytest.mark.parametrize("tokens,dtype,routed", [
+    (1, torch.float32, False),   # below min_num_tokens
+    (2, torch.float32, True),
+    (64, torch.bfloat16, True),
+    (65, torch.float32, False),  # above max_num_tokens
+    (8, torch.float16, False),   # dtype not declared
+])
+def test_domain_decides_per_call(tokens, dtype, routed):
+    router = arm(FIXTURES / "rmsnorm_exact")
+    x, w = torch.randn(tokens, 32, dtype=dtype), torch.rand(32, dtype=dtype) + 0.5
+    y = router.rmsnorm(x, w, 1e-6, stock=stock_norm)
+    assert torch.equal(y, stock_norm(x, w, 1e-6))
+    assert router.counts()["norm.rmsnorm"] == SeamCount(routed=int(routed), stock=int(not routed))
+
+
+def test_contradicting_shapes_go_stock():
+    router = arm(FIXTURES / "rmsnorm_exact")
+    x, w = torch.randn(4, 32), torch.ones(16)
+    assert router.rmsnorm(x, w, 1e-6, stock=lambda *a: "stock") == "stock"
+    assert router.counts()["norm.rmsnorm"].stock == 1
+
+
+def test_slot_without_armed_op_goes_stock():
+    router = arm(FIXTURES / "rmsnorm_exact")
+    x = torch.randn(4, 16)
+    assert torch.equal(router.silu_and_mul(x, stock=stock_silu), stock_silu(x))
+    assert router.counts()["activation.silu_and_mul"] == SeamCount(routed=0, stock=1)
+
+
+def test_arm_from_env_and_identity_pin():
+    path = FIXTURES / "silu_exact"
+    identity = load_bundle(path).identity
+    assert arm_from_env({ENV_BUNDLE: str(path), ENV_IDENTITY: identity}).identity == identity
+    assert arm_from_env({}).identity is None
+    with pytest.raises(SeamLoadError, match="expected"):
+        arm_from_env({ENV_BUNDLE: str(path), ENV_IDENTITY: "0" * 64})
+
+
+def test_missing_or_invalid_bundle_raises(tmp_path, make_bundle):
+    with pytest.raises(SeamLoadError, match="not a bundle directory"):
+        arm(tmp_path / "absent")
+    bad = make_bundle(manifest="bundle_id = 'x'\n")
+    with pytest.raises(BundleError):
+        arm(bad)
+
+
+@pytest.mark.parametrize("kernel,match", [
+    ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+    ("import sys\nsys.exit(3)\n", "SystemExit"),
+    ("def other(x, out):\n    pass\n", "no callable 'run'"),
+    ("def run(x, out:\n", "SyntaxError"),
+])
+def test_candidate_import_failures_raise(make_bundle, kernel, match):
+    with pytest.raises(SeamLoadError, match=match):
+        arm(make_bundle(kernel))
+
+
+def test_bundle_modules_import_siblings(make_bundle):
+    kernel = "from . import helper\n\ndef run(x, out):\n    helper.fill(x, out)\n"
+    helper = "def fill(x, out):\n    out.copy_(x[:, x.shape[1] // 2:])\n"
+    router = arm(make_bundle(kernel, files={"kernels/helper.py": helper}))
+    x = torch.randn(3, 8)
+    assert torch.equal(router.silu_and_mul(x, stock=stock_silu), x[:, 4:])
