@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.hotfloat-stamp
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: setup demo test lock system-deps
+.PHONY: setup demo test lock system-deps device-carry-native
 .DEFAULT_GOAL := test
 
 ## Debian packages the sandbox and tests use (idempotent; skipped when present).
@@ -28,7 +28,7 @@ setup: $(STAMP) $(PROTO_STAMP)
 demo: setup
 	$(BIN)/hotfloat demo examples
 
-test: setup
+test: setup engine
 	$(BIN)/python -m pytest -q tests
 
 ## Re-resolve requirements.in into the hashed lock (needs PyPI).
@@ -36,3 +36,67 @@ lock:
 	$(PY) -m pip install -q uv
 	$(PY) -m uv pip compile requirements.in --generate-hashes --python-version 3.11 \
 	    --find-links /opt/wheels --index-strategy unsafe-best-match --no-header -o requirements.lock
+
+## Cubins for tools/device/native.sh, built deviceless here (the GPU machine has no cutlass-dsl); carry .device-carry.
+device-carry-native: setup
+	rm -rf .device-carry/native
+	for ex in silu_triton_aot silu_cute_aot; do $(BIN)/hotfloat build examples/$$ex --out .device-carry/native/$$ex || exit 1; done
+
+## Images (issue 5): Bazel builds the compiler, worker and validator images; see docs/images.md.
+FLAVOR  ?= cpu
+BUNDLE  ?= examples/silu_triton
+IMAGE_LAYOUTS := out/images/compiler out/images/worker out/images/validator
+.PHONY: image-deps images images-check images-lock up down miner
+
+image-deps:
+	@tools/image_deps.sh
+
+images: setup image-deps
+	bazel build //images:all --define=flavor=$(FLAVOR)
+	tools/images/publish.sh
+
+## Rebuild every action from scratch (a fresh nonce defeats Bazel's cache) and compare with images/digests.lock.
+images-check: setup image-deps
+	bazel build //images:all --define=flavor=$(FLAVOR) --action_env=HOTFLOAT_REBUILD=$$(date +%s%N)
+	tools/images/publish.sh
+	$(BIN)/hotfloat image check $(IMAGE_LAYOUTS)
+
+## Re-resolve the image locks (needs PyPI and Debian), rebuild, and record the new digests.
+images-lock: setup image-deps
+	tools/images/lock.sh
+	$(BIN)/hotfloat image base --update-lock --out /tmp/hotfloat-base-lock.tar && rm -f /tmp/hotfloat-base-lock.tar
+	$(MAKE) images
+	$(BIN)/hotfloat image check --update $(IMAGE_LAYOUTS)
+
+up: images
+	$(BIN)/hotfloat image up
+
+down: setup
+	$(BIN)/hotfloat image down
+
+## The miner's pre-submission check inside the compiler image: make miner BUNDLE=path/to/bundle
+miner: images
+	$(BIN)/hotfloat image miner $(BUNDLE)
+
+## The engine venv (issue 7): SGLang 0.5.23 on its pinned torch 2.14.1, for `hotfloat compat` and the seam tests.
+## Cached by a stamp; installed with uv from hashed locks (pip takes ~10 min for torch's 5 GB of CUDA wheels).
+ENGINE_VENV  := .venv-engine
+ENGINE_STAMP := $(ENGINE_VENV)/.hotfloat-stamp
+UV_FLAGS     := --find-links /opt/wheels --find-links /opt/pypi-more/files --index-strategy unsafe-best-match
+.PHONY: engine engine-lock
+
+$(ENGINE_STAMP): engine/requirements.lock engine/requirements-nodeps.lock libs/hotfloat/pyproject.toml libs/hotfloat_sglang/pyproject.toml
+	$(PY) -m pip install -q uv
+	$(PY) -m uv venv -q --python $(PY) $(ENGINE_VENV)
+	$(PY) -m uv pip install -q --python $(ENGINE_VENV)/bin/python $(UV_FLAGS) --require-hashes --no-deps -r engine/requirements.lock
+	$(PY) -m uv pip install -q --python $(ENGINE_VENV)/bin/python $(UV_FLAGS) --require-hashes --no-deps -r engine/requirements-nodeps.lock
+	$(PY) -m uv pip install -q --python $(ENGINE_VENV)/bin/python --no-deps -e libs/hotfloat -e libs/hotfloat_sglang
+	touch $(ENGINE_STAMP)
+
+engine: $(ENGINE_STAMP)
+
+## Re-resolve the engine locks (needs PyPI).
+engine-lock:
+	$(PY) -m pip install -q uv
+	$(PY) -m uv pip compile engine/requirements.in --generate-hashes --python-version 3.11 $(UV_FLAGS) --no-header -o engine/requirements.lock
+	$(PY) -m uv pip compile engine/requirements-nodeps.in --no-deps --generate-hashes --python-version 3.11 $(UV_FLAGS) --no-header -o engine/requirements-nodeps.lock

@@ -38,3 +38,16 @@ def make_bundle(tmp_path):
         return root
 
     return make
+
+
+@pytest.fixture(scope="session")
+def aot_builds():
+    """Both AOT examples built once per session (deviceless, sandboxed): example name -> (bundle, BuildRecord)."""
+    from hotfloat.build import build_bundle
+    from hotfloat.bundle import load_bundle
+
+    out = {}
+    for name in ("silu_triton_aot", "silu_cute_aot"):
+        bundle = load_bundle(EXAMPLES / name)
+        out[name] = (bundle, build_bundle(bundle))
+    return out

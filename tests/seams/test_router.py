@@ -19,7 +19,7 @@ def stock_silu(x):
 
 def stock_norm(x, weight, eps):
     xf = x.float()
-    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * weight
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * weight).to(x.dtype)
 
 
 def test_null_armed_sends_everything_to_stock():

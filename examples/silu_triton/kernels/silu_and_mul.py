@@ -1,13 +1,21 @@
-"""SwiGLU gate out = silu(x[:, :D]) * x[:, D:] as one Triton pass: each element read once, written once, math in fp32."""
+"""SwiGLU gate out = silu(x[:, :D]) * x[:, D:] as one Triton pass: each element read once, written once, math in fp32.
+
+On Hopper the kernel is launched with programmatic dependent launch (PDL): it may start while the previous kernel
+in the stream or graph finishes, and waits (griddepcontrol.wait) before touching memory, so decode-sized calls pay
+less than a full launch gap. Block shapes come from a sweep on the H200 (docs/benchmarks.md)."""
 
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 
 @triton.jit
 def _silu_and_mul_kernel(x_ptr, out_ptr, T, D, x_row_stride, out_row_stride,
-                         BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr):
+                         BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr, PDL: tl.constexpr):
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
     rows = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     cols = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
     mask = (rows[:, None] < T) & (cols[None, :] < D)
@@ -21,14 +29,17 @@ def _silu_and_mul_kernel(x_ptr, out_ptr, T, D, x_row_stride, out_row_stride,
 
 
 def _config(t: int, d: int, on_gpu: bool) -> tuple[int, int, int]:
-    """(BLOCK_T, BLOCK_D, num_warps). The CPU interpreter pays per program, so it gets few large tiles;
-    on the GPU small token counts get narrow tiles so more multiprocessors share the few bytes there are."""
+    """(BLOCK_T, BLOCK_D, num_warps). The CPU interpreter pays per program, so it gets few large tiles; on the GPU
+    decode calls get narrow tiles (more multiprocessors share few bytes) and large calls 16-byte-per-thread rows."""
     if not on_gpu:
         block_d = min(triton.next_power_of_2(d), 4096)
         return max(1, min(triton.next_power_of_2(t), 16384 // block_d)), block_d, 4
-    if t <= 64:
-        return 1, min(triton.next_power_of_2(d), 512), 2
-    return 1, min(triton.next_power_of_2(d), 1024), 4
+    if t <= 16:
+        return 1, min(triton.next_power_of_2(d), 512), 4
+    if t <= 128:
+        return 1, min(triton.next_power_of_2(d), 1024), 8
+    block_d = min(triton.next_power_of_2(d), 4096)
+    return 1, block_d, max(4, block_d // 256)
 
 
 def silu_and_mul(x: torch.Tensor, out: torch.Tensor) -> None:
@@ -41,6 +52,7 @@ def silu_and_mul(x: torch.Tensor, out: torch.Tensor) -> None:
         return None
     block_t, block_d, warps = _config(t, d, x.is_cuda)
     grid = (triton.cdiv(t, block_t), triton.cdiv(d, block_d))
-    _silu_and_mul_kernel[grid](x, out, t, d, x.stride(0), out.stride(0),
-                               BLOCK_T=block_t, BLOCK_D=block_d, num_warps=warps)
+    launch = {"launch_pdl": True} if x.is_cuda and torch.cuda.get_device_capability(x.device)[0] >= 9 else {}
+    _silu_and_mul_kernel[grid](x, out, t, d, x.stride(0), out.stride(0), BLOCK_T=block_t, BLOCK_D=block_d,
+                               PDL=bool(launch), num_warps=warps, **launch)
     return None

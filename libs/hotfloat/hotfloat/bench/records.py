@@ -35,8 +35,8 @@ class Impl(Record):
     """`ours:<variant>` for the bundle's kernel, else the stock kernel's name (torch-eager, flashinfer, ...)."""
     graph: Stat | None
     """Per call inside a replayed CUDA graph of back-to-back calls (how the engine runs decode); None on CPU."""
-    cold: Stat
-    """One call after an L2 flush, timed alone with events (wall clock on CPU)."""
+    cold: Stat | None
+    """One call after an L2 flush, timed alone with events (wall clock on CPU); None when the kernel raised."""
     check: str
     """PASS when every output matched the slot reference, both before and after the timed loops, else FAIL."""
     reason: str = ""

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import bittensor as bt
+from bittensor.error_map import ErrorCode
 from bittensor.intents.weights import SetWeights, clip_to_max_weight, normalize
 
 from ..errors import InfrastructureError, InputError
@@ -20,6 +21,12 @@ from .payload import to_fields
 from .standin import LocalSubstrate
 
 U16_MAX = 65535
+
+
+class ChainRefused(InfrastructureError):
+    """The chain (or its transaction pool) refused an extrinsic: it will not apply, so retrying needs a change."""
+
+    grpc_status = "FAILED_PRECONDITION"
 
 
 @dataclass(frozen=True)
@@ -47,8 +54,14 @@ def _sdk(what: str) -> Iterator[None]:
         yield
     except (InputError, InfrastructureError):
         raise
-    except bt.BittensorError as e:
+    except bt.ChainError as e:
+        if e.code in (ErrorCode.UNKNOWN, ErrorCode.INTERNAL):
+            raise InfrastructureError(f"chain: {what} failed: {e}") from None
+        raise ChainRefused(f"chain: {what} refused ({e.code.value}): {e}") from None
+    except (bt.RpcConnectionError, bt.ConnectionNotReady) as e:
         raise InfrastructureError(f"chain: {what} failed: {e}") from None
+    except bt.BittensorError as e:
+        raise InputError(f"chain: {what} refused: {e}") from None
     except (OSError, TimeoutError, ValueError, KeyError) as e:
         raise InfrastructureError(f"chain: {what} failed: {type(e).__name__}: {e}") from None
 
@@ -68,11 +81,14 @@ class Chain:
 
     def __init__(self, network: str):
         self.network = network
-        with _sdk(f"connecting to {network}"):
-            if network.startswith("standin:"):
+        if network.startswith("standin:"):
+            with _sdk(f"opening {network}"):
                 self._sub = bt.Subtensor("local", substrate=LocalSubstrate(network.removeprefix("standin:")))
-            else:
-                self._sub = bt.Subtensor(network)
+            return
+        try:
+            self._sub = bt.Subtensor(network)
+        except ValueError as e:
+            raise InputError(f"--network: {e}") from None
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -143,8 +159,13 @@ class Chain:
         with _sdk("reading Tempo"):
             return int(self._sub.query(("SubtensorModule", "Tempo"), [netuid]) or 0)
 
+    def commit_reveal(self, netuid: int) -> bool:
+        """Whether the subnet hides weights until a timelocked reveal (then read-back cannot confirm at once)."""
+        with _sdk("reading CommitRevealWeightsEnabled"):
+            return bool(self._sub.query(("SubtensorModule", "CommitRevealWeightsEnabled"), [netuid]))
+
 
 def _receipt(result: bt.ExtrinsicResult, what: str) -> Receipt:
     if not result.success:
-        raise InfrastructureError(f"chain refused the {what} extrinsic: {result.message}")
+        raise ChainRefused(f"chain refused the {what} extrinsic: {result.message}")
     return Receipt(extrinsic_id=result.extrinsic_id or "", block_hash=result.block_hash or "")

@@ -78,7 +78,6 @@ class LocalSubstrate:
             "finality_lag": finality_lag,
             "subnets": [netuid],
             "blocks": [{"number": 0, "storage": storage, "extrinsics": []}],
-            "nonces": {},
         }
         tmp = Path(path).with_suffix(".tmp")
         tmp.write_text(json.dumps(state))
@@ -120,10 +119,7 @@ class LocalSubstrate:
         state["blocks"].append(block)
         return block
 
-    # Substrate protocol: lifecycle and display -------------------------------------------------------------------
-
-    def balance(self, rao: int, netuid: int = 0) -> Balance:
-        return Balance(int(rao), netuid, self.token_symbols.get(netuid) if netuid else None)
+    # Substrate protocol: lifecycle -------------------------------------------------------------------
 
     async def connect(self) -> None:
         return None
@@ -151,18 +147,11 @@ class LocalSubstrate:
     async def block_time(self) -> float:
         return 12.0
 
-    async def spec_version(self) -> int:
-        return 1
-
     async def query(self, module: str, storage_function: str, params: Optional[list] = None,
                     block_hash: Optional[str] = None) -> Any:
         with self._state() as state:
             item = self._block(state, block_hash)["storage"].get(f"{module}.{storage_function}", {})
             return copy.deepcopy(item.get(_key(params)))
-
-    async def map_has_entries(self, module: str, storage_function: str, params: list,
-                              block_hash: Optional[str] = None) -> bool:
-        return bool(await self.query_map(module, storage_function, params, block_hash))
 
     async def query_map(self, module: str, storage_function: str, params: Optional[list] = None,
                         block_hash: Optional[str] = None) -> list[tuple[Any, Any]]:
@@ -176,10 +165,6 @@ class LocalSubstrate:
                     rest = key[len(prefix):]
                     rows.append((rest[0] if len(rest) == 1 else tuple(rest), copy.deepcopy(value)))
             return rows
-
-    async def query_batch(self, module: str, storage_function: str, param_sets: list[list],
-                          block_hash: Optional[str] = None) -> list[Any]:
-        return [await self.query(module, storage_function, p, block_hash) for p in param_sets]
 
     async def runtime_call(self, api: str, method: str, params: list, block_hash: Optional[str] = None) -> Any:
         if (api, method) != ("SubnetInfoRuntimeApi", "get_metagraph"):
@@ -195,10 +180,6 @@ class LocalSubstrate:
                 raise ChainError(f"the stand-in chain has no constant {module}.{name}")
             return state["constants"][f"{module}.{name}"]
 
-    async def events(self, block_hash: Optional[str] = None) -> list[dict]:
-        with self._state() as state:
-            return [e["event"] for e in self._block(state, block_hash)["extrinsics"] if e.get("event")]
-
     # Substrate protocol: calls and writes -----------------------------------------------------------------------
 
     async def compose(self, call) -> dict:
@@ -207,10 +188,6 @@ class LocalSubstrate:
 
     async def estimate_fee(self, call, keypair) -> Balance:
         return Balance.from_rao(0)
-
-    async def account_next_index(self, address: str) -> int:
-        with self._state() as state:
-            return state["nonces"].get(address, 0)
 
     async def submit(self, call, keypair, *, nonce: Optional[int] = None, period: Optional[int] = None,
                      wait_for_inclusion: bool = True, wait_for_finalization: bool = True) -> ExtrinsicResult:
@@ -233,7 +210,6 @@ class LocalSubstrate:
                 block["storage"] = before
             index = len(block["extrinsics"])
             block["extrinsics"].append({"call": call, "signer": keypair.ss58_address, "error": error})
-            state["nonces"][keypair.ss58_address] = state["nonces"].get(keypair.ss58_address, 0) + 1
             if wait_for_finalization:
                 for _ in range(state["finality_lag"]):
                     self._new_block(state)
@@ -258,17 +234,25 @@ def _dispatch(state: dict, block: dict, call: dict, signer: str) -> tuple[str, s
             return "AccountNotAllowedCommit", "the signing hotkey is not registered on the subnet"
         if len(fields) > state["constants"]["Commitments.MaxFields"]:
             return "TooManyFieldsInCommitmentInfo", "too many fields in the commitment"
-        for f in fields:
-            (variant, value), = f.items() if isinstance(f, dict) and len(f) == 1 else ((None, None),)
-            size = len(bytes.fromhex(str(value).removeprefix("0x"))) if isinstance(value, str) else -1
-            if variant != f"Raw{size}" or size > 128:
-                return "BadCommitmentField", f"malformed commitment field {f!r}"
+        if not all(_raw_field(f) for f in fields):
+            return "BadCommitmentField", "commitment fields must be Raw<N> with N <= 128 matching the data"
         storage.setdefault("Commitments.CommitmentOf", {})[_key([netuid, signer])] = {
             "block": block["number"], "deposit": 0, "info": {"fields": fields}}
         return None
     if what == ("SubtensorModule", "set_mechanism_weights"):
         return _set_weights(storage, block["number"], args, signer)
     return "CallNotSupported", f"the stand-in chain does not dispatch {what[0]}.{what[1]}"
+
+
+def _raw_field(field: Any) -> bool:
+    """One `{"Raw<N>": "0x..."}` entry whose N is the byte length of its data, at most 128."""
+    if not isinstance(field, dict) or len(field) != 1:
+        return False
+    [(variant, value)] = field.items()
+    if not isinstance(value, str):
+        return False
+    size = len(bytes.fromhex(value.removeprefix("0x")))
+    return variant == f"Raw{size}" and size <= 128
 
 
 def _set_weights(storage: dict, number: int, args: dict, signer: str) -> tuple[str, str] | None:
@@ -298,16 +282,16 @@ def _set_weights(storage: dict, number: int, args: dict, signer: str) -> tuple[s
 def _metagraph(block: dict, netuid: int) -> dict:
     """The subset of `SubnetInfoRuntimeApi.get_metagraph` that the SDK's metagraph decoder requires."""
     storage = block["storage"]
-    keys = storage.get("SubtensorModule.Keys", {})
-    hotkeys = [keys[_key([netuid, uid])] for uid in range(len(keys)) if _key([netuid, uid]) in keys]
-    owners = storage.get("SubtensorModule.Owner", {})
-    last = storage.get("SubtensorModule.LastUpdate", {}).get(_key([netuid]), [0] * len(hotkeys))
+    keys, owners = storage.get("SubtensorModule.Keys", {}), storage.get("SubtensorModule.Owner", {})
+    hotkeys: list[str] = []
+    while (hotkey := keys.get(_key([netuid, len(hotkeys)]))) is not None:
+        hotkeys.append(hotkey)
+    coldkeys = [owners.get(_key([h]), "") for h in hotkeys]
     return {
         "netuid": netuid, "name": list(b"hotfloat"), "symbol": list("τ".encode()), "block": block["number"],
-        "tempo": 360, "last_step": 0, "blocks_since_last_step": block["number"],
-        "owner_hotkey": hotkeys[0] if hotkeys else "", "owner_coldkey": owners.get(_key([hotkeys[0]]), "") if hotkeys else "",
-        "network_registered_at": 0, "num_uids": len(hotkeys), "max_uids": 256,
-        "hotkeys": hotkeys, "coldkeys": [owners.get(_key([h]), "") for h in hotkeys],
+        "tempo": 360, "last_step": 0, "blocks_since_last_step": block["number"], "network_registered_at": 0,
+        "owner_hotkey": hotkeys[0] if hotkeys else "", "owner_coldkey": coldkeys[0] if coldkeys else "",
+        "num_uids": len(hotkeys), "max_uids": 256, "hotkeys": hotkeys, "coldkeys": coldkeys,
         "active": [True] * len(hotkeys), "validator_permit": storage["SubtensorModule.ValidatorPermit"][_key([netuid])],
-        "last_update": last,
+        "last_update": storage["SubtensorModule.LastUpdate"][_key([netuid])],
     }

@@ -8,10 +8,21 @@ import sys
 import click
 
 from ..errors import HotfloatError
+from .bench_cmd import bench
+from .build_cmd import admit_cmd, build
 from .bundle_cmd import hash_cmd
+from .compat_cmd import chain_compat, compat
+from .demo_cmd import demo
+from .chain_cmd import chain
 from .env_cmd import env
+from .image_cmd import image
+from .preflight_cmd import preflight_cmd
 from .scan_cmd import scan
+from .serve_cmd import serve
+from .qualify_cmd import qualify
 from .slots_cmd import slots
+from .validator_cmd import validator
+from .verify_cmd import verify
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -21,10 +32,23 @@ def cli() -> None:
 
 
 COMMANDS = (
+    build,
+    admit_cmd,
+    bench,
     slots,
+    demo,
     hash_cmd,
     scan,
     env,
+    image,
+    preflight_cmd,
+    chain,
+    validator,
+    serve,
+    qualify,
+    verify,
+    compat,
+    chain_compat,
 )
 for command in COMMANDS:
     cli.add_command(command)

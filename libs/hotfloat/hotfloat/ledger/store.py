@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..bundle import unpack
-from ..errors import HotfloatError, InfrastructureError
+from ..errors import HotfloatError, InfrastructureError, InputError
 from .migrations import LEDGER_MIGRATIONS, Migration, migrate
 from .records import FINAL, NEXT, ORDER, Attempt, State, Submission, Transition
 
@@ -108,7 +108,7 @@ class Ledger:
     def get(self, sid: int) -> Submission:
         rows = self._select("WHERE id = ?", (sid,))
         if not rows:
-            raise InfrastructureError(f"ledger has no submission {sid}")
+            raise InputError(f"ledger has no submission {sid}")
         return rows[0]
 
     def submissions(self, states: tuple[State, ...] | None = None) -> list[Submission]:

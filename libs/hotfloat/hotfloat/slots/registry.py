@@ -2,10 +2,11 @@
 
 from ..errors import UnknownSlotError
 from .activation import SILU_AND_MUL
+from .collective import ALL_REDUCE
 from .norm import RMSNORM
 from .spec import SlotSpec
 
-SLOTS: dict[str, SlotSpec] = {s.name: s for s in (SILU_AND_MUL, RMSNORM)}
+SLOTS: dict[str, SlotSpec] = {s.name: s for s in (SILU_AND_MUL, RMSNORM, ALL_REDUCE)}
 
 
 def get_slot(name: str) -> SlotSpec:

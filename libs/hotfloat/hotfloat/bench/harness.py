@@ -1,0 +1,224 @@
+"""Times a bundle's kernels against the stock kernels on each slot's shapes, checking every output before the timed
+loops, after them, and once more on fresh inputs through the very graph that was timed."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import torch
+
+from ..bundle import Op
+from ..errors import InfrastructureError, InputError
+from ..slots import DTYPES, Role, Shape, SlotSpec, get_slot
+from . import ceilings as ceil
+from .load import LoadedBundle
+from .records import Ceilings, Impl, Report, Row
+from .shapes import select
+from .stock import stock_kernels
+from .timing import GRAPH_CALLS, CudaTimer, cold_cpu
+
+CPU_NOTE = ("CPU run through the Triton interpreter: the times are meaningless for speed; "
+            "this exercises the harness and the output checks only. Use --device cuda for numbers.")
+CUDA_NOTE = ("time_us is the per-call median inside a replayed CUDA graph of back-to-back calls over rotated input "
+             "sets (decode-sized sets stay in L2, as after the producing kernel in the engine); cold is one call "
+             "after an L2 flush, timed alone with events.")
+MAX_SETS = 64
+MAX_SET_BYTES = 4 << 30
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What to time and how long to spend on each measurement."""
+
+    device: str = "cpu"
+    dtypes: tuple[str, ...] = ("bf16",)
+    shape_set: str = "all"
+    shapes: tuple[Mapping[str, int], ...] = ()
+    budget_s: float | None = None
+    """Seconds per measurement before the RSE rule gives up; defaults to 0.25 on CUDA and 0.02 on CPU."""
+    seed: int = 0
+
+
+def bench_in_process(path: str, options: Options, progress: Progress | None = None) -> Report:
+    """Loads the bundle into this process, measures the device's ceilings, then every (slot, dtype, shape).
+    On CPU the Triton interpreter must have been chosen before triton was imported (run_bench's child does that)."""
+    if options.device not in ("cpu", "cuda"):
+        raise InputError(f"device {options.device!r}: expected cpu or cuda")
+    if options.device == "cuda" and not torch.cuda.is_available():
+        raise InfrastructureError("--device cuda: no CUDA device is visible to torch here (use --device cpu)")
+    if options.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise InfrastructureError("bench on CPU needs TRITON_INTERPRET=1 set before triton is imported")
+    loaded = LoadedBundle(path)
+    try:
+        return _Run(loaded, options).report(progress)
+    finally:
+        loaded.close()
+
+
+class _Run:
+    """One bench run: the device's timer and architecture, and the loaded bundle's ops."""
+
+    def __init__(self, loaded: LoadedBundle, options: Options):
+        self.loaded, self.opt = loaded, options
+        self.cuda = options.device == "cuda"
+        self.budget = options.budget_s if options.budget_s is not None else (0.25 if self.cuda else 0.02)
+        self.l2 = ceil.l2_bytes() if self.cuda else 0
+        self.timer = CudaTimer(self.l2) if self.cuda else None
+        self.arch = "cpu"
+        if self.cuda:
+            major, minor = torch.cuda.get_device_capability(0)
+            self.arch = f"sm_{major}{minor}"
+
+    def tasks(self) -> list[tuple[SlotSpec, str, Shape]]:
+        """Every (slot, dtype, shape) to time, decided before any timing so bad requests fail fast."""
+        slots = list(dict.fromkeys(op.entry.slot for op in self.loaded.bundle.ops))
+        out = []
+        for slot in map(get_slot, slots):
+            if slot.world_size > 1:
+                raise InputError(f"{slot.name} needs {slot.world_size} ranks; bench times single-device slots")
+            offered = {d for op in self.loaded.bundle.ops if op.entry.slot == slot.name for d in op.dtypes}
+            for dtype in (d for d in self.opt.dtypes if d in offered):
+                out += [(slot, dtype, s) for s in select(slot, self.opt.shape_set, list(self.opt.shapes), self.opt.device)]
+        if not out:
+            raise InputError(f"nothing to time: the bundle offers no op for dtypes {list(self.opt.dtypes)} and these shapes")
+        return out
+
+    def report(self, progress: Progress | None) -> Report:
+        """Measures the ceilings once, then each task; the run fails if any of our kernels failed a check."""
+        tasks = self.tasks()
+        c = ceil.measure_cuda(self.timer, self.budget) if self.cuda else ceil.measure_cpu(self.budget)
+        rows = []
+        for i, (slot, dtype, shape) in enumerate(tasks):
+            if progress:
+                progress(i, len(tasks), f"{slot.name} {dtype} {shape.label}")
+            rows.append(self.row(slot, dtype, shape, c, seed=self.opt.seed * 7919 + i))
+            if self.cuda:
+                torch.cuda.empty_cache()
+        failed = any(r.impls and r.impls[0].name.startswith("ours") and r.impls[0].check != "PASS" for r in rows)
+        b = self.loaded.bundle
+        return Report(bundle_id=b.manifest.bundle_id, identity=b.identity, device=self.opt.device, meaningful=self.cuda,
+                      note=CUDA_NOTE if self.cuda else CPU_NOTE, environment=ceil.environment(self.opt.device),
+                      method=self.method(), ceilings=c, rows=rows, status="FAIL" if failed else "PASS")
+
+    def method(self) -> dict[str, str]:
+        """How this run took its numbers, recorded beside them."""
+        m = {"budget_s": f"{self.budget:g}", "stop": "relative standard error < 1% or budget spent",
+             "sets": f"rotated input sets: max(2, min({MAX_SETS}, ceil(3 x L2 / bytes per call)))" if self.cuda else "2"}
+        if self.cuda:
+            m |= {"graph_calls": str(GRAPH_CALLS), "l2_flush_bytes": str(self.timer.flush.numel() * 4),
+                  "persisting_l2_reset": str(self.timer.persisting_reset)}
+        return m
+
+    def route(self, slot: SlotSpec, dtype: str, tokens: int) -> Op | None:
+        """The variant the validator would route this call to, or None (then the stock kernel runs)."""
+        archs = {self.arch, self.arch + "a"}
+        for op in self.loaded.bundle.ops:
+            md = op.metadata
+            if (op.entry.slot == slot.name and dtype in op.dtypes and archs & set(op.entry.architectures)
+                    and md.min_num_tokens <= tokens <= (md.max_num_tokens or tokens)):
+                return op
+        return None
+
+    def row(self, slot: SlotSpec, dtype: str, shape: Shape, c: Ceilings, seed: int) -> Row:
+        """Ours (the routed variant) and every stock kernel on the same rotated input sets, against the ceilings."""
+        dims, dt = dict(shape.dims), DTYPES[dtype]
+        nbytes = slot.bytes_moved(dims, dt.itemsize)
+        gen = torch.Generator().manual_seed(seed)
+        n_sets = 2 if not self.cuda else max(2, min(MAX_SETS, math.ceil(3 * self.l2 / nbytes), MAX_SET_BYTES // nbytes))
+        sets = [self.make_set(slot, dims, dt, gen) for _ in range(n_sets)]
+        tokens = dims[slot.count_dim]
+        op = self.route(slot, dtype, tokens)
+        impls = []
+        if op is not None:
+            impls.append(self.time_impl(f"ours:{op.entry.variant}", self.ours(slot, op, dims, dt, sets), slot, dtype, dims, sets, gen))
+        for name, fn in stock_kernels(slot.name, self.opt.device):
+            impls.append(self.time_impl(name, [lambda s=s, fn=fn: (fn(s),) for s in sets], slot, dtype, dims, sets, gen))
+        head = {i.name: (i.graph or i.cold).median_us for i in impls if i.cold is not None}
+        t = head.get(impls[0].name) if op is not None else None
+        floor = c.floor_graph_us if self.cuda else c.floor_cold_us
+        bw = nbytes / (t * 1e-6) if t else None
+        fl = slot.flops(dims) / (t * 1e-6) if t else None
+        return Row(slot=slot.name, dtype=dtype, dims=dims, tokens=tokens, bytes=nbytes, flops=slot.flops(dims),
+                   impls=impls, time_us=t, speedup={n: v / t for n, v in head.items() if t and not n.startswith("ours")},
+                   bandwidth_Bps=bw, frac_copy_bw=bw / c.copy_Bps if bw else None, flops_per_s=fl,
+                   frac_gemm=fl / c.gemm_flops if fl else None, floor_multiple=t / floor if t and floor else None)
+
+    def make_set(self, slot: SlotSpec, dims, dt, gen) -> dict:
+        """One input set from the slot's own generator, on the bench device, with the slot's scalars."""
+        t = {k: v.to(self.opt.device) for k, v in slot.make_inputs(dims, dt, gen).items()}
+        return t | {a.name: float(a.default) for a in slot.of_role(Role.SCALAR)}
+
+    def ours(self, slot: SlotSpec, op: Op, dims, dt, sets) -> list[Callable[[], tuple]]:
+        """One closure per input set calling the candidate with its own output buffers (poisoned with NaN)."""
+        entry = self.loaded.entries[op.key]
+        calls = []
+        for s in sets:
+            outs = {a.name: torch.full(slot.shape_of(a, dims), float("nan"), dtype=dt, device=self.opt.device)
+                    for a in slot.of_role(Role.OUTPUT)}
+            args = [outs[a.name] if a.role is Role.OUTPUT else s[a.name] for a in slot.args]
+            calls.append(lambda args=args, outs=tuple(outs.values()): (entry(*args), outs)[1])
+        return calls
+
+    def time_impl(self, name: str, calls, slot: SlotSpec, dtype: str, dims, sets, gen) -> Impl:
+        """Times one implementation; a kernel that raises (or cannot be captured in a graph) fails its row."""
+        try:
+            return self._time_impl(name, calls, slot, dtype, dims, sets, gen)
+        except Exception as e:  # the kernel's own fault, reported as data like any wrong output
+            if self.cuda:
+                torch.cuda.synchronize()
+            return Impl(name=name, graph=None, cold=None, check="FAIL", reason=f"raised {type(e).__name__}: {e}"[:500])
+
+    def _time_impl(self, name: str, calls, slot: SlotSpec, dtype: str, dims, sets, gen) -> Impl:
+        """Times one implementation and checks it three times: first call, last timed calls, fresh inputs after."""
+        refs = [slot.reference(s) for s in sets]
+        reason = _check(slot, dtype, [c() for c in calls], refs, "first call")
+        graph = None
+        if self.cuda:
+            cold, last = self.timer.cold(calls, self.budget)
+            reason = reason or _check(slot, dtype, last, refs, "after the cold loop")
+            g, captured = self.timer.capture(calls)
+            graph = self.timer.replay(g, GRAPH_CALLS, self.budget)
+            refs = self.refresh(slot, dims, dtype, sets, gen, captured)
+            g.replay()
+            torch.cuda.synchronize()
+            reason = reason or _check(slot, dtype, captured, refs, "graph replay on fresh inputs")
+            del g, captured
+        else:
+            cold, last = cold_cpu(calls, self.budget)
+            reason = reason or _check(slot, dtype, last, refs, "after the timed loop")
+            refs = self.refresh(slot, dims, dtype, sets, gen, last)
+            reason = reason or _check(slot, dtype, [c() for c in calls], refs, "fresh inputs after the timed loop")
+        return Impl(name=name, graph=graph, cold=cold, check="FAIL" if reason else "PASS", reason=reason)
+
+    def refresh(self, slot: SlotSpec, dims, dtype: str, sets, gen, results) -> list[dict]:
+        """New values into the same input buffers and NaN into every output seen, so stale results cannot pass;
+        returns the new references."""
+        for s in sets:
+            for k, v in self.make_set(slot, dims, DTYPES[dtype], gen).items():
+                if isinstance(v, torch.Tensor):
+                    s[k].copy_(v)
+        for outs in results:
+            for o in outs or ():
+                o.fill_(float("nan"))
+        return [slot.reference(s) for s in sets]
+
+
+def _check(slot: SlotSpec, dtype: str, results, refs, phase: str) -> str:
+    """'' when every call's outputs match the reference of its input set within the slot's tolerance."""
+    tol = slot.tolerances[dtype]
+    names = [a.name for a in slot.of_role(Role.OUTPUT)]
+    for i, outs in enumerate(results):
+        ref = refs[i % len(refs)]
+        for name, got in zip(names, outs):
+            want = ref[name]
+            if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape):
+                return f"{phase}: output {name} has the wrong shape or type"
+            a = got.float()
+            bad = ~(torch.isfinite(a) & ((a - want).abs() <= tol.atol + tol.rtol * want.abs()))
+            if bool(bad.any()):
+                return f"{phase}: {int(bad.sum())} of {a.numel()} elements of {name} out of tolerance (call {i})"
+    return ""

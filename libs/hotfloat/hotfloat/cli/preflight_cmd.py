@@ -1,0 +1,32 @@
+"""`hotfloat preflight`: device readiness, static compatibility and behavioral readiness, answered separately."""
+
+import click
+
+from ..env.preflight import QUESTIONS, preflight
+from ..errors import HotfloatError
+from .output import emit_json, json_option, table
+
+
+class PreflightFailed(HotfloatError):
+    """At least one preflight question did not pass; the message names which."""
+
+    exit_code = 1
+    grpc_status = "FAILED_PRECONDITION"
+
+
+@click.command("preflight")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), help="Device to check (default: cuda when a GPU is visible).")
+@click.option("--only", "only", multiple=True, type=click.Choice(QUESTIONS), help="Ask only these questions (repeatable).")
+@json_option
+def preflight_cmd(device: str | None, only: tuple[str, ...], as_json: bool) -> None:
+    """Check this host before trusting it: exit 1 naming each question (device, static, behavioral) that failed."""
+    report = preflight(device, tuple(only) or QUESTIONS)
+    if as_json:
+        emit_json(report.model_dump(mode="json"))
+    else:
+        table(f"hotfloat preflight ({report.device})", ["question", "check", "status", "detail"],
+              [(c.question, c.name, c.status.value, c.detail) for c in report.checks])
+        table(None, ["question", "status"], [(q, s.value) for q, s in report.questions.items() if q in (only or QUESTIONS)])
+    if report.failed:
+        raise PreflightFailed("preflight failed: " + ", ".join(
+            f"{q} ({report.questions[q].value})" for q in report.failed))

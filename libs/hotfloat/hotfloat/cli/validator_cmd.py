@@ -1,0 +1,132 @@
+"""`hotfloat validator submit|run|status`: the validator's queue, its pipeline run, and the ledger's view of both."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+from pathlib import Path
+
+import click
+
+from ..bundle import load_bundle, pack
+from ..errors import InputError
+from ..ledger import ORDER, Ledger, State
+from .output import emit_json, json_option, table
+
+LEDGER = click.option("--ledger", "ledger_path", type=click.Path(dir_okay=False), default="hotfloat-ledger.db",
+                      show_default=True, help="The validator's SQLite ledger (created if missing).")
+THROUGH = ("scanned", "built", "admitted", "qualified")
+
+
+@click.group("validator")
+def validator() -> None:
+    """Queue submissions and move them through compile, admission and qualification."""
+
+
+@validator.command("submit")
+@click.argument("bundles", nargs=-1, required=True, type=click.Path(exists=True))
+@LEDGER
+@click.option("--submitter", default="local", show_default=True, help="Who offers the bundles (e.g. a hotkey).")
+@json_option
+def submit(bundles, ledger_path, submitter, as_json) -> None:
+    """Add bundle directories or .tar.gz archives to the ledger as received submissions."""
+    rows = []
+    with Ledger(ledger_path) as led:
+        for path in bundles:
+            p = Path(path)
+            archive = pack(load_bundle(p)) if p.is_dir() else p.read_bytes()
+            sub, created = led.receive(archive, submitter=submitter, source=str(p))
+            rows.append({"id": sub.id, "identity": sub.identity, "bundle_id": sub.bundle_id, "state": sub.state.value,
+                         "new": created})
+    if as_json:
+        emit_json(rows)
+    else:
+        table("submitted", ["id", "bundle", "identity", "state", "new"],
+              [(r["id"], r["bundle_id"], r["identity"][:16], r["state"], "yes" if r["new"] else "already known") for r in rows])
+
+
+@validator.command("run")
+@LEDGER
+@click.option("--spawn", is_flag=True, help="Start the services as local processes on private Unix sockets.")
+@click.option("--compiler", help="Compiler address (socket path, unix:PATH or loopback HOST:PORT).")
+@click.option("--admission", help="Admission worker address.")
+@click.option("--qualification", help="Qualification runner address; without it the run stops at admitted.")
+@click.option("--token-file", type=click.Path(exists=True, dir_okay=False),
+              help="Deployment token for the services (default: $HOTFLOAT_TOKEN); --spawn makes its own.")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="Device of the spawned admission worker.")
+@click.option("--quick", is_flag=True, help="Spawned admission verifies one shape per op in fp32 (smoke runs only).")
+@click.option("--through", type=click.Choice(THROUGH), help="Last state to reach (default: qualified with a "
+              "qualification service, else admitted).")
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Submissions worked at once.")
+@click.option("--max-attempts", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="Tries per stage after infrastructure faults before NO_DECISION.")
+@click.option("--follow", is_flag=True, help="Keep polling the ledger for new submissions until SIGINT/SIGTERM.")
+@json_option
+def run(ledger_path, spawn, compiler, admission, qualification, token_file, device, quick, through, workers, max_attempts,
+        follow, as_json) -> None:
+    """Work the ledger's queue: resume interrupted submissions, then every received one, to a final state."""
+    from hotfloat_services.common.auth import load_token
+    from hotfloat_services.validator.clients import StageClients
+    from hotfloat_services.validator.pipeline import Pipeline
+    from hotfloat_services.validator.spawn import spawned
+
+    if spawn == bool(compiler and admission):
+        raise InputError("give either --spawn or both --compiler and --admission")
+    start = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        if spawn:
+            click.echo("starting compiler and admission services ...", err=True)
+            targets, token = stack.enter_context(spawned(("compiler", "admission"), device=device, quick=quick))
+            compiler, admission = targets["compiler"], targets["admission"]
+        else:
+            token = load_token(token_file)
+        clients = StageClients(compiler, admission, qualification, token=token)
+        stack.callback(clients.close)
+        led = stack.enter_context(Ledger(ledger_path))
+        goal = State(through or ("qualified" if qualification else "admitted"))
+        pipeline = Pipeline(led, clients, through=goal, workers=workers, max_attempts=max_attempts,
+                            on_event=lambda sid, stage, msg: click.echo(f"#{sid} {stage}: {msg}", err=True))
+        stop = threading.Event()  # SIGTERM: schedule nothing new, finish what is in flight, stop the services
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        counts = pipeline.run(drain=not follow, stop=stop)
+    if as_json:
+        emit_json({"counts": counts, "seconds": round(time.monotonic() - start, 3)})
+    else:
+        table(f"ledger {ledger_path}", ["state", "submissions"], [(s, n) for s, n in counts.items() if n])
+
+
+@validator.command("status")
+@click.argument("submission", type=int, required=False)
+@LEDGER
+@json_option
+def status(submission, ledger_path, as_json) -> None:
+    """Show the queue and each submission's state, or one SUBMISSION's transitions and attempts."""
+    if not Path(ledger_path).exists():
+        raise InputError(f"{ledger_path}: no ledger here (run `hotfloat validator submit` first)")
+    with Ledger(ledger_path) as led:
+        if submission is not None:
+            _show_one(led, submission, as_json)
+            return
+        subs, counts = led.submissions(), led.counts()
+    if as_json:
+        emit_json({"counts": counts, "submissions": [s.model_dump(mode="json") for s in subs]})
+        return
+    table("queue", ["state", "submissions"], [(s.value, counts[s.value]) for s in (*ORDER, State.FAILED, State.NO_DECISION)])
+    table("submissions", ["id", "bundle", "identity", "submitter", "state", "reason"],
+          [(s.id, s.bundle_id, s.identity[:16], s.submitter, s.state.value, s.reason[:120]) for s in subs])
+
+
+def _show_one(led: Ledger, sid: int, as_json: bool) -> None:
+    sub = led.get(sid)
+    transitions, attempts = led.transitions(sid), led.attempts(sid)
+    if as_json:
+        emit_json({"submission": sub.model_dump(mode="json"), "transitions": [t.model_dump(mode="json") for t in transitions],
+                   "attempts": [a.model_dump(mode="json") for a in attempts]})
+        return
+    table(f"submission {sid} ({sub.bundle_id}, {sub.identity[:16]})", ["from", "to", "reason"],
+          [(t.from_state.value if t.from_state else "", t.to_state.value, t.reason[:160]) for t in transitions])
+    table("attempts", ["stage", "try", "outcome", "reason"], [(a.stage, a.number, a.outcome or "running", a.reason[:160])
+                                                              for a in attempts])

@@ -1,0 +1,6 @@
+"""Multi-rank verification of collective slots (gloo on CPU, NCCL on CUDA)."""
+
+from .records import CaseRow, CollectiveReport, RankReport
+from .runner import burst, verify_collective
+
+__all__ = ["CaseRow", "CollectiveReport", "RankReport", "burst", "verify_collective"]

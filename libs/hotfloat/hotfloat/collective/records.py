@@ -1,0 +1,57 @@
+"""Records of a multi-rank verification: what each rank may report (bounded, schema-checked) and the run's verdict."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..verdict import Status
+
+MAX_RANK_REPORT = 8 << 10
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class RankReport(Record):
+    """Written by a rank after every case; untrusted, so strict and small."""
+
+    rank: Annotated[int, Field(ge=0, le=1023)]
+    world: Annotated[int, Field(ge=2, le=1024)]
+    op: Annotated[str, Field(max_length=200)] | None
+    """The op key the rank loaded (None until the candidate imported)."""
+    identity: Annotated[str, Field(max_length=64)]
+    backend: Annotated[str, Field(max_length=16)]
+    group_size: Annotated[int, Field(ge=0, le=1024)]
+    """Size of the group the candidate received: must be the validator's world."""
+    cases_done: Annotated[int, Field(ge=0, le=10_000)]
+    error: Annotated[str, Field(max_length=600)] | None
+
+
+class CaseRow(Record):
+    """One (dtype, shape) step of the burst, judged on every rank."""
+
+    index: int
+    dtype: str
+    shape: str
+    status: Status
+    max_abs_err: float | None = None
+    reason: str = ""
+
+
+class CollectiveReport(Record):
+    """PASS only if every rank ran every case of every op and matched the fp32 sum; any fault aborts with a reason."""
+
+    bundle_id: str
+    identity: str
+    world_size: int
+    backend: str
+    device: str
+    seed: int
+    status: Status
+    reasons: list[str]
+    ops: list[str] = Field(default_factory=list)
+    rows: list[CaseRow] = Field(default_factory=list)
+    seconds: float = 0.0

@@ -1,0 +1,7 @@
+"""Static compatibility canaries: are the pinned SGLang and Bittensor versions installed, with every symbol and
+parameter hotfloat hooks or calls? Necessary after an install or upgrade; it proves nothing about numerics."""
+
+from .runner import CompatReport, CompatRow, check, engine_python
+from .tables import BITTENSOR_PIN, SGLANG_PIN
+
+__all__ = ["BITTENSOR_PIN", "SGLANG_PIN", "CompatReport", "CompatRow", "check", "engine_python"]

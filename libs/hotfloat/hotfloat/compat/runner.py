@@ -1,0 +1,77 @@
+"""Running a compatibility table in the interpreter that owns the packages, and judging its rows.
+
+SGLang lives in the engine venv (its pinned torch differs from the CLI's), so every table runs through `probe.py`
+in a child interpreter and comes back as JSON; the CLI's own environment is never assumed to be the checked one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import InfrastructureError
+from ..verdict import Status, combine
+from .tables import BITTENSOR, SGLANG
+
+PROBE = Path(__file__).with_name("probe.py")
+ENV_ENGINE_PYTHON = "HOTFLOAT_ENGINE_PYTHON"
+"""Interpreter of the engine venv; default: .venv-engine/bin/python next to the running venv."""
+TIMEOUT_S = 600
+
+
+class CompatRow(BaseModel):
+    """One checked symbol (or the version pin) and what was found."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    name: str
+    """What was checked, e.g. "RMSNorm.forward_cuda"."""
+    status: Status
+    """PASS when present with the expected parameters, FAIL otherwise."""
+    detail: str
+    """The signature found, or why it failed."""
+
+
+class CompatReport(BaseModel):
+    """A whole table's result in one interpreter."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    target: str
+    """"sglang" or "bittensor"."""
+    python: str
+    """The interpreter the probe ran in."""
+    status: Status
+    """FAIL if any row failed."""
+    rows: list[CompatRow]
+
+
+def engine_python() -> str:
+    """The engine venv's interpreter: $HOTFLOAT_ENGINE_PYTHON, else .venv-engine beside the running venv."""
+    return os.environ.get(ENV_ENGINE_PYTHON) or str(Path(sys.prefix).parent / ".venv-engine" / "bin" / "python")
+
+
+def check(target: str, python: str | None = None) -> CompatReport:
+    """Runs the `sglang` or `bittensor` table in `python` (default: engine venv / this interpreter)."""
+    table = {"sglang": SGLANG, "bittensor": BITTENSOR}[target]
+    python = python or (engine_python() if target == "sglang" else sys.executable)
+    if not Path(python).exists():
+        raise InfrastructureError(f"{python} does not exist (build the engine venv with `make engine`, "
+                                  f"or point {ENV_ENGINE_PYTHON} at an interpreter with {target})")
+    try:
+        done = subprocess.run([python, str(PROBE), json.dumps(table)], capture_output=True, text=True,
+                              timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise InfrastructureError(f"the {target} probe ran past {TIMEOUT_S} s in {python}") from None
+    try:
+        raw = json.loads(done.stdout.strip().splitlines()[-1])
+        rows = [CompatRow(name=r["name"], status=Status.PASS if r["ok"] else Status.FAIL, detail=r["detail"]) for r in raw]
+    except (IndexError, ValueError, KeyError, TypeError):
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise InfrastructureError(f"the {target} probe in {python} failed (exit {done.returncode}): {tail[0]}") from None
+    if len(rows) != len(table):
+        raise InfrastructureError(f"the {target} probe returned {len(rows)} rows for {len(table)} checks")
+    return CompatReport(target=target, python=python, status=combine([r.status for r in rows]), rows=rows)

@@ -1,0 +1,68 @@
+"""What the engine and chain layers rely on in their pinned third-party packages, as probe checks (data, not code).
+
+Each row names a symbol hotfloat hooks or calls and the parameters it passes; an upgrade that renames or reorders
+them fails here, before a validator arms a bundle against a seam that no longer exists.
+"""
+
+SGLANG_PIN = "0.5.23"
+BITTENSOR_PIN = "11.3.0"
+
+_ACT = "sglang.srt.layers.activation.SiluAndMul"
+_NORM = "sglang.srt.layers.layernorm.RMSNorm"
+
+SGLANG: list[dict] = [
+    {"name": "sglang version", "kind": "version", "dist": "sglang", "pin": SGLANG_PIN},
+    {"name": "SiluAndMul.forward_cuda", "kind": "callable", "target": f"{_ACT}.forward_cuda", "params": ["self", "x"], "order": True},
+    {"name": "SiluAndMul.forward_native", "kind": "callable", "target": f"{_ACT}.forward_native", "params": ["self", "x"], "order": True},
+    {"name": "RMSNorm.forward_cuda", "kind": "callable", "target": f"{_NORM}.forward_cuda",
+     "params": ["self", "x", "residual", "post_residual_addition", "quant_linear"], "order": True},
+    {"name": "RMSNorm.forward_native", "kind": "callable", "target": f"{_NORM}.forward_native",
+     "params": ["self", "x", "residual", "post_residual_addition", "quant_linear"], "order": True},
+    {"name": "RMSNorm.__init__", "kind": "callable", "target": f"{_NORM}.__init__",
+     "params": ["hidden_size", "eps", "var_hidden_size", "cast_x_before_out_mul", "has_weight", "override_orig_dtype"]},
+    {"name": "RadixAttention.forward", "kind": "callable", "target": "sglang.srt.layers.radix_attention.RadixAttention.forward",
+     "params": ["self", "q", "k", "v", "forward_batch"], "order": True},
+    {"name": "GroupCoordinator.all_reduce", "kind": "callable",
+     "target": "sglang.srt.distributed.parallel_state.GroupCoordinator.all_reduce", "params": ["self", "input_"], "order": True},
+    {"name": "GroupCoordinator.cpu_group", "kind": "fields",
+     "target": "sglang.srt.distributed.parallel_state.GroupCoordinator", "fields": ["cpu_group", "world_size", "rank_in_group"]},
+    {"name": "get_world_group", "kind": "callable", "target": "sglang.srt.distributed.parallel_state.get_world_group", "params": []},
+    {"name": "bootstrap._init_parallel_groups", "kind": "callable", "target": "sglang.srt.distributed.bootstrap._init_parallel_groups",
+     "params": ["backend", "dist_init_method", "server_args", "gpu_id"]},
+    {"name": "plugins.load_plugins", "kind": "callable", "target": "sglang.srt.plugins.load_plugins", "params": []},
+    {"name": "plugins.GENERAL_PLUGINS_GROUP", "kind": "attrs", "target": "sglang.srt.plugins", "attrs": ["GENERAL_PLUGINS_GROUP"]},
+    {"name": "HookRegistry.register", "kind": "callable", "target": "sglang.srt.plugins.hook_registry.HookRegistry.register",
+     "params": ["target", "hook", "hook_type"], "order": True},
+    {"name": "HookRegistry.apply_hooks", "kind": "attrs", "target": "sglang.srt.plugins.hook_registry.HookRegistry",
+     "attrs": ["apply_hooks", "_patched"]},
+    {"name": "HookType", "kind": "attrs", "target": "sglang.srt.plugins.hook_registry.HookType", "attrs": ["AROUND", "AFTER"]},
+    {"name": "Engine.generate", "kind": "callable", "target": "sglang.srt.entrypoints.engine.Engine.generate",
+     "params": ["self", "prompt", "sampling_params", "input_ids"], "order": True},
+    {"name": "Engine.shutdown", "kind": "callable", "target": "sglang.srt.entrypoints.engine.Engine.shutdown", "params": ["self"]},
+    {"name": "ServerArgs fields", "kind": "fields", "target": "sglang.srt.server_args.ServerArgs",
+     "fields": ["model_path", "tp_size", "dtype", "random_seed", "host", "port", "mem_fraction_static",
+                "disable_cuda_graph", "attention_backend", "sampling_backend", "skip_server_warmup", "log_level"]},
+]
+
+BITTENSOR: list[dict] = [
+    {"name": "bittensor version", "kind": "version", "dist": "bittensor", "pin": BITTENSOR_PIN},
+    {"name": "Wallet", "kind": "callable", "target": "bittensor.Wallet", "params": ["name", "hotkey", "path"], "order": True},
+    {"name": "Wallet keys", "kind": "attrs", "target": "bittensor.Wallet", "attrs": ["hotkey", "coldkey"]},
+    {"name": "Subtensor", "kind": "callable", "target": "bittensor.Subtensor", "params": ["network", "substrate"]},
+    {"name": "Subtensor.block", "kind": "attrs", "target": "bittensor.Subtensor", "attrs": ["block", "finalized_block", "close"]},
+    {"name": "Subtensor.query", "kind": "callable", "target": "bittensor.Subtensor.query", "params": ["item", "params", "block"], "order": True},
+    {"name": "Subtensor.constant", "kind": "callable", "target": "bittensor.Subtensor.constant", "params": ["item"]},
+    {"name": "Subtensor.submit_call", "kind": "callable", "target": "bittensor.Subtensor.submit_call", "params": ["call", "wallet"], "order": True},
+    {"name": "Subtensor.execute", "kind": "callable", "target": "bittensor.Subtensor.execute", "params": ["intent", "wallet"], "order": True},
+    {"name": "subnets.commitments", "kind": "callable", "target": "bittensor.namespaces.Subnets.commitments", "params": ["netuid", "block"]},
+    {"name": "subnets.metagraph", "kind": "callable", "target": "bittensor.namespaces.Subnets.metagraph",
+     "params": ["netuid", "block", "commitments"]},
+    {"name": "Commitments.set_commitment", "kind": "callable", "target": "bittensor.calls.Commitments.set_commitment",
+     "params": ["netuid", "info"]},
+    {"name": "SetWeights intent", "kind": "callable", "target": "bittensor.intents.weights.SetWeights", "params": ["netuid", "weights"]},
+    {"name": "weight helpers", "kind": "attrs", "target": "bittensor.intents.weights", "attrs": ["clip_to_max_weight", "normalize"]},
+    {"name": "SDK errors", "kind": "attrs", "target": "bittensor",
+     "attrs": ["ChainError", "RpcConnectionError", "ConnectionNotReady", "BittensorError", "ExtrinsicResult"]},
+    {"name": "ExtrinsicResult fields", "kind": "fields", "target": "bittensor.ExtrinsicResult", "fields": ["extrinsic_id", "block_hash"]},
+    {"name": "error_map.ErrorCode", "kind": "attrs", "target": "bittensor.error_map", "attrs": ["ErrorCode"]},
+]

@@ -1,0 +1,1 @@
+"""Reproducible OCI images: their specs and locks, the build, the identity they carry, and running them."""

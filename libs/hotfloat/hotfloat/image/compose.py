@@ -1,0 +1,152 @@
+"""The three services as containers (`make up`), and the miner's check inside the compiler image (`make miner`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+
+from ..errors import HotfloatError, InfrastructureError
+from ..verdict import Status
+from . import runtime
+from .oci import Layout
+from .runtime import Container, Mount
+
+STATE = Path("out/run")
+"""Host folder for the shared socket directory, the validator's ledger, and container logs."""
+SOCKETS_INSIDE = "/run/hotfloat"
+_SERVICES = (  # container, image, network, socket it serves
+    ("hotfloat-compiler", "compiler", False, "compiler.sock"),
+    ("hotfloat-admission", "worker", False, "admission.sock"),
+    ("hotfloat-validator", "validator", True, None),
+)
+_READY_S = 180.0
+
+
+def _owned_dir(path: Path, uid: int) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    os.chown(path, uid, uid)
+    return path
+
+
+def _image_user(layout: Path) -> int:
+    return int(str((Layout(layout).config().get("config") or {}).get("User", "10001")).split(":")[0])
+
+
+QUICK_ADMISSION = ("--verify-max-shapes", "1", "--verify-dtype", "fp32")
+"""Admission options for demos and tests on CPU: one shape in fp32 instead of the full verification."""
+
+
+def up(images: Path, state: Path, *, quick: bool = False) -> list[dict]:
+    """Starts the services in dependency order and waits until each socket answers; returns what runs where."""
+    uid = _image_user(images / "compiler")
+    sockets = _owned_dir(state / "sockets", uid)
+    work = _owned_dir(state / "validator", uid)
+    token = sockets / "token"
+    if not token.exists():
+        token.write_text(secrets.token_hex(32))
+        os.chown(token, uid, uid)
+        token.chmod(0o400)
+    started = []
+    for name, image, network, socket in _SERVICES:
+        mounts = (Mount(sockets, SOCKETS_INSIDE, readonly=False),) + ((Mount(work, "/work", readonly=False),) if network else ())
+        layout = Layout(images / image)
+        digest = layout.manifest_digest()
+        args = tuple(layout.config()["config"]["Entrypoint"]) + QUICK_ADMISSION if quick and image == "worker" else ()
+        container = Container(name=name, image=images / image, mounts=mounts, network=network, args=args,
+                              env={"HOTFLOAT_IMAGE_DIGEST": digest})
+        log = state / f"{name}.log"
+        runtime.start(container, log)
+        if socket:
+            _wait_for(sockets / socket, log)
+        started.append({"name": name, "image": f"{image}@{digest}", "network": "host" if network else "none",
+                        "socket": str(sockets / socket) if socket else "", "log": str(log)})
+    return started
+
+
+def _wait_for(socket: Path, log: Path) -> None:
+    deadline = time.monotonic() + _READY_S
+    while time.monotonic() < deadline:
+        if socket.exists():
+            return
+        time.sleep(0.5)
+    tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+    raise InfrastructureError(f"{socket.name} did not appear within {_READY_S:.0f} s; log tail:\n{tail}")
+
+
+def down(state: Path) -> list[str]:
+    """Stops every service container (whether or not it is still running); returns their names."""
+    names = [name for name, *_ in reversed(_SERVICES)]
+    for name in names:
+        runtime.stop(name)
+    return names
+
+
+_MINER_SCRIPT = """
+import json, subprocess
+stages = [("identity", ["hash", "/bundle", "--json"]), ("scan", ["scan", "/bundle", "--json"]),
+          ("verify", ["verify", "/bundle", "--device", "cpu", "--json"]),
+          ("build", ["build", "/bundle", "--out", "/tmp/build", "--json"])]
+out = {}
+for stage, argv in stages:
+    if stage in ("verify", "build") and out["scan"]["rc"] != 0:
+        break
+    done = subprocess.run(["hotfloat", *argv], capture_output=True, text=True)
+    out[stage] = {"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-3000:]}
+print(json.dumps(out))
+"""
+
+
+def miner(bundle: Path, image: Path, *, timeout: float = 900) -> dict:
+    """Runs hash, scan, verify --device cpu and the deviceless build inside the compiler image, offline, with the
+    bundle read-only; returns each stage's status as the validator would judge it, and the identity to commit."""
+    digest = Layout(image).manifest_digest()
+    container = Container(name=f"hotfloat-miner-{os.getpid()}", image=image, mounts=(Mount(bundle.resolve(), "/bundle"),),
+                          args=("python3", "-c", _MINER_SCRIPT), env={"HOTFLOAT_IMAGE_DIGEST": digest})
+    done = runtime.run(container, timeout=timeout)
+    try:
+        results = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as e:
+        raise InfrastructureError(f"the compiler container gave no result (exit {done.returncode}): "
+                                  f"{(done.stderr or done.stdout)[-1500:]}") from e
+    stages = []
+    for stage in ("scan", "verify", "build"):
+        result = results.get(stage)
+        if result is None:
+            stages.append({"stage": stage, "status": Status.N_A.value, "detail": "skipped: scan failed"})
+            continue
+        status = {0: Status.PASS, 2: Status.FAIL}.get(result["rc"], Status.NO_DECISION)
+        if stage == "build" and result["rc"] == 1 and _json(result["stdout"]) is not None:
+            status = Status.FAIL  # the build ran and reported a failed compile: the candidate's fault
+        report = _json(result["stdout"])
+        detail = result["stderr"].strip().splitlines()[-1] if result["stderr"].strip() else f"exit {result['rc']}"
+        if isinstance(report, dict) and "status" in report:
+            detail = f"{report['status']}" + (f" in {report['seconds']:.0f} s" if report.get("seconds") else "")
+        stages.append({"stage": stage, "status": status.value, "detail": detail, "report": report})
+    ident = _json(results.get("identity", {}).get("stdout", "")) or {}
+    return {"bundle": str(bundle), "identity": ident.get("identity"), "bundle_id": ident.get("bundle_id"),
+            "image": digest, "stages": stages}
+
+
+def _json(text: str) -> object | None:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+class MinerCheckFailed(HotfloatError):
+    """The bundle would not pass the validator's scan, verify or build stages."""
+
+    exit_code = 2
+    grpc_status = "FAILED_PRECONDITION"
+
+
+def raise_on_failure(report: dict) -> None:
+    bad = [s for s in report["stages"] if s["status"] not in (Status.PASS.value,)]
+    if bad:
+        failed = [s for s in bad if s["status"] != Status.N_A.value]
+        kind = InfrastructureError if all(s["status"] == Status.NO_DECISION.value for s in failed) else MinerCheckFailed
+        raise kind("miner check did not pass: " + ", ".join(f"{s['stage']} {s['status']}" for s in bad))

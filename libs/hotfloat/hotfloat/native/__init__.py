@@ -1,0 +1,1 @@
+"""Native artifacts: the cubin ELF gate, declared parameter layouts, and Driver-API admission."""

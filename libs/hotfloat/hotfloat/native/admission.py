@@ -1,0 +1,157 @@
+"""Admission of built cubins: everything that can be checked without a GPU runs first (record against the bundle,
+digests, ELF gate, declared kernel and parameter layout); then, on a CUDA machine, the worker loads, launches and
+verifies each cubin. On a machine without a GPU the verdict says so explicitly instead of passing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..build.record import BuildRecord, KernelArtifact
+from ..bundle import Bundle
+from ..errors import InfrastructureError, InputError
+from ..verdict import Status
+from . import elf, params
+
+WORKER = Path(__file__).with_name("worker.py")
+LIB_ROOT = Path(__file__).resolve().parents[2]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class ShapeRow(Record):
+    shape: str
+    ok: bool
+    max_abs_err: float
+    problems: list[str] = Field(max_length=16)
+
+
+class KernelAdmission(Record):
+    """One cubin's admission: what the driver loaded and how each verification shape went."""
+
+    cubin: str
+    ok: bool
+    reason: str = Field(max_length=2000)
+    loaded: dict[str, list[tuple[int, int]]] = Field(default_factory=dict, max_length=64)
+    """Kernel name -> (offset, size) parameters, as cuKernelGetParamInfo reported them."""
+    rows: list[ShapeRow] = Field(default_factory=list, max_length=64)
+
+
+class WorkerReport(Record):
+    """The worker's answer, schema-checked before the parent believes any of it."""
+
+    device: str = Field(max_length=200)
+    results: list[KernelAdmission] = Field(max_length=256)
+    elapsed_s: float
+
+
+class AdmissionReport(Record):
+    """The admission verdict: PASS only when every cubin loaded as declared and verified on a GPU."""
+
+    bundle_identity: str
+    status: Status
+    reasons: list[str]
+    device: str
+    """"cuda:<name>" where the worker ran, or "cpu" when the load was skipped."""
+    seed: int
+    kernels: list[KernelAdmission] = Field(default_factory=list)
+
+
+def admit(bundle: Bundle, record: BuildRecord, *, seed: int | None = None, timeout_s: float = 300.0) -> AdmissionReport:
+    """Admits the cubins `record` built from `bundle`; a record that does not belong to the bundle is refused."""
+    if record.bundle_identity != bundle.identity:
+        raise InputError("the build record is for another bundle (identity mismatch)")
+    seed = secrets.randbits(62) if seed is None else seed
+    base = {"bundle_identity": bundle.identity, "seed": seed}
+    if record.status is not Status.PASS:
+        status = Status.N_A if record.status is Status.N_A else record.status
+        return AdmissionReport(**base, status=status, device="none", reasons=["nothing admitted: build " + record.status.value, *record.reasons])
+    failures = [f"{k.cubin}: {why}" for k in record.kernels if (why := static_check(bundle, k, record.cubins.get(k.cubin)))]
+    if failures:
+        return AdmissionReport(**base, status=Status.FAIL, device="none", reasons=failures)
+    missing = gpu_missing()
+    if missing:
+        return AdmissionReport(**base, status=Status.NO_DECISION, device="cpu", reasons=[
+            f"skipped: no GPU ({missing}); ELF gate and declared kernel layouts passed for {len(record.kernels)} cubins, "
+            "the Driver-API load, launch and verification need a CUDA device"])
+    report = _run_worker(record, seed, timeout_s)
+    bad = [f"{k.cubin}: {k.reason}" for k in report.results if not k.ok]
+    return AdmissionReport(**base, status=Status.FAIL if bad else Status.PASS, device=f"cuda:{report.device}",
+                           reasons=bad or [f"{len(report.results)} cubins loaded as declared and verified"],
+                           kernels=report.results)
+
+
+def static_check(bundle: Bundle, art: KernelArtifact, data: bytes | None) -> str | None:
+    """Why this artifact may not be loaded, or None: it must match the manifest's declaration and its own bytes."""
+    op = next((o for o in bundle.ops if o.key == art.op), None)
+    if op is None or op.entry.kernel is None or op.entry.kind != art.kind or op.entry.entry != art.entry:
+        raise InputError(f"{art.cubin}: the build record names an op the bundle does not declare")
+    decl = op.entry.kernel
+    types = [f"*{art.dtype}" if p.type == "*T" else p.type for p in decl.params]
+    if ([p.name for p in decl.params], types, list(decl.grid), decl.block) != (art.param_names, art.param_types, art.grid, art.block):
+        raise InputError(f"{art.cubin}: the build record's parameters or launch shape differ from the manifest")
+    if data is None or hashlib.sha256(data).hexdigest() != art.cubin_sha256:
+        raise InputError(f"{art.cubin}: cubin bytes missing or not matching the recorded digest")
+    try:
+        cubin = elf.gate(data)
+    except elf.CubinRefused as e:
+        return str(e)
+    declared = params.layout(types, art.kind)
+    if list(cubin.kernels) != [art.symbol]:
+        return f"cubin kernels {sorted(cubin.kernels)} are not exactly the declared [{art.symbol}]"
+    if cubin.kernels[art.symbol] != declared or [tuple(p) for p in art.layout] != list(declared):
+        return f"parameter layout {list(cubin.kernels[art.symbol])} differs from the declared {list(declared)}"
+    return None
+
+
+def gpu_missing() -> str | None:
+    """Why no CUDA device can be used here, or None when one can."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return "cuda-bindings is not installed"
+    try:
+        err = driver.cuInit(0)[0]
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return f"cuInit failed: {err.name}"
+        err, count = driver.cuDeviceGetCount()
+    except Exception as e:  # the bindings raise their own loader errors when libcuda is absent
+        return f"CUDA driver unavailable: {type(e).__name__}"
+    return None if err == driver.CUresult.CUDA_SUCCESS and count > 0 else "no CUDA device"
+
+
+def _run_worker(record: BuildRecord, seed: int, timeout_s: float) -> WorkerReport:
+    """A hang is the kernel's fault (FAIL); a worker that dies or answers garbage is the host's (raises)."""
+    with tempfile.TemporaryDirectory(prefix="hotfloat-admit-") as tmp:
+        arts = []
+        for k in record.kernels:
+            path = Path(tmp) / k.cubin
+            path.write_bytes(record.cubins[k.cubin])
+            arts.append({**k.model_dump(mode="json"), "slot": k.op.split(":")[0], "path": str(path)})
+        result_path = Path(tmp) / "result.json"
+        request = json.dumps({"artifacts": arts, "seed": seed, "result_path": str(result_path)}).encode()
+        env = {**os.environ, "PYTHONPATH": str(LIB_ROOT)}
+        try:
+            done = subprocess.run([sys.executable, str(WORKER)], input=request, capture_output=True, env=env,
+                                  timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            why = f"killed: the worker did not finish within {timeout_s:g}s (a kernel hung)"
+            return WorkerReport(device="unknown", elapsed_s=timeout_s,
+                                results=[KernelAdmission(cubin=k.cubin, ok=False, reason=why) for k in record.kernels])
+        if done.returncode != 0 or not result_path.exists():
+            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+            raise InfrastructureError(f"admission worker failed (exit {done.returncode}): {tail[0][:300]}")
+        try:
+            return WorkerReport.model_validate_json(result_path.read_bytes()[: 4 << 20])
+        except ValidationError as e:
+            raise InfrastructureError(f"admission worker report is malformed: {str(e).splitlines()[0]}") from None

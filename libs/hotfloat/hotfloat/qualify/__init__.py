@@ -1,0 +1,22 @@
+"""Qualification: complete-engine A/B timing of a candidate bundle, its correctness gate, decision and evidence.
+
+    from hotfloat.qualify import QualifyOptions, qualify_bundle
+    result = qualify_bundle("examples/silu_torch", QualifyOptions(device="cpu"))   # -> QualifyResult
+    result.status, result.score, result.reason, result.evidence                    # PASS/FAIL/NO_DECISION/N/A
+
+    from hotfloat.qualify import load_evidence, recompute
+    recompute(load_evidence("evidence.json"))      # -> Decision, from the evidence alone
+
+The candidate's code runs only in forked engine processes (hotfloat.qualify.worker); this process never imports it.
+"""
+
+from .api import QualifyOptions, qualify_bundle
+from .evidence import load as load_evidence
+from .evidence import recompute
+from .evidence import save as save_evidence
+from .records import Decision, EngineSpec, Evidence, QualifyResult, RuleConfig, RunFrame, Workload
+
+__all__ = [
+    "Decision", "EngineSpec", "Evidence", "QualifyOptions", "QualifyResult", "RuleConfig", "RunFrame", "Workload",
+    "load_evidence", "qualify_bundle", "recompute", "save_evidence",
+]

@@ -1,0 +1,47 @@
+"""Evidence files: written once per qualification, read back as untrusted input, and recomputed from alone."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..errors import InputError
+from .decision import judge
+from .records import Decision, Evidence
+
+MAX_EVIDENCE_BYTES = 256 << 20
+
+
+def save(evidence: Evidence, path: str | os.PathLike) -> None:
+    Path(path).write_text(evidence.model_dump_json())
+
+
+def load(path: str | os.PathLike) -> Evidence:
+    """Parses an evidence file; anything malformed is an InputError naming the first problem."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_EVIDENCE_BYTES:
+            raise InputError(f"{path}: evidence file is larger than {MAX_EVIDENCE_BYTES} bytes")
+        return Evidence.model_validate_json(p.read_bytes())
+    except OSError as e:
+        raise InputError(f"{path}: cannot read evidence: {e.strerror or e}") from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "evidence"
+        raise InputError(f"{path}: not valid qualification evidence: {where}: {err['msg']}") from None
+
+
+def recompute(evidence: Evidence) -> Decision:
+    """The decision the evidence's frames and rule support, computed exactly as the live run did."""
+    frames = evidence.frames
+    if [f.index for f in frames] != list(range(len(frames))) or [f.role for f in frames] != ["BC"[i % 2] for i in range(len(frames))]:
+        raise InputError("evidence frames are not in protocol order (B C B ... indexed from 0)")
+    try:
+        decision = judge(frames, evidence.rule)
+    except ValueError as e:
+        raise InputError(f"evidence frames are inconsistent: {e}") from None
+    if decision is None:
+        raise InputError("the evidence ends before the protocol reached a decision (incomplete frames)")
+    return decision

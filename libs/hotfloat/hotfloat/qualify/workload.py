@@ -1,0 +1,41 @@
+"""The validator-chosen workload: fixed request shapes covering prefill-heavy and decode-heavy serving, with
+prompt tokens drawn per pass from a seed the candidate never sees before it has to answer."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+import numpy as np
+
+from .records import Request, Workload
+
+SHAPES: dict[str, list[list[tuple[int, int, str]]]] = {
+    "tiny": [
+        [(6, 10, "decode"), (9, 14, "decode"), (12, 18, "decode"), (16, 24, "decode")],
+        [(48, 1, "prefill"), (56, 2, "prefill"), (64, 2, "prefill"), (72, 3, "prefill")],
+    ],
+    "gpu": [
+        [(32, 48, "decode"), (64, 64, "decode"), (128, 56, "decode"), (256, 64, "decode"),
+         (48, 40, "decode"), (96, 64, "decode"), (192, 32, "decode"), (160, 48, "decode")],
+        [(1024, 4, "prefill"), (1536, 8, "prefill"), (2048, 2, "prefill"), (1280, 6, "prefill"),
+         (1792, 4, "prefill"), (896, 8, "prefill"), (1152, 2, "prefill"), (1664, 6, "prefill")],
+    ],
+}
+"""(prompt_len, max_new_tokens, kind) per request, grouped in batches."""
+
+
+def make_workload(shapes: str, vocab_size: int, *, passes: int = 2, warmup_passes: int = 1, seed: int | None = None) -> Workload:
+    """The named request mix; seed None draws a fresh secret seed (published afterwards in the evidence)."""
+    return Workload(
+        batches=[[Request(prompt_len=p, max_new_tokens=m, kind=k) for p, m, k in batch] for batch in SHAPES[shapes]],
+        passes=passes, warmup_passes=warmup_passes, vocab_size=vocab_size,
+        seed=secrets.randbits(63) if seed is None else seed,
+    )
+
+
+def prompts(workload: Workload, pass_index: int, batch_index: int) -> list[list[int]]:
+    """Prompt tokens of one batch in one pass; negative pass indices are warm-up passes (disjoint prompts)."""
+    digest = hashlib.sha256(f"{workload.seed}:{pass_index}:{batch_index}".encode()).digest()
+    rng = np.random.default_rng(int.from_bytes(digest[:8], "big"))
+    return [rng.integers(1, workload.vocab_size, size=r.prompt_len).tolist() for r in workload.batches[batch_index]]

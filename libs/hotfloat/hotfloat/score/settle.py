@@ -1,0 +1,53 @@
+"""Settlement: a PASS counts only once an independent second qualification also passes; the lower score stands."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Attempt(_Record):
+    """One qualification's outcome for a bundle (hotfloat.qualify.QualifyResult reduced to what scoring reads)."""
+
+    identity: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    status: Literal["PASS", "FAIL", "NO_DECISION", "N/A"]
+    score: Annotated[float, Field(ge=0, le=1)]
+    """Median relative end-to-end improvement over the baseline; 0 unless PASS."""
+
+
+class Settled(_Record):
+    """A bundle's standing after two qualifications."""
+
+    identity: str
+    status: Literal["PASS", "FAIL", "NO_DECISION", "N/A"]
+    """PASS only when both passed; FAIL if either failed; else NO_DECISION (retry) or N/A."""
+    score: Annotated[float, Field(ge=0, le=1)]
+    reason: str
+
+    @model_validator(mode="after")
+    def _zero_unless_pass(self):
+        if self.status != "PASS" and self.score:
+            raise ValueError("only a settled PASS carries a score")
+        return self
+
+
+def settle(first: Attempt, second: Attempt) -> Settled:
+    """Combines two independent qualifications of the same bundle; a single lucky run never counts."""
+    if first.identity != second.identity:
+        raise ValueError("both attempts must qualify the same bundle identity")
+    statuses = {first.status, second.status}
+    if statuses == {"PASS"}:
+        low = min(first.score, second.score)
+        return Settled(identity=first.identity, status="PASS", score=low,
+                       reason=f"reproduced: scores {first.score:.4f} and {second.score:.4f}, the lower is kept")
+    if "FAIL" in statuses:
+        return Settled(identity=first.identity, status="FAIL", score=0.0, reason="a qualification failed")
+    if statuses == {"N/A"}:
+        return Settled(identity=first.identity, status="N/A", score=0.0, reason="the bundle never ran in the engine")
+    return Settled(identity=first.identity, status="NO_DECISION", score=0.0,
+                   reason="not reproduced by two passing qualifications (undecided or infrastructure); retry")

@@ -1,0 +1,45 @@
+"""collective.all_reduce: out = sum of x over every rank of the validator's process group, reduced in fp32.
+
+Inputs are drawn per rank (each rank its own seeded generator); the reference sees `x` as the stack of all ranks'
+inputs, shape (world, T, H), and is computed by the validator, never inside a rank."""
+
+import torch
+
+from .spec import ArgSpec, Role, Shape, SlotSpec
+
+
+def _reference(t):
+    return {"out": t["x"].float().sum(dim=0)}
+
+
+def _inputs(dims, dtype, gen):
+    return {"x": torch.randn((dims["T"], dims["H"]), generator=gen).to(dtype)}
+
+
+ALL_REDUCE = SlotSpec(
+    name="collective.all_reduce",
+    summary="Tensor-parallel all-reduce: out = sum over ranks of x",
+    args=(
+        ArgSpec("x", Role.INPUT, shape=("T", "H")),
+        ArgSpec("out", Role.OUTPUT, shape=("T", "H")),
+        ArgSpec("group", Role.GROUP),
+    ),
+    dtypes=("bf16", "fp16", "fp32"),
+    count_dim="T",
+    shapes=(
+        Shape({"T": 1, "H": 4096}),
+        Shape({"T": 8, "H": 4096}),
+        Shape({"T": 128, "H": 2880}),
+        Shape({"T": 333, "H": 1536}),
+        Shape({"T": 4096, "H": 4096}, cpu=False),
+    ),
+    bench_shapes=tuple(
+        Shape({"T": t, "H": 4096}, cpu=t <= 128) for t in (1, 8, 32, 128, 1024, 4096)
+    ),
+    reference=_reference,
+    make_inputs=_inputs,
+    bytes_moved=lambda dims, esize: 2 * dims["T"] * dims["H"] * esize,
+    flops=lambda dims: dims["T"] * dims["H"],
+    strided_outputs=False,
+    world_size=2,
+)

@@ -1,0 +1,99 @@
+"""The verify boundary records: what a caller asks for and the report it gets back."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+
+from ..sandbox import SandboxPolicy
+from ..verdict import Status, combine
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class VerifyOptions(_Record):
+    """How to verify: where, with which secret, how hard, and under which bounds."""
+
+    device: Literal["cpu", "cuda"] = "cpu"
+    """cpu runs Triton through TRITON_INTERPRET=1 and torch natively; cuda adds CUDA-graph capture and replays."""
+    seed: Annotated[int, Field(ge=0, lt=1 << 63)] | None = None
+    """Secret that draws inputs, jittered token counts and call order; None draws a fresh one (reported for replay)."""
+    trials: Annotated[int, Field(ge=1, le=20)] = 3
+    """Calls per shape, each with fresh inputs, a jittered token count and re-poisoned outputs."""
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    """Wall-clock budget per op after the child's interpreter has started; a hung kernel is killed at it."""
+    startup_timeout_s: Annotated[float, Field(gt=0, le=600)] = 120.0
+    """Budget for the child's interpreter and torch import, before any candidate code runs."""
+    sandboxed: bool = True
+    """False runs candidates without namespaces (local development only; loudly logged)."""
+    dtypes: list[str] | None = None
+    """Only verify these dtypes."""
+    max_shapes: Annotated[int, Field(ge=1)] | None = None
+    """Only the first N verification shapes per dtype (quick local loops and tests); the drawn shape always runs."""
+    cpu_max_elements: Annotated[int, Field(ge=1024)] | None = 1 << 18
+    """On cpu, large shapes have their count dim scaled so no tensor exceeds this (None runs them whole)."""
+    settle_s: Annotated[float, Field(ge=0, le=5)] = 0.02
+    """Delay between the snapshot right after a call and the second fingerprint that exposes deferred writes."""
+    graph_replays: Annotated[int, Field(ge=3, le=50)] = 3
+    """CUDA-graph replays per captured shape, each with fresh inputs copied in and outputs poisoned."""
+    policy: SandboxPolicy | None = None
+    """Resource bounds for the child; None picks the defaults for the device."""
+
+    def sandbox_policy(self) -> SandboxPolicy:
+        if self.policy is not None:
+            return self.policy
+        if self.device == "cuda":
+            return SandboxPolicy(gpu=True, address_space_bytes=None, memory_bytes=64 << 30)
+        return SandboxPolicy()
+
+
+class VerifyRow(_Record):
+    """One (op, dtype, shape) outcome over all its trials."""
+
+    slot: str
+    variant: str
+    dtype: str
+    shape: str
+    """Base shape label; `counts` are the jittered token counts actually used."""
+    counts: list[int] = []
+    max_abs_err: float | None = None
+    """Largest |actual - expected| over the trials that produced finite outputs."""
+    trials: int = 0
+    """Trials that completed and were judged."""
+    status: Status
+    reason: str = ""
+
+    @model_validator(mode="after")
+    def _fail_has_reason(self):
+        if self.status in (Status.FAIL, Status.N_A, Status.NO_DECISION) and not self.reason:
+            raise ValueError(f"a {self.status.value} row must carry a reason")
+        return self
+
+
+class VerifyReport(_Record):
+    """Everything needed to read, replay and archive one verify run."""
+
+    bundle_id: str
+    identity: str
+    """Canonical SHA-256 of the bundle that was verified."""
+    seed: int
+    """The secret used; pass it as --seed to replay exactly."""
+    device: str
+    arch: str
+    """cpu or the GPU's sm_XX."""
+    sandboxed: bool
+    bounds: list[str] = []
+    """Which sandbox bounds held: namespaces, rlimits, pids, memory."""
+    rows: list[VerifyRow]
+    seconds: float = 0.0
+    env: dict | None = None
+    """Environment identity from hotfloat.env, when that module is present."""
+
+    @computed_field
+    @property
+    def status(self) -> Status:
+        """Overall: any FAIL fails; N/A alone means nothing applicable ran."""
+        return combine([r.status for r in self.rows])

@@ -1,0 +1,91 @@
+"""The `sglang.srt.plugins` entry point: arm the bundle in this engine process and hook the slot chokepoints.
+
+SGLang calls every installed general plugin in each of its processes (engine, schedulers = one per TP rank,
+detokenizer) and logs, then ignores, any exception a plugin raises. A plugin that merely raised would therefore leave
+the engine serving the stock path; a failed arm here exits the process instead (SystemExit is not an Exception), and
+once torch.distributed is up every rank compares what it armed and all exit unless they agree.
+
+Selected by environment: nothing happens unless HOTFLOAT_SEAMS=1 (set SGLANG_PLUGINS=hotfloat to load only this
+plugin). HOTFLOAT_ARMED_BUNDLE / HOTFLOAT_ARMED_IDENTITY name the bundle; without a bundle the engine is null-armed
+(all calls stock, still counted). HOTFLOAT_SEAMS_REPORT_DIR, when set, receives one JSON file per process with
+the armed identity and the routed/stock counts, written at activation and at a clean exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from hotfloat.seams import SeamRouter, arm_from_env, check_ranks_armed
+from hotfloat.errors import HotfloatError
+
+from .chokepoints import NORM_TARGETS, SILU_TARGETS, norm_hook, silu_hook
+
+ENV_ENABLE = "HOTFLOAT_SEAMS"
+ENV_REPORT_DIR = "HOTFLOAT_SEAMS_REPORT_DIR"
+RANK_CHECK_TARGET = "sglang.srt.distributed.bootstrap._init_parallel_groups"
+
+log = logging.getLogger("hotfloat.seams")
+_router: SeamRouter | None = None
+
+
+def router() -> SeamRouter | None:
+    """This process's router (None before activation or when the plugin is disabled)."""
+    return _router
+
+
+def abort(message: str) -> None:
+    """Ends this engine process loudly; SGLang's launcher then tears the whole engine down."""
+    log.critical("hotfloat seams: %s", message)
+    print(f"hotfloat seams: FATAL: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(f"hotfloat seams: {message}")
+
+
+def activate() -> None:
+    """Entry point: arm from the environment, register the chokepoint hooks, apply them, verify they took."""
+    global _router
+    if os.environ.get(ENV_ENABLE) != "1" or _router is not None:
+        return
+    try:
+        _router = arm_from_env()
+    except HotfloatError as e:
+        abort(f"the armed bundle failed to load in pid {os.getpid()}: {e}")
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+
+    hooks = [(t, silu_hook(_router)) for t in SILU_TARGETS] + [(t, norm_hook(_router)) for t in NORM_TARGETS]
+    hooks.append((RANK_CHECK_TARGET, _after_parallel_init))
+    for target, hook in hooks:
+        HookRegistry.register(target, hook, HookType.AFTER if hook is _after_parallel_init else HookType.AROUND)
+    HookRegistry.apply_hooks()
+    missing = [t for t, _ in hooks if t not in HookRegistry._patched]
+    if missing:
+        abort(f"could not hook {', '.join(missing)} (run `hotfloat compat`)")
+    _report()
+    atexit.register(_report)
+
+
+def _after_parallel_init(result, *args, **kwargs):
+    """After SGLang built its process groups: every rank must have armed the same bundle (else all ranks exit)."""
+    from sglang.srt.distributed.parallel_state import get_world_group
+
+    try:
+        check_ranks_armed(_router.identity if _router else None, group=get_world_group().cpu_group)
+    except HotfloatError as e:
+        abort(str(e))
+    return result
+
+
+def _report() -> None:
+    directory = os.environ.get(ENV_REPORT_DIR)
+    if not directory or _router is None:
+        return
+    counts = {slot: asdict(c) for slot, c in _router.counts().items()}
+    path = Path(directory) / f"seams-{os.getpid()}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"pid": os.getpid(), "identity": _router.identity, "counts": counts}))
+    tmp.replace(path)

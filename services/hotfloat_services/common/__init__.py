@@ -1,0 +1,1 @@
+"""What every hotfloat service shares: transport, authentication, error mapping, streaming and conversions."""

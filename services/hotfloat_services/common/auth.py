@@ -1,0 +1,34 @@
+"""The per-deployment token every caller presents; a missing or wrong token is refused before any work."""
+
+from __future__ import annotations
+
+import hmac
+import os
+from pathlib import Path
+
+from hotfloat.errors import InputError
+
+HEADER = "authorization"
+MIN_TOKEN_CHARS = 16
+
+
+def load_token(token_file: str | None) -> str:
+    """Reads the token from a file (preferred: not visible in `ps`) or HOTFLOAT_TOKEN; refuses weak tokens."""
+    if token_file:
+        token = Path(token_file).read_text().strip()
+    else:
+        token = os.environ.get("HOTFLOAT_TOKEN", "").strip()
+    if len(token) < MIN_TOKEN_CHARS:
+        raise InputError(f"a deployment token of at least {MIN_TOKEN_CHARS} characters is required "
+                         "(--token-file or HOTFLOAT_TOKEN)")
+    return token
+
+
+def call_metadata(token: str) -> tuple[tuple[str, str], ...]:
+    return ((HEADER, f"Bearer {token}"),)
+
+
+def authorized(metadata, token: str) -> bool:
+    """Constant-time check of the bearer token in the call's metadata."""
+    presented = next((v for k, v in metadata or () if k == HEADER), "")
+    return hmac.compare_digest(presented.encode(), f"Bearer {token}".encode())

@@ -1,0 +1,69 @@
+"""Wire <-> record conversions every service shares: archives become validated bundles, verdicts become messages."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pydantic import BaseModel
+
+from hotfloat.bundle import Bundle, unpack
+from hotfloat.errors import InputError
+from hotfloat.verdict import Status
+
+from .._proto import common_pb2
+
+_STATUS = {
+    Status.PASS: common_pb2.PASS,
+    Status.FAIL: common_pb2.FAIL,
+    Status.NO_DECISION: common_pb2.NO_DECISION,
+    Status.N_A: common_pb2.NOT_APPLICABLE,
+}
+_FROM_WIRE = {v: k for k, v in _STATUS.items()}
+
+
+def bundle_from_proto(msg: common_pb2.BundleArchive) -> Bundle:
+    """Unpacks with the library's bounds and refuses an archive whose content is not the identity claimed."""
+    bundle = unpack(msg.archive)
+    if bundle.identity != msg.identity:
+        raise InputError(f"bundle identity mismatch: claimed {msg.identity[:16] or '(none)'}, content is {bundle.identity[:16]}")
+    return bundle
+
+
+def bundle_to_proto(archive: bytes, identity: str) -> common_pb2.BundleArchive:
+    return common_pb2.BundleArchive(identity=identity, archive=archive)
+
+
+def verdict_to_proto(status: Status, reasons: list[str], evidence: BaseModel | dict | None) -> common_pb2.Verdict:
+    if isinstance(evidence, BaseModel):
+        text = evidence.model_dump_json()
+    else:
+        text = json.dumps(evidence or {}, sort_keys=True, default=str)
+    return common_pb2.Verdict(status=_STATUS[status], reasons=reasons, evidence_json=text)
+
+
+def verdict_from_proto(msg: common_pb2.Verdict) -> tuple[Status, list[str], dict]:
+    """A reply's verdict as (status, reasons, evidence); an unset or unknown status is the server's fault."""
+    if msg.status not in _FROM_WIRE:
+        raise InputError(f"reply carries no verdict status ({msg.status})")
+    try:
+        evidence = json.loads(msg.evidence_json or "{}")
+    except json.JSONDecodeError as e:
+        raise InputError(f"reply evidence is not JSON: {e}") from None
+    return _FROM_WIRE[msg.status], list(msg.reasons), evidence
+
+
+def artifact_to_proto(name: str, data: bytes) -> common_pb2.Artifact:
+    return common_pb2.Artifact(name=name, data=data, sha256=hashlib.sha256(data).hexdigest())
+
+
+def artifacts_from_proto(msgs) -> dict[str, bytes]:
+    """Artifacts by name, each checked against its digest; a mismatch or duplicate refuses the whole request."""
+    out: dict[str, bytes] = {}
+    for a in msgs:
+        if hashlib.sha256(a.data).hexdigest() != a.sha256:
+            raise InputError(f"artifact {a.name!r}: content does not match its sha256")
+        if a.name in out:
+            raise InputError(f"artifact {a.name!r} appears twice")
+        out[a.name] = a.data
+    return out

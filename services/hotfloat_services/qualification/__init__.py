@@ -1,0 +1,1 @@
+"""The qualification runner service: the complete-engine A/B of an admitted bundle."""

@@ -1,0 +1,31 @@
+"""Qualification RPC as an adapter: archive + build -> records, one complete-engine A/B, result -> reply."""
+
+from __future__ import annotations
+
+from hotfloat.qualify import QualifyOptions, qualify_bundle
+
+from .._proto import common_pb2, qualification_pb2, qualification_pb2_grpc
+from ..admission.convert import build_from_proto
+from ..common.convert import bundle_from_proto
+from ..common.streaming import Worker
+from .convert import qualify_result
+
+
+class QualificationServicer(qualification_pb2_grpc.QualificationServicer):
+    def __init__(self, worker: Worker, config):
+        self._worker = worker
+        self._options = QualifyOptions(device=config.device, passes=config.qualify_passes,
+                                       warmup_passes=config.qualify_warmup_passes)
+
+    def Qualify(self, request, context):
+        bundle = bundle_from_proto(request.bundle)
+        build_from_proto(request.build)
+
+        def work(note):
+            return qualify_bundle(bundle, self._options, progress=lambda what, done, most: note(f"{what} ({done}/{most})"))
+
+        for item in self._worker.run("qualify", f"qualifying {bundle.identity[:12]} on {self._options.device}", work, context):
+            if isinstance(item, common_pb2.Progress):
+                yield qualification_pb2.QualifyEvent(progress=item)
+            else:
+                yield qualification_pb2.QualifyEvent(result=qualify_result(item))

@@ -1,0 +1,138 @@
+"""Moving submissions through the stages, one ledger transaction per change.
+
+Only a service's verdict moves a submission forward or fails it. Infrastructure faults (a dead worker, a missed
+deadline, a malformed reply) are retried up to `max_attempts` per stage, counted across restarts, and then end
+NO_DECISION: never FAILED, never lost. A service that refuses the validator itself (wrong token, a stage it does not
+offer) stops the run with nothing judged: that is a deployment fault, not a submission's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+import grpc
+
+from hotfloat.errors import HotfloatError, InfrastructureError
+from hotfloat.ledger import NEXT, Ledger, State, Submission
+from hotfloat.verdict import Status
+
+from .clients import StageClients
+from .convert import Outcome, build_result
+
+log = logging.getLogger("hotfloat.validator")
+OnEvent = Callable[[int, str, str], None]
+"""Called with (submission id, stage, message): decisions and retries to `on_event`, streamed progress to `on_progress`."""
+FORWARD = {Status.PASS}
+SKIPPABLE = {"build": {Status.PASS, Status.N_A}}
+"""A build with nothing to build (python ops) moves forward too; every other stage needs PASS."""
+UNDECIDED = {Status.NO_DECISION, Status.N_A}
+"""N/A at admission means no op runs on this worker's device: the worker cannot judge, so it is not a FAIL."""
+FATAL = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED}
+
+
+class Pipeline:
+    """Drives ledger submissions through the stages up to `through`, with `workers` submissions at a time."""
+
+    def __init__(self, ledger: Ledger, clients: StageClients, *, through: State = State.ADMITTED, workers: int = 2,
+                 max_attempts: int = 3, backoff_s: float = 0.5, on_event: OnEvent | None = None,
+                 on_progress: OnEvent | None = None):
+        if through not in (State.SCANNED, State.BUILT, State.ADMITTED, State.QUALIFIED):
+            raise InfrastructureError(f"a run can go through scanned, built, admitted or qualified, not {through.value}")
+        self.ledger, self.clients, self.through = ledger, clients, through
+        self.workers, self.max_attempts, self.backoff_s = workers, max_attempts, backoff_s
+        self.on_event = on_event or (lambda sid, stage, msg: log.info("#%d %s: %s", sid, stage, msg))
+        self.on_progress = on_progress or (lambda sid, stage, msg: None)
+
+    def run(self, *, drain: bool = True, poll_s: float = 1.0, stop: threading.Event | None = None) -> dict[str, int]:
+        """Works the queue (resuming interrupted work first) until it is empty (drain) or `stop` is set."""
+        stop = stop or threading.Event()
+        with self.ledger.exclusive():
+            if n := self.ledger.recover():
+                log.warning("%d stage attempt(s) were interrupted by a previous stop; they count as failed tries", n)
+            inflight: dict = {}
+            with ThreadPoolExecutor(self.workers, thread_name_prefix="hotfloat-pipeline") as pool:
+                while not stop.is_set():
+                    for sub in self.ledger.pending(self.through):
+                        if sub.id not in inflight.values() and len(inflight) < self.workers:
+                            inflight[pool.submit(self.finish, sub.id)] = sub.id
+                    if not inflight:
+                        if drain:
+                            break
+                        stop.wait(poll_s)
+                        continue
+                    done, _ = wait(list(inflight), timeout=poll_s, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        del inflight[f]
+                        f.result()
+        return self.ledger.counts()
+
+    def finish(self, sid: int) -> Submission:
+        """Runs stages for one submission until it is final or at `through`."""
+        sub = self.ledger.get(sid)
+        while not sub.state.final and sub.state is not self.through:
+            sub = self.step(sub)
+        return sub
+
+    def step(self, sub: Submission) -> Submission:
+        """One stage for one submission: a verdict advances or fails it, a fault is retried or ends NO_DECISION."""
+        stage = NEXT[sub.state][0]
+        if (tries := self.ledger.failed_attempts(sub.id, stage)) >= self.max_attempts:
+            return self._decide(sub, State.NO_DECISION, f"{stage}: no decision after {tries} failed attempts")
+        self.ledger.begin_attempt(sub.id, stage)
+        self.on_event(sub.id, stage, "started")
+        try:
+            result = self._call(stage, sub)
+        except grpc.RpcError as e:
+            code = e.code()
+            if code in FATAL:
+                self.ledger.end_attempt(sub.id, stage, "refused", e.details() or "")
+                raise InfrastructureError(f"{stage}: the service refused the validator: {e.details()}") from None
+            return self._retry(sub, stage, f"{code.name}: {e.details()}")
+        except HotfloatError as e:
+            return self._retry(sub, stage, str(e))
+        return self._record(sub, stage, result)
+
+    def _call(self, stage: str, sub: Submission) -> Outcome:
+        archive = self.ledger.archive(sub.id)
+
+        def progress(name: str, message: str) -> None:
+            self.on_progress(sub.id, name, message)
+
+        if stage == "scan":
+            return self.clients.scan(archive, sub.identity, progress)
+        if stage == "build":
+            return self.clients.build(archive, sub.identity, progress)
+        built = self.ledger.evidence(sub.id, State.BUILT) or {}
+        build = build_result(built, {n: self.ledger.blob(d) for n, d in built.get("artifacts", {}).items()})
+        if stage == "admit":
+            return self.clients.admit(archive, sub.identity, build, progress)
+        if stage == "qualify":
+            return self.clients.qualify(archive, sub.identity, build, progress)
+        raise InfrastructureError(f"no client for stage {stage}")
+
+    def _record(self, sub: Submission, stage: str, result: Outcome) -> Submission:
+        if result.status in SKIPPABLE.get(stage, FORWARD):
+            reason = "; ".join(result.reasons) or result.status.value
+            self.on_event(sub.id, stage, f"{result.status.value} -> {NEXT[sub.state][1].value}")
+            return self.ledger.advance(sub.id, sub.state, NEXT[sub.state][1], reason, result.ledger_evidence(),
+                                       result.artifacts)
+        to = State.NO_DECISION if result.status in UNDECIDED else State.FAILED
+        why = "; ".join(result.reasons) or f"{stage} returned {result.status.value}"
+        return self._decide(sub, to, f"{stage}: {why}", result.ledger_evidence())
+
+    def _retry(self, sub: Submission, stage: str, why: str) -> Submission:
+        self.ledger.end_attempt(sub.id, stage, "retry", why)
+        tries = self.ledger.failed_attempts(sub.id, stage)
+        self.on_event(sub.id, stage, f"attempt {tries} failed: {why}")
+        if tries >= self.max_attempts:
+            return self._decide(sub, State.NO_DECISION, f"{stage}: no decision after {tries} failed attempts (last: {why})")
+        time.sleep(self.backoff_s * tries)
+        return self.ledger.get(sub.id)
+
+    def _decide(self, sub: Submission, to: State, reason: str, evidence: dict | None = None) -> Submission:
+        self.on_event(sub.id, NEXT[sub.state][0], f"{to.value}: {reason}")
+        return self.ledger.advance(sub.id, sub.state, to, reason, evidence)

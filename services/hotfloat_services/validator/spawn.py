@@ -1,0 +1,33 @@
+"""`hotfloat validator run --spawn`: the three services as local processes on Unix sockets with a fresh token."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..common.process import ServiceProcess
+
+QUICK = ("--verify-max-shapes", "1", "--verify-dtype", "fp32")
+"""Smoke-run admission: one shape per op in fp32; the full protocol is the default."""
+
+
+@contextlib.contextmanager
+def spawned(names: tuple[str, ...], *, device: str = "cpu", quick: bool = False,
+            workdir: Path | None = None) -> Iterator[tuple[dict[str, str], str]]:
+    """Starts each named service in its own process; yields ({name: target}, token); stops them all on exit."""
+    with contextlib.ExitStack() as stack:
+        root = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hotfloat-svc-")))
+        token = secrets.token_urlsafe(32)
+        token_file = root / "token"
+        token_file.touch(mode=0o600)
+        token_file.write_text(token)
+        procs = []
+        for name in names:
+            extra = QUICK if quick and name == "admission" else ()
+            proc = ServiceProcess(name, root / f"{name}.sock", token_file, device=device, extra=extra, log=root / f"{name}.log")
+            stack.callback(proc.stop)
+            procs.append(proc.launch())
+        yield {p.name: p.wait_ready().target for p in procs}, token

@@ -1,0 +1,100 @@
+"""Real bench runs on CPU (a child process, kernels through the Triton interpreter): the examples pass, and kernels
+that are wrong, or honest only while checked, fail."""
+
+from pathlib import Path
+
+import pytest
+
+from hotfloat.bench import Options, run_bench
+from hotfloat.errors import BundleError, InputError
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+LAZY = """\
+import torch
+
+_calls = [0]
+
+
+def wrong(x, out):
+    out.zero_()
+
+
+def lazy(x, out):
+    _calls[0] += 1
+    if _calls[0] <= 2:
+        d = x.shape[1] // 2
+        out.copy_(torch.nn.functional.silu(x[:, :d].float()) * x[:, d:].float())
+
+
+def raises(x, out):
+    raise RuntimeError("no kernel for this shape")
+"""
+
+MANIFEST = """\
+bundle_id = "cheats"
+abi_version = "hotfloat-op-abi-v1"
+
+[[ops]]
+slot = "activation.silu_and_mul"
+source = "kernels/k.py"
+entry = "wrong"
+variant = "small"
+metadata = "metadata/small.json"
+
+[[ops]]
+slot = "activation.silu_and_mul"
+source = "kernels/k.py"
+entry = "lazy"
+variant = "large"
+metadata = "metadata/large.json"
+
+[[ops]]
+slot = "activation.silu_and_mul"
+source = "kernels/k.py"
+entry = "raises"
+variant = "huge"
+metadata = "metadata/huge.json"
+"""
+
+
+def test_example_silu_passes_beside_torch_with_the_cpu_caveat():
+    opts = Options(device="cpu", dtypes=("bf16", "fp32"), shapes=({"T": 3, "D": 512}, {"T": 1, "D": 2880}))
+    r = run_bench(str(EXAMPLES / "silu_triton"), opts)
+    assert r.status == "PASS" and not r.meaningful and "meaningless" in r.note
+    assert [(row.dtype, row.tokens) for row in r.rows] == [("bf16", 3), ("bf16", 1), ("fp32", 3), ("fp32", 1)]
+    for row in r.rows:
+        assert [i.name for i in row.impls] == ["ours:default", "torch-eager"]
+        assert all(i.check == "PASS" and i.graph is None for i in row.impls)
+        assert row.bytes == 3 * row.dims["T"] * row.dims["D"] * (2 if row.dtype == "bf16" else 4)
+        assert row.speedup["torch-eager"] > 0 and row.floor_multiple > 0 and 0 < row.frac_copy_bw
+    assert r.ceilings.copy_Bps > 0 and r.ceilings.floor_graph_us is None
+
+
+def test_example_rmsnorm_passes_beside_both_torch_kernels():
+    r = run_bench(str(EXAMPLES / "rmsnorm_triton"), Options(device="cpu", shapes=({"T": 5, "H": 2880},)))
+    assert r.status == "PASS"
+    (row,) = r.rows
+    assert [i.name for i in row.impls] == ["ours:default", "torch-eager", "torch.rms_norm"]
+    assert all(i.check == "PASS" for i in row.impls)
+
+
+def test_wrong_raising_and_honest_only_when_checked_kernels_fail(make_bundle):
+    root = make_bundle(LAZY, manifest=MANIFEST, files={
+        "metadata/small.json": '{"max_num_tokens": 4}', "metadata/large.json": '{"min_num_tokens": 5, "max_num_tokens": 8}',
+        "metadata/huge.json": '{"min_num_tokens": 9}'})
+    r = run_bench(str(root), Options(device="cpu", shapes=({"T": 2, "D": 64}, {"T": 8, "D": 64}, {"T": 16, "D": 64})))
+    assert r.status == "FAIL"
+    small, large, huge = (row.impls[0] for row in r.rows)
+    assert huge.name == "ours:huge" and huge.check == "FAIL" and "no kernel for this shape" in huge.reason
+    assert huge.cold is None and r.rows[2].time_us is None
+    assert small.name == "ours:small" and small.check == "FAIL" and small.reason.startswith("first call")
+    assert large.name == "ours:large" and large.check == "FAIL" and "fresh inputs" in large.reason
+    assert all(i.check == "PASS" for row in r.rows for i in row.impls[1:])
+
+
+def test_bundle_errors_come_back_as_their_own_error_class(make_bundle):
+    with pytest.raises(BundleError, match="importing kernels/k.py failed"):
+        run_bench(str(make_bundle("raise RuntimeError('boom')\n")), Options(device="cpu", shapes=({"T": 1, "D": 8},)))
+    with pytest.raises(InputError, match="no such bundle"):
+        run_bench("/nonexistent/bundle", Options(device="cpu"))

@@ -1,0 +1,29 @@
+"""`hotfloat build` writes cubins and the record; `hotfloat admit` reads them back, refusing tampered artifacts."""
+
+import json
+import subprocess
+import sys
+
+from ..conftest import EXAMPLES
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "hotfloat.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_build_then_admit_on_cpu(tmp_path):
+    bundle = str(EXAMPLES / "silu_triton_aot")
+    built = run("build", bundle, "--out", str(tmp_path), "--json")
+    assert built.returncode == 0, built.stderr
+    record = json.loads(built.stdout)
+    assert record["status"] == "PASS" and len(record["kernels"]) == 3
+    assert all((tmp_path / k["cubin"]).is_file() for k in record["kernels"])
+    admitted = run("admit", bundle, "--build", str(tmp_path), "--json")
+    assert admitted.returncode == 0, admitted.stderr
+    assert json.loads(admitted.stdout)["reasons"][0].startswith("skipped: no GPU")
+    cubin = tmp_path / record["kernels"][0]["cubin"]
+    cubin.write_bytes(cubin.read_bytes() + b"\0")
+    tampered = run("admit", bundle, "--build", str(tmp_path))
+    assert tampered.returncode == 2
+    assert tampered.stderr.startswith("error: build artifact") and "digest" in tampered.stderr
+    assert "Traceback" not in tampered.stderr

@@ -1,0 +1,87 @@
+"""`hotfloat validator` and `hotfloat serve`: queue and status from the ledger, one error line for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hotfloat.cli.main import main
+from hotfloat.ledger import Ledger
+
+GOOD = """\
+import torch
+
+
+def run(x, out):
+    d = x.shape[-1] // 2
+    out.copy_((torch.nn.functional.silu(x[..., :d].float()) * x[..., d:].float()).to(out.dtype))
+"""
+
+GPU_ONLY = """\
+bundle_id = "gpuonly"
+abi_version = "hotfloat-op-abi-v1"
+
+[[ops]]
+slot = "activation.silu_and_mul"
+source = "kernels/k.py"
+entry = "run"
+architectures = ["sm_90"]
+"""
+
+
+def hotfloat(capsys, *argv):
+    with pytest.raises(SystemExit) as done:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return done.value.code, out, err
+
+
+def test_submit_then_status(capsys, make_bundle, tmp_path):
+    db, bundle = str(tmp_path / "l.db"), str(make_bundle())
+    code, out, _ = hotfloat(capsys, "validator", "submit", bundle, "--ledger", db, "--json")
+    assert code == 0 and json.loads(out)[0]["state"] == "received" and json.loads(out)[0]["new"]
+    code, out, _ = hotfloat(capsys, "validator", "submit", bundle, "--ledger", db, "--json")
+    assert code == 0 and not json.loads(out)[0]["new"]
+    code, out, _ = hotfloat(capsys, "validator", "status", "--ledger", db, "--json")
+    status = json.loads(out)
+    assert code == 0 and status["counts"]["received"] == 1 and status["submissions"][0]["bundle_id"] == "b"
+    code, out, _ = hotfloat(capsys, "validator", "status", "--ledger", db)
+    assert code == 0 and "received" in out and "State." not in out
+    code, out, _ = hotfloat(capsys, "validator", "status", "1", "--ledger", db, "--json")
+    assert code == 0 and [t["to_state"] for t in json.loads(out)["transitions"]] == ["received"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (("validator", "status", "--ledger", "/nonexistent/l.db"), "no ledger here"),
+    (("validator", "run", "--ledger", "{db}"), "either --spawn or both"),
+    (("validator", "status", "7", "--ledger", "{db}"), "no submission 7"),
+    (("serve", "compiler"), "exactly one of --socket"),
+    (("serve", "compiler", "--listen", "0.0.0.0:7000", "--token-file", "{token}"), "loopback only"),
+    (("serve", "compiler", "--socket", "{db}.sock"), "deployment token"),
+])
+def test_bad_input_is_one_error_line_exit_2(capsys, tmp_path, monkeypatch, argv, says):
+    monkeypatch.delenv("HOTFLOAT_TOKEN", raising=False)
+    db, token = tmp_path / "l.db", tmp_path / "token"
+    token.write_text("t" * 32)
+    Ledger(db).close()
+    code, _, err = hotfloat(capsys, *(a.format(db=db, token=token) for a in argv))
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and says in err, err
+
+
+def test_bad_bundle_submission_is_refused(capsys, make_bundle, tmp_path):
+    root = make_bundle(files={"kernels/lib.so": b"\x7fELF"})
+    code, _, err = hotfloat(capsys, "validator", "submit", str(root), "--ledger", str(tmp_path / "l.db"))
+    assert code == 2 and err.startswith("error: ") and "compiled files are refused" in err
+
+
+def test_run_spawns_separate_service_processes(capsys, make_bundle, tmp_path):
+    """Compile refuses one bundle; admission, in its own process, finds no op of the other runs on CPU."""
+    db = str(tmp_path / "l.db")
+    banned = make_bundle("import socket\n\ndef run(x, out):\n    out.zero_()\n", name="banned")
+    gpu_only = make_bundle(GOOD, name="gpuonly", manifest=GPU_ONLY)
+    hotfloat(capsys, "validator", "submit", str(banned), str(gpu_only), "--ledger", db)
+    code, out, err = hotfloat(capsys, "validator", "run", "--spawn", "--ledger", db, "--json")
+    assert code == 0, err
+    assert json.loads(out)["counts"]["failed"] == 1 and json.loads(out)["counts"]["no_decision"] == 1
+    assert "#1 scan: failed: scan:" in err and "#2 admit: no_decision: admit: no op of the bundle applies on cpu" in err

@@ -1,0 +1,32 @@
+"""`hotfloat qualify BUNDLE`: JSON verdict, evidence file, exit codes, refused options."""
+
+import json
+
+import pytest
+
+from hotfloat.cli.main import main
+
+
+def run(capsys, *args):
+    with pytest.raises(SystemExit) as e:
+        main(["qualify", *args])
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def test_broken_bundle_exit_2_with_evidence_that_recomputes(bundles, tmp_path, capsys):
+    ev = tmp_path / "ev.json"
+    code, out, _ = run(capsys, str(bundles["broken"]), "--passes", "1", "--seed", "4", "--evidence", str(ev), "--json")
+    verdict = json.loads(out)
+    assert code == 2 and verdict["status"] == "FAIL" and verdict["score"] == 0
+    assert run(capsys, "recompute", str(ev))[0] == 0
+
+
+def test_unknown_preset_is_bad_input(bundles, capsys):
+    code, _, err = run(capsys, str(bundles["exact"]), "--preset", "nope")
+    assert code == 2 and err.startswith("error: ") and "preset" in err
+
+
+def test_not_a_bundle_is_bad_input(tmp_path, capsys):
+    code, _, err = run(capsys, str(tmp_path / "missing"))
+    assert code == 2 and err.startswith("error: ")

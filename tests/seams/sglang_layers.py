@@ -1,0 +1,41 @@
+"""Runs in the engine venv: real SGLang layers, with the hotfloat plugin loaded through SGLang's own plugin loader.
+
+Prints one JSON line: for each case the SHA-256 of the layer's output bytes through the hooked layer and through
+SGLang's original (unhooked) method on the same inputs, then the router's counts and the armed identity.
+"""
+
+import hashlib
+import json
+
+import torch
+from sglang.srt.plugins import load_plugins
+
+load_plugins()
+
+from sglang.srt.layers.activation import SiluAndMul  # noqa: E402  (imported after the plugin patched it)
+from sglang.srt.layers.layernorm import RMSNorm  # noqa: E402
+
+from hotfloat_sglang.plugin import router  # noqa: E402
+
+
+def digest(t: torch.Tensor) -> str:
+    return hashlib.sha256(t.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
+
+
+g = torch.Generator().manual_seed(0)
+x = torch.randn(16, 512, generator=g).to(torch.bfloat16)
+norm = RMSNorm(256, eps=1e-6)
+norm.weight.data = 1 + 0.1 * torch.randn(256, generator=g)
+h = torch.randn(16, 256, generator=g)
+res = torch.randn(16, 256, generator=g)
+silu, stock_silu = SiluAndMul(), SiluAndMul.forward_native.__wrapped__
+out = {
+    "silu": [digest(silu(x)), digest(stock_silu(silu, x))],
+    "norm": [digest(norm(h)), digest(RMSNorm.forward_native.__wrapped__(norm, h))],
+    "norm_residual": [digest(norm(h.clone(), res.clone())[0]),
+                      digest(RMSNorm.forward_native.__wrapped__(norm, h.clone(), res.clone())[0])],
+}
+r = router()
+out["identity"] = r.identity
+out["counts"] = {k: [c.routed, c.stock] for k, c in r.counts().items()}
+print(json.dumps(out))

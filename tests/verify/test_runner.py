@@ -1,0 +1,90 @@
+"""verify_bundle end to end with real sandboxed children: the examples, applicability, replay and fail-closed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hotfloat.bundle import load_bundle
+from hotfloat.errors import InfrastructureError, SandboxUnavailable
+from hotfloat.sandbox import process as spawn_module
+from hotfloat.verdict import Status
+from hotfloat.verify import VerifyOptions, verify_bundle
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+GPU_ONLY = ('bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+            'source = "kernels/k.py"\nentry = "run"\narchitectures = ["sm_90"]\n')
+QUICK = dict(dtypes=["bf16"], max_shapes=2, timeout_s=120)
+
+EXAMPLE_VERDICTS = {
+    "silu_torch": (Status.PASS, ""),
+    "rmsnorm_triton": (Status.PASS, ""),
+    "silu_broken": (Status.FAIL, "elements outside atol"),
+    "silu_sparse": (Status.FAIL, "left unwritten"),
+    "rmsnorm_broken": (Status.FAIL, "elements outside atol"),
+    "silu_mutates_input": (Status.FAIL, "input mutated: x"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_VERDICTS))
+def test_examples_get_the_right_verdict_for_the_right_reason(name):
+    status, reason = EXAMPLE_VERDICTS[name]
+    report = verify_bundle(load_bundle(EXAMPLES / name), VerifyOptions(seed=11, **QUICK))
+    assert report.status is status, [(r.shape, r.reason) for r in report.rows]
+    assert report.sandboxed and {"namespaces", "rlimits"} <= set(report.bounds)
+    assert all(r.trials == 3 and len(r.counts) == 3 for r in report.rows)
+    if status is Status.FAIL:
+        assert all(r.status is Status.FAIL and reason in r.reason for r in report.rows), [r.reason for r in report.rows]
+    else:
+        assert all(r.max_abs_err is not None and r.max_abs_err < 0.1 for r in report.rows)
+
+
+def test_nothing_applicable_is_n_a(make_bundle):
+    report = verify_bundle(load_bundle(make_bundle(manifest=GPU_ONLY)), VerifyOptions())
+    assert report.status is Status.N_A and "not built for cpu" in report.rows[0].reason
+    filtered = verify_bundle(load_bundle(EXAMPLES / "silu_torch"), VerifyOptions(dtypes=["fp16"]).model_copy(
+        update={"dtypes": []}))
+    assert filtered.status is Status.N_A and "no requested dtype" in filtered.rows[0].reason
+
+
+def test_a_seed_replays_the_same_run_and_no_seed_draws_a_fresh_secret(make_bundle):
+    bundle = load_bundle(EXAMPLES / "silu_sparse")
+    opts = dict(dtypes=["fp32"], max_shapes=1)
+    first, again = (verify_bundle(bundle, VerifyOptions(seed=99, **opts)) for _ in range(2))
+    assert [(r.shape, r.counts, r.reason) for r in first.rows] == [(r.shape, r.counts, r.reason) for r in again.rows]
+    gpu_only = load_bundle(make_bundle(manifest=GPU_ONLY))
+    seeds = {verify_bundle(gpu_only, VerifyOptions()).seed for _ in range(3)}
+    assert len(seeds) == 3 and all(s.bit_length() > 32 for s in seeds)
+
+
+def test_load_failure_fails_every_row_with_the_error(make_bundle):
+    broken = make_bundle("import torch\nraise ImportError('no such kernel lib')\n")
+    report = verify_bundle(load_bundle(broken), VerifyOptions(dtypes=["fp32"], max_shapes=1))
+    assert report.status is Status.FAIL
+    assert all("loading the op failed: ImportError: no such kernel lib" in r.reason for r in report.rows)
+
+
+def test_unsandboxed_runs_but_says_so(caplog):
+    report = verify_bundle(load_bundle(EXAMPLES / "silu_torch"),
+                           VerifyOptions(sandboxed=False, dtypes=["fp32"], max_shapes=1))
+    assert report.status is Status.PASS and report.sandboxed is False and "namespaces" not in report.bounds
+    assert "UNSANDBOXED" in caplog.text
+
+
+def test_missing_sandbox_fails_closed(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    spawn_module._probe.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable, match="bubblewrap .* not installed"):
+            verify_bundle(load_bundle(EXAMPLES / "silu_torch"), VerifyOptions(dtypes=["fp32"], max_shapes=1))
+    finally:
+        monkeypatch.undo()
+        spawn_module._probe.cache_clear()
+
+
+def test_a_child_that_cannot_start_is_an_infrastructure_error():
+    with pytest.raises(InfrastructureError, match="did not start"):
+        verify_bundle(load_bundle(EXAMPLES / "silu_torch"),
+                      VerifyOptions(dtypes=["fp32"], max_shapes=1, startup_timeout_s=0.001))
