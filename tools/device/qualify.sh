@@ -16,7 +16,8 @@ fi
 export PYTHONPATH="$PWD/libs/hotfloat${PYTHONPATH:+:$PYTHONPATH}"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
-timeout 230 python3 - "$DEST" > "$DEST/calibration.log" 2>&1 <<'PY'
+# QUALIFY_CALIBRATE=0 skips the calibration and only qualifies the example.
+[ "${QUALIFY_CALIBRATE:-1}" = 1 ] && timeout 230 python3 - "$DEST" > "$DEST/calibration.log" 2>&1 <<'PY'
 import json, sys, time
 from hotfloat.qualify.calibrate import analyse, pool_runs
 from hotfloat.qualify.engine import PRESETS
@@ -52,7 +53,7 @@ PY
 echo "calibration exit $?"
 cat "$DEST/calibration.md" 2>/dev/null
 
-timeout 100 python3 - "$DEST" > "$DEST/silu_triton.log" 2>&1 <<'PY'
+timeout 200 python3 - "$DEST" > "$DEST/silu_triton.log" 2>&1 <<'PY'
 import json, sys
 from hotfloat.qualify import QualifyOptions, RuleConfig, qualify_bundle, save_evidence
 

@@ -84,7 +84,9 @@ _WARM: dict[str, ForkServer] = {}
 
 
 def _server(warm: bool, device: str) -> ForkServer:
-    if not warm:
+    """A preloaded fork server on CPU; on CUDA every engine starts cold, because engines forked from a warm server
+    failed their first CUDA call with cudaErrorInitializationError on the H200 (measured 2026-12-02)."""
+    if not warm or device == "cuda":
         return ForkServer(device, preload=False)
     if device not in _WARM or _WARM[device].proc.poll() is not None:
         _WARM[device] = ForkServer(device, preload=True)
