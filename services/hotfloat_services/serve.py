@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import grpc
 
 from hotfloat.errors import InputError
+from hotfloat.qualify import RuleConfig
 
 from ._proto import admission_pb2_grpc, compiler_pb2_grpc, qualification_pb2_grpc
 from .admission.servicer import AdmissionServicer
@@ -39,6 +40,10 @@ class ServiceConfig:
     qualify_passes: int = 2
     """Timed passes per engine run of a qualification."""
     qualify_warmup_passes: int = 1
+    qualify_rule: RuleConfig | None = None
+    """The decision rule a calibrated host sets (`hotfloat qualify calibrate`); None: the library default."""
+    qualify_extra_passes: tuple[tuple[str, int], ...] = ()
+    """Calibration only: (role, extra stock passes) injected into every qualification, reported in its reasons."""
 
 
 @dataclass

@@ -79,6 +79,37 @@ def test_example_rmsnorm_passes_beside_both_torch_kernels():
     assert all(i.check == "PASS" for i in row.impls)
 
 
+FORGETS_RESIDUAL = """\
+import torch
+
+
+def run(x, residual, weight, out, residual_out, eps):
+    s = x.float() + residual.float()
+    out.copy_(s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * weight.float())
+"""
+
+
+def test_example_fused_add_rmsnorm_checks_both_outputs_beside_the_unfused_torch_paths():
+    shapes = ({"T": 1, "H": 896}, {"T": 7, "H": 1536})
+    opts = Options(device="cpu", dtypes=("bf16", "fp16"), shapes=shapes)
+    r = run_bench(str(EXAMPLES / "fused_add_rmsnorm_triton"), opts)
+    assert r.status == "PASS" and [(row.dtype, row.tokens) for row in r.rows] == [("bf16", 1), ("bf16", 7),
+                                                                                   ("fp16", 1), ("fp16", 7)]
+    for row in r.rows:
+        assert [i.name for i in row.impls] == ["ours:default", "torch-eager", "torch add+rms_norm"]
+        assert all(i.check == "PASS" for i in row.impls)
+        assert row.bytes == (4 * row.dims["T"] + 1) * row.dims["H"] * 2 and row.frac_copy_bw > 0
+
+
+def test_a_fused_kernel_that_skips_residual_out_fails_on_that_output(make_bundle):
+    root = make_bundle(FORGETS_RESIDUAL, slot="norm.fused_add_rmsnorm")
+    r = run_bench(str(root), Options(device="cpu", shapes=({"T": 3, "H": 64},)))
+    ours = r.rows[0].impls[0]
+    assert r.status == "FAIL" and ours.check == "FAIL"
+    assert ours.reason.startswith("first call") and "elements of residual_out out of tolerance" in ours.reason
+    assert all(i.check == "PASS" for i in r.rows[0].impls[1:])
+
+
 def test_wrong_raising_and_honest_only_when_checked_kernels_fail(make_bundle):
     root = make_bundle(LAZY, manifest=MANIFEST, files={
         "metadata/small.json": '{"max_num_tokens": 4}', "metadata/large.json": '{"min_num_tokens": 5, "max_num_tokens": 8}',

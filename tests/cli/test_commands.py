@@ -54,7 +54,7 @@ def test_slots_json_lists_registered_slots():
     p = run("slots", "--json")
     assert p.returncode == 0
     names = {s["name"] for s in json.loads(p.stdout)}
-    assert {"activation.silu_and_mul", "norm.rmsnorm"} <= names
+    assert {"activation.silu_and_mul", "norm.rmsnorm", "norm.fused_add_rmsnorm"} <= names
 
 
 def test_unknown_command_exit_2():

@@ -55,6 +55,8 @@ def test_submit_then_status(capsys, make_bundle, tmp_path):
 @pytest.mark.parametrize("argv, says", [
     (("validator", "status", "--ledger", "/nonexistent/l.db"), "no ledger here"),
     (("validator", "run", "--ledger", "{db}"), "either --spawn or both"),
+    (("validator", "run", "--ledger", "{db}", "--spawn", "--netuid", "7"), "apply only with --chain"),
+    (("validator", "run", "--ledger", "{db}", "--spawn", "--chain", "standin:{db}.json"), "--chain needs --netuid"),
     (("validator", "status", "7", "--ledger", "{db}"), "no submission 7"),
     (("serve", "compiler"), "exactly one of --socket"),
     (("serve", "compiler", "--listen", "0.0.0.0:7000", "--token-file", "{token}"), "loopback only"),

@@ -41,3 +41,14 @@ def test_calibrate_command_runs_real_engines(capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["runs"] == 5 and [r["level"] for r in report["levels"]] == [0, 2]
     assert report["run_seconds"] > 0 and report["sigma_run"] >= 0
+
+
+def test_budget_stops_before_a_pair_that_would_not_fit():
+    """With no time left after the first baseline run, no candidate run starts and the pool still ends on B."""
+    from hotfloat.qualify.calibrate import pool_runs
+    from hotfloat.qualify.records import EngineSpec
+    from hotfloat.qualify.workload import make_workload
+
+    pool = pool_runs(EngineSpec(preset="tiny", dtype="fp32", device="cpu", decode="static"),
+                     make_workload("tiny", 512, passes=1, warmup_passes=0, seed=1), [0, 2], 2, 2, budget_s=0.0)
+    assert [(lv, f.role) for lv, f in pool] == [(None, "B")] and pool[0][1].ok

@@ -29,11 +29,25 @@ norm.weight.data = 1 + 0.1 * torch.randn(256, generator=g)
 h = torch.randn(16, 256, generator=g)
 res = torch.randn(16, 256, generator=g)
 silu, stock_silu = SiluAndMul(), SiluAndMul.forward_native.__wrapped__
+
+
+def residual_case(layer, h, res):
+    """Digests of (out, residual_out) through the hooked layer and SGLang's original, and whether the hooked call
+    left its inputs as they were (the fused slot returns fresh tensors)."""
+    before = digest(h) + digest(res)
+    hooked = layer(h, res)
+    untouched = digest(h) + digest(res) == before
+    original = RMSNorm.forward_native.__wrapped__(layer, h.clone(), res.clone())
+    return ["".join(map(digest, hooked)), "".join(map(digest, original)), untouched]
+
+
+norm16 = RMSNorm(256, eps=1e-6)
+norm16.weight.data = (1 + 0.1 * torch.randn(256, generator=g)).to(torch.bfloat16)
 out = {
     "silu": [digest(silu(x)), digest(stock_silu(silu, x))],
     "norm": [digest(norm(h)), digest(RMSNorm.forward_native.__wrapped__(norm, h))],
-    "norm_residual": [digest(norm(h.clone(), res.clone())[0]),
-                      digest(RMSNorm.forward_native.__wrapped__(norm, h.clone(), res.clone())[0])],
+    "norm_residual": residual_case(norm, h.clone(), res.clone()),
+    "norm_residual_bf16": residual_case(norm16, h.to(torch.bfloat16), res.to(torch.bfloat16)),
 }
 r = router()
 out["identity"] = r.identity

@@ -109,3 +109,48 @@ def test_bundle_modules_import_siblings(make_bundle):
     router = arm(make_bundle(kernel, files={"kernels/helper.py": helper}))
     x = torch.randn(3, 8)
     assert torch.equal(router.silu_and_mul(x, stock=stock_silu), x[:, 4:])
+
+
+def test_replayed_calls_add_to_the_counts():
+    """A CUDA graph replays captured seam calls without reaching the router; the engine adds them back."""
+    router = arm(FIXTURES / "silu_exact")
+    router.silu_and_mul(torch.randn(2, 64, dtype=torch.bfloat16), stock=stock_silu)
+    router.add_counts({"activation.silu_and_mul": SeamCount(routed=3, stock=1), "norm.rmsnorm": SeamCount(stock=2)})
+    counts = router.counts()
+    assert counts["activation.silu_and_mul"] == SeamCount(routed=4, stock=1)
+    assert counts["norm.rmsnorm"] == SeamCount(routed=0, stock=2)
+
+
+def stock_fused(x, residual, weight, eps):
+    s = x.float() + residual.float()
+    return stock_norm(s, weight, eps).to(x.dtype), s.to(x.dtype)
+
+
+def test_fused_add_rmsnorm_returns_both_fresh_outputs_and_leaves_inputs_alone():
+    router = arm(FIXTURES / "engine_exact")
+    x, r = torch.randn(2, 3, 32, dtype=torch.bfloat16), torch.randn(2, 3, 32, dtype=torch.bfloat16)
+    w = (torch.rand(32) + 0.5).to(torch.bfloat16)
+    x0, r0 = x.clone(), r.clone()
+    out, residual_out = router.fused_add_rmsnorm(x, r, w, 1e-6, stock=lambda *a: pytest.fail("stock in the domain"))
+    want_out, want_residual = stock_fused(x0, r0, w, 1e-6)
+    assert out.shape == residual_out.shape == (2, 3, 32) and out.dtype == torch.bfloat16
+    assert torch.equal(out, want_out) and torch.equal(residual_out, want_residual)
+    assert torch.equal(x, x0) and torch.equal(r, r0)
+    assert out.data_ptr() not in (x.data_ptr(), r.data_ptr()) and residual_out.data_ptr() != r.data_ptr()
+    assert router.counts()["norm.fused_add_rmsnorm"] == SeamCount(routed=1, stock=0)
+
+
+@pytest.mark.parametrize("x_shape,r_shape,r_dtype", [
+    ((8, 32), (8, 32), torch.bfloat16),    # the routed baseline of this table
+    ((8, 32), (8, 32), torch.float16),     # residual dtype differs from x (an fp32 residual stream, say)
+    ((2, 4, 32), (8, 32), torch.bfloat16),  # same token count, different leading dims
+    ((8, 32), (4, 32), torch.bfloat16),    # token counts disagree
+])
+def test_fused_add_rmsnorm_goes_stock_unless_the_inputs_agree(x_shape, r_shape, r_dtype):
+    router = arm(FIXTURES / "engine_exact")
+    x, r = torch.randn(x_shape, dtype=torch.bfloat16), torch.randn(r_shape).to(r_dtype)
+    w = torch.ones(32, dtype=torch.bfloat16)
+    result = router.fused_add_rmsnorm(x, r, w, 1e-6, stock=lambda *a: "stock")
+    routed = (x_shape, r_shape, r_dtype) == ((8, 32), (8, 32), torch.bfloat16)
+    assert (result != "stock") is routed
+    assert router.counts()["norm.fused_add_rmsnorm"] == SeamCount(routed=int(routed), stock=int(not routed))

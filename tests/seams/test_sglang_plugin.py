@@ -1,6 +1,6 @@
 """Layer-level activation against the real pinned SGLang (engine venv, CPU): the plugin, loaded by SGLang's own
-plugin loader, routes SiluAndMul and RMSNorm through the armed bundle; exact math is byte-identical to SGLang's
-original method, a broken kernel differs, and the counters prove the bundle ran."""
+plugin loader, routes SiluAndMul, RMSNorm and RMSNorm with a residual through the armed bundle; exact math is
+byte-identical to SGLang's original method, a broken kernel differs, and the counters prove the bundle ran."""
 
 import json
 import os
@@ -32,6 +32,7 @@ def runs(tmp_path_factory):
     load_only = "from sglang.srt.plugins import load_plugins; load_plugins(); print('served stock')"
     cases = {"engine_exact": (FIXTURES / "engine_exact", [str(HERE / "sglang_layers.py")]),
              "silu_broken": (FIXTURES / "silu_broken", [str(HERE / "sglang_layers.py")]),
+             "fused_broken": (FIXTURES / "fused_broken", [str(HERE / "sglang_layers.py")]),
              "load_fails": (bad, ["-c", load_only])}
     procs = {}
     for name, (bundle, args) in cases.items():
@@ -55,19 +56,32 @@ def test_exact_bundle_is_byte_identical_and_routed(runs):
     assert r["silu"][0] == r["silu"][1]
     assert r["norm"][0] == r["norm"][1]
     assert r["counts"]["activation.silu_and_mul"] == [1, 0]
-    assert r["counts"]["norm.rmsnorm"] == [1, 1]  # the fused-residual call is not the slot: it stays stock
+    assert r["counts"]["norm.rmsnorm"] == [1, 0]
+    for case in ("norm_residual", "norm_residual_bf16"):
+        hooked, original, untouched = r[case]
+        assert hooked == original and untouched, case
+    assert r["counts"]["norm.fused_add_rmsnorm"] == [2, 0]
 
 
 def test_broken_bundle_changes_the_layer_output(runs):
     r = runs["silu_broken"]
     assert r["silu"][0] != r["silu"][1]
     assert r["counts"]["activation.silu_and_mul"] == [1, 0]
-    assert r["norm"][0] == r["norm"][1] and r["counts"]["norm.rmsnorm"] == [0, 2]
+    assert r["norm"][0] == r["norm"][1] and r["counts"]["norm.rmsnorm"] == [0, 1]
 
 
-def test_residual_norm_stays_stock_and_identical(runs):
-    for name in ("engine_exact", "silu_broken"):
-        assert runs[name]["norm_residual"][0] == runs[name]["norm_residual"][1]
+def test_broken_fused_bundle_changes_the_residual_norm_output(runs):
+    r = runs["fused_broken"]
+    assert r["norm_residual"][0] != r["norm_residual"][1] and r["norm_residual"][2]
+    assert r["counts"]["norm.fused_add_rmsnorm"] == [2, 0]
+    assert r["silu"][0] == r["silu"][1] and r["counts"]["activation.silu_and_mul"] == [0, 1]
+
+
+def test_residual_norm_without_an_armed_op_stays_stock_and_identical(runs):
+    r = runs["silu_broken"]
+    for case in ("norm_residual", "norm_residual_bf16"):
+        assert r[case][0] == r[case][1], case
+    assert r["counts"]["norm.fused_add_rmsnorm"] == [0, 2]
 
 
 def test_a_bundle_that_fails_to_load_aborts_the_process(runs):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the named device scripts (default: all but perf) in one lease, each under its own time limit, and packs
 # every result into $OUT/results.tgz: the device returns at most 8 files, so one archive carries them all.
-# Usage on the device machine: tools/device/run_all.sh [area:seconds ...]   e.g. env:60 verify:150
+# Usage on the device machine: tools/device/run_all.sh [area:seconds ...]   e.g. env:60 verify:150 fused:150
+# (fused: the norm.fused_add_rmsnorm bench + verify, tools/device/fused.sh; opt-in like perf).
 set -u
 cd "$(dirname "$0")/../.."
 real_out=${OUT:?OUT must be set by the device tool}
@@ -20,6 +21,7 @@ for spec in "${areas[@]}"; do
   rc=$?
   echo "$area rc=$rc in $(( $(date +%s) - start ))s" | tee -a "$stage/summary.txt"
   tail -n 25 "$stage/$area/run.log"
+  # Packed after every area, so a lease that ends mid-run still returns what finished.
+  tar czf "$real_out/results.tgz" -C "$stage" .
+  cp "$stage/summary.txt" "$real_out/summary.txt" 2>/dev/null
 done
-tar czf "$real_out/results.tgz" -C "$stage" .
-cp "$stage/summary.txt" "$real_out/summary.txt" 2>/dev/null

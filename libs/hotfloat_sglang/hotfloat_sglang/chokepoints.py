@@ -35,26 +35,32 @@ def silu_hook(router: SeamRouter):
     return around
 
 
-def _plain_norm(layer, residual, post_residual_addition, quant_linear) -> bool:
-    """RMSNorm without a fused residual add, quantisation, partial variance or HF casting is exactly the slot."""
+def _plain_layer(layer, post_residual_addition, quant_linear) -> bool:
+    """No quantisation, partial variance, HF casting or fp32 residual stream: the layer computes the slots' math."""
     return (
-        residual is None and post_residual_addition is None and quant_linear is None
+        post_residual_addition is None and quant_linear is None
         and getattr(layer, "_quant_linear", None) is None and layer.variance_size_override is None
         and not layer.cast_x_before_out_mul and layer.override_orig_dtype is None and layer.has_weight
+        and not layer.fp32_residual
     )
 
 
 def norm_hook(router: SeamRouter):
-    """An AROUND hook for RMSNorm's forward methods."""
+    """An AROUND hook for RMSNorm's forward methods: a plain call is norm.rmsnorm, one with a residual is
+    norm.fused_add_rmsnorm (its two outputs are fresh tensors; SGLang's callers use the pair forward returns)."""
 
     def around(original, layer, x, residual=None, post_residual_addition=None, quant_linear=None):
         args = (residual, post_residual_addition, quant_linear)
         if getattr(_inside, "depth", 0):
             return original(layer, x, *args)
-        if not _plain_norm(layer, *args):
-            router.count_stock("norm.rmsnorm")
+        slot = "norm.rmsnorm" if residual is None else "norm.fused_add_rmsnorm"
+        if not _plain_layer(layer, post_residual_addition, quant_linear):
+            router.count_stock(slot)
             return _stock(original, layer, x, *args)
-        return router.rmsnorm(x, layer.weight.data, layer.variance_epsilon,
-                              stock=lambda x, w, eps: _stock(original, layer, x, *args))
+        if residual is None:
+            return router.rmsnorm(x, layer.weight.data, layer.variance_epsilon,
+                                  stock=lambda x, w, eps: _stock(original, layer, x, *args))
+        return router.fused_add_rmsnorm(x, residual, layer.weight.data, layer.variance_epsilon,
+                                        stock=lambda x, r, w, eps: _stock(original, layer, x, r, *args[1:]))
 
     return around

@@ -15,7 +15,9 @@ class QualificationServicer(qualification_pb2_grpc.QualificationServicer):
     def __init__(self, worker: Worker, config):
         self._worker = worker
         self._options = QualifyOptions(device=config.device, passes=config.qualify_passes,
-                                       warmup_passes=config.qualify_warmup_passes)
+                                       warmup_passes=config.qualify_warmup_passes,
+                                       extra_passes=dict(config.qualify_extra_passes),
+                                       **({"rule": config.qualify_rule} if config.qualify_rule else {}))
 
     def Qualify(self, request, context):
         bundle = bundle_from_proto(request.bundle)
@@ -28,4 +30,4 @@ class QualificationServicer(qualification_pb2_grpc.QualificationServicer):
             if isinstance(item, common_pb2.Progress):
                 yield qualification_pb2.QualifyEvent(progress=item)
             else:
-                yield qualification_pb2.QualifyEvent(result=qualify_result(item))
+                yield qualification_pb2.QualifyEvent(result=qualify_result(item, self._options.extra_passes))

@@ -1,5 +1,10 @@
 """Moving submissions through the stages, one ledger transaction per change.
 
+A qualification PASS counts only once reproduced: the score stage runs a second, independent qualification (the
+service draws a fresh workload seed) and settles the lower score, or ends the submission NO_DECISION when the
+second run does not PASS; a scored submission's slot set is re-crowned in the transaction that records SCORED.
+A validator stopped between the two runs resumes at the second: QUALIFIED already holds the first.
+
 Only a service's verdict moves a submission forward or fails it. Infrastructure faults (a dead worker, a missed
 deadline, a malformed reply) are retried up to `max_attempts` per stage, counted across restarts, and then end
 NO_DECISION: never FAILED, never lost. A service that refuses the validator itself (wrong token, a stage it does not
@@ -16,8 +21,11 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import grpc
 
+from hotfloat.bundle import unpack
 from hotfloat.errors import HotfloatError, InfrastructureError
 from hotfloat.ledger import NEXT, Ledger, State, Submission
+from hotfloat.score import Attempt, settle
+from hotfloat.score.standings import record_scored, slot_set
 from hotfloat.verdict import Status
 
 from .clients import StageClients
@@ -40,15 +48,17 @@ class Pipeline:
     def __init__(self, ledger: Ledger, clients: StageClients, *, through: State = State.ADMITTED, workers: int = 2,
                  max_attempts: int = 3, backoff_s: float = 0.5, on_event: OnEvent | None = None,
                  on_progress: OnEvent | None = None):
-        if through not in (State.SCANNED, State.BUILT, State.ADMITTED, State.QUALIFIED):
-            raise InfrastructureError(f"a run can go through scanned, built, admitted or qualified, not {through.value}")
+        if through not in (State.SCANNED, State.BUILT, State.ADMITTED, State.QUALIFIED, State.SCORED):
+            raise InfrastructureError(f"a run can go through scanned, built, admitted, qualified or scored, not {through.value}")
         self.ledger, self.clients, self.through = ledger, clients, through
         self.workers, self.max_attempts, self.backoff_s = workers, max_attempts, backoff_s
         self.on_event = on_event or (lambda sid, stage, msg: log.info("#%d %s: %s", sid, stage, msg))
         self.on_progress = on_progress or (lambda sid, stage, msg: None)
 
-    def run(self, *, drain: bool = True, poll_s: float = 1.0, stop: threading.Event | None = None) -> dict[str, int]:
-        """Works the queue (resuming interrupted work first) until it is empty (drain) or `stop` is set."""
+    def run(self, *, drain: bool = True, poll_s: float = 1.0, stop: threading.Event | None = None,
+            cycle: Callable[[], None] | None = None) -> dict[str, int]:
+        """Works the queue (resuming interrupted work first) until it is empty (drain) or `stop` is set; `cycle`
+        runs at the top of every loop (the chain's intake and weights), in this thread."""
         stop = stop or threading.Event()
         with self.ledger.exclusive():
             if n := self.ledger.recover():
@@ -56,6 +66,8 @@ class Pipeline:
             inflight: dict = {}
             with ThreadPoolExecutor(self.workers, thread_name_prefix="hotfloat-pipeline") as pool:
                 while not stop.is_set():
+                    if cycle is not None:
+                        cycle()
                     for sub in self.ledger.pending(self.through):
                         if sub.id not in inflight.values() and len(inflight) < self.workers:
                             inflight[pool.submit(self.finish, sub.id)] = sub.id
@@ -110,11 +122,13 @@ class Pipeline:
         build = build_result(built, {n: self.ledger.blob(d) for n, d in built.get("artifacts", {}).items()})
         if stage == "admit":
             return self.clients.admit(archive, sub.identity, build, progress)
-        if stage == "qualify":
+        if stage in ("qualify", "score"):
             return self.clients.qualify(archive, sub.identity, build, progress)
         raise InfrastructureError(f"no client for stage {stage}")
 
     def _record(self, sub: Submission, stage: str, result: Outcome) -> Submission:
+        if stage == "score":
+            return self._settle(sub, result)
         if result.status in SKIPPABLE.get(stage, FORWARD):
             reason = "; ".join(result.reasons) or result.status.value
             self.on_event(sub.id, stage, f"{result.status.value} -> {NEXT[sub.state][1].value}")
@@ -123,6 +137,25 @@ class Pipeline:
         to = State.NO_DECISION if result.status in UNDECIDED else State.FAILED
         why = "; ".join(result.reasons) or f"{stage} returned {result.status.value}"
         return self._decide(sub, to, f"{stage}: {why}", result.ledger_evidence())
+
+    def _settle(self, sub: Submission, second: Outcome) -> Submission:
+        """Settles the reproduction: both runs PASS -> SCORED at the lower score; else NO_DECISION, never FAIL."""
+        first = self.ledger.evidence(sub.id, State.QUALIFIED) or {}
+        reproduced = second.ledger_evidence()
+        evidence = {**reproduced, "runs": [_summary(first), _summary(reproduced)]}
+        if second.status is not Status.PASS:
+            why = "; ".join(second.reasons) or "no reason given"
+            return self._decide(sub, State.NO_DECISION,
+                                f"score: the qualification PASS did not reproduce: second run {second.status.value}: {why}",
+                                evidence)
+        try:
+            settled = settle(*(Attempt(identity=sub.identity, status="PASS", score=run["score"]) for run in evidence["runs"]))
+        except ValueError as e:  # a score outside [0, 1] is the service's fault, never the candidate's
+            return self._retry(sub, "score", f"unusable scores {evidence['runs']}: {e}")
+        pool = slot_set(unpack(self.ledger.archive(sub.id)))
+        evidence.update(settled=settled.model_dump(), slot_set=pool)
+        self.on_event(sub.id, "score", f"PASS -> scored {settled.score:.4f} in {pool}")
+        return record_scored(self.ledger, sub, settled, pool, settled.reason, evidence)
 
     def _retry(self, sub: Submission, stage: str, why: str) -> Submission:
         self.ledger.end_attempt(sub.id, stage, "retry", why)
@@ -136,3 +169,10 @@ class Pipeline:
     def _decide(self, sub: Submission, to: State, reason: str, evidence: dict | None = None) -> Submission:
         self.on_event(sub.id, NEXT[sub.state][0], f"{to.value}: {reason}")
         return self.ledger.advance(sub.id, sub.state, to, reason, evidence)
+
+
+def _summary(evidence: dict) -> dict:
+    """One qualification run as the score stage reads it: verdict, score and the workload seed it was drawn with."""
+    record = evidence.get("record") or {}
+    return {"status": evidence.get("status"), "score": record.get("score", 0.0),
+            "seed": (record.get("workload") or {}).get("seed"), "reasons": evidence.get("reasons", [])}

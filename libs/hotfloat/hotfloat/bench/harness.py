@@ -136,7 +136,8 @@ class _Run:
         if op is not None:
             impls.append(self.time_impl(f"ours:{op.entry.variant}", self.ours(slot, op, dims, dt, sets), slot, dtype, dims, sets, gen))
         for name, fn in stock_kernels(slot.name, self.opt.device):
-            impls.append(self.time_impl(name, [lambda s=s, fn=fn: (fn(s),) for s in sets], slot, dtype, dims, sets, gen))
+            impls.append(self.time_impl(name, [lambda s=s, fn=fn: _outputs(fn(s)) for s in sets], slot, dtype, dims, sets,
+                                        gen))
         head = {i.name: (i.graph or i.cold).median_us for i in impls if i.cold is not None}
         t = head.get(impls[0].name) if op is not None else None
         floor = c.floor_graph_us if self.cuda else c.floor_cold_us
@@ -205,6 +206,11 @@ class _Run:
             for o in outs or ():
                 o.fill_(float("nan"))
         return [slot.reference(s) for s in sets]
+
+
+def _outputs(result) -> tuple:
+    """A stock kernel's outputs as a tuple in ABI order, whether it returned one tensor or several."""
+    return result if isinstance(result, tuple) else (result,)
 
 
 def _check(slot: SlotSpec, dtype: str, results, refs, phase: str) -> str:

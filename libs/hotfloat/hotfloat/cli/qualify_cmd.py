@@ -23,6 +23,9 @@ def _engine_options(fn):
         click.option("--preset", default=None, help="Engine model preset [default: tiny on cpu, qwen2-0.5b on cuda]."),
         click.option("--dtype", type=click.Choice(["fp32", "bf16", "fp16"]), default=None,
                      help="Engine dtype [default: fp32 on cpu, bf16 on cuda]."),
+        click.option("--decode", type=click.Choice(["eager", "static", "graph"]), default=None,
+                     help="Decode steps: eager, static KV cache, or CUDA-graph replay "
+                          "[default: graph on cuda, eager on cpu]."),
         click.option("--shapes", default=None, help="Workload request mix [default: tiny on cpu, gpu on cuda]."),
         click.option("--passes", type=click.IntRange(1, 64), default=2, show_default=True, help="Timed passes per run."),
         click.option("--max-pairs", type=click.IntRange(1, 32), default=3, show_default=True,
@@ -36,7 +39,7 @@ def _engine_options(fn):
     return fn
 
 
-def _options(device, preset, dtype, shapes, passes, max_pairs, noise_floor, logprob_tol, seed=None):
+def _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, seed=None):
     from ..qualify import QualifyOptions, RuleConfig
     from ..qualify.engine import PRESETS
     from ..qualify.workload import SHAPES
@@ -50,7 +53,7 @@ def _options(device, preset, dtype, shapes, passes, max_pairs, noise_floor, logp
     tol = logprob_tol if logprob_tol is not None else (1e-3 if dtype == "fp32" else 0.1)
     try:
         return QualifyOptions(
-            preset=preset, device=device, dtype=dtype, shapes=shapes, passes=passes, seed=seed,
+            preset=preset, device=device, dtype=dtype, decode=decode, shapes=shapes, passes=passes, seed=seed,
             rule=RuleConfig(max_pairs=max_pairs, noise_floor=noise_floor, logprob_tol=tol))
     except ValueError as e:
         raise InputError(f"bad qualification options: {e}") from None
@@ -68,12 +71,13 @@ def qualify() -> None:
 @click.option("--evidence", "evidence_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the evidence (every raw frame) to this JSON file.")
 @json_option
-def run_cmd(bundle, device, preset, dtype, shapes, passes, max_pairs, noise_floor, logprob_tol, seed, evidence_path, as_json):
+def run_cmd(bundle, device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, seed,
+            evidence_path, as_json):
     """Qualify BUNDLE against the stock engine: correctness gate, then the speed decision. Exit 0 PASS, 2 FAIL."""
     from ..bundle import load_bundle
     from ..qualify import qualify_bundle, save_evidence
 
-    opts = _options(device, preset, dtype, shapes, passes, max_pairs, noise_floor, logprob_tol, seed)
+    opts = _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, seed)
     b = load_bundle(bundle)
     with progress() as bar:
         task = bar.add_task("qualify", total=2 * max_pairs + 1)
@@ -122,22 +126,21 @@ def recompute_cmd(evidence, as_json):
 @click.option("--trials", type=click.IntRange(10, 100000), default=2000, show_default=True,
               help="Qualifications drawn from the run pool per level.")
 @json_option
-def calibrate_cmd(device, preset, dtype, shapes, passes, max_pairs, noise_floor, logprob_tol, levels, base_passes, rounds,
-                  trials, as_json):
+def calibrate_cmd(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, levels,
+                  base_passes, rounds, trials, as_json):
     """Measure the rule's false PASS rate (B against B) and the smallest speed-up it detects at 95% power."""
     from ..qualify.calibrate import analyse, pool_runs
     from ..qualify.engine import PRESETS
-    from ..qualify.records import EngineSpec
     from ..qualify.workload import make_workload
 
-    opts = _options(device, preset, dtype, shapes, passes, max_pairs, noise_floor, logprob_tol)
+    opts = _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol)
     try:
         lv = sorted({int(x) for x in levels.split(",")})
     except ValueError:
         raise InputError(f"--levels must be comma-separated integers, got {levels!r}") from None
     if not lv or min(lv) < 0 or max(lv) > base_passes:
         raise InputError(f"--levels must lie in [0, --base-passes={base_passes}]")
-    engine = EngineSpec(preset=opts.preset, dtype=opts.dtype, device=opts.device)
+    engine = opts.engine()
     workload = make_workload(opts.shapes, PRESETS[opts.preset]["vocab_size"], passes=opts.passes)
     with progress() as bar:
         task = bar.add_task("calibrate", total=rounds * 2 * len(lv) + 1)

@@ -1,4 +1,5 @@
-"""`hotfloat validator submit|run|status`: the validator's queue, its pipeline run, and the ledger's view of both."""
+"""`hotfloat validator submit|run|status`: the validator's queue, its pipeline run (with the chain's intake and
+weights when given a network), and the ledger's view of both."""
 
 from __future__ import annotations
 
@@ -13,16 +14,18 @@ import click
 from ..bundle import load_bundle, pack
 from ..errors import InputError
 from ..ledger import ORDER, Ledger, State
+from ..score.standings import crowns, scores
+from .chain_cmd import wallet_options
 from .output import emit_json, json_option, table
 
 LEDGER = click.option("--ledger", "ledger_path", type=click.Path(dir_okay=False), default="hotfloat-ledger.db",
                       show_default=True, help="The validator's SQLite ledger (created if missing).")
-THROUGH = ("scanned", "built", "admitted", "qualified")
+THROUGH = ("scanned", "built", "admitted", "qualified", "scored")
 
 
 @click.group("validator")
 def validator() -> None:
-    """Queue submissions and move them through compile, admission and qualification."""
+    """Queue submissions and move them through compile, admission, qualification and scoring."""
 
 
 @validator.command("submit")
@@ -58,15 +61,23 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="Device of the spawned admission worker.")
 @click.option("--quick", is_flag=True, help="Spawned admission verifies one shape per op in fp32 (smoke runs only).")
-@click.option("--through", type=click.Choice(THROUGH), help="Last state to reach (default: qualified with a "
+@click.option("--through", type=click.Choice(THROUGH), help="Last state to reach (default: scored with a "
               "qualification service, else admitted).")
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Submissions worked at once.")
 @click.option("--max-attempts", type=click.IntRange(1, 20), default=3, show_default=True,
               help="Tries per stage after infrastructure faults before NO_DECISION.")
 @click.option("--follow", is_flag=True, help="Keep polling the ledger for new submissions until SIGINT/SIGTERM.")
+@click.option("--chain", "network", help="Take in commitments and set weights on this network each cycle: finney, test, "
+              "local, a ws(s):// endpoint or standin:PATH. Without it the run works the ledger only.")
+@click.option("--netuid", type=click.IntRange(0, 65535), help="Subnet id (with --chain).")
+@wallet_options
+@click.option("--weights-every", type=click.IntRange(1), default=100, show_default=True,
+              help="Set weights from the crown table once per this many blocks (with --chain).")
+@click.option("--cafile", type=click.Path(exists=True, dir_okay=False), help="Extra CA bundle to trust for archive origins.")
+@click.option("--allow-private", is_flag=True, help="Allow archive origins on private or loopback addresses (tests only).")
 @json_option
 def run(ledger_path, spawn, compiler, admission, qualification, token_file, device, quick, through, workers, max_attempts,
-        follow, as_json) -> None:
+        follow, network, netuid, wallet_name, hotkey, wallet_path, weights_every, cafile, allow_private, as_json) -> None:
     """Work the ledger's queue: resume interrupted submissions, then every received one, to a final state."""
     from hotfloat_services.common.auth import load_token
     from hotfloat_services.validator.clients import StageClients
@@ -75,6 +86,10 @@ def run(ledger_path, spawn, compiler, admission, qualification, token_file, devi
 
     if spawn == bool(compiler and admission):
         raise InputError("give either --spawn or both --compiler and --admission")
+    if network is None and (netuid is not None or cafile or allow_private):
+        raise InputError("--netuid, --cafile and --allow-private apply only with --chain")
+    if network is not None and netuid is None:
+        raise InputError("--chain needs --netuid")
     start = time.monotonic()
     with contextlib.ExitStack() as stack:
         if spawn:
@@ -85,17 +100,40 @@ def run(ledger_path, spawn, compiler, admission, qualification, token_file, devi
             token = load_token(token_file)
         clients = StageClients(compiler, admission, qualification, token=token)
         stack.callback(clients.close)
-        led = stack.enter_context(Ledger(ledger_path))
-        goal = State(through or ("qualified" if qualification else "admitted"))
+        if network is None:
+            led, cycle = stack.enter_context(Ledger(ledger_path)), None
+        else:
+            led, cycle = _chain_cycle(stack, ledger_path, network, netuid, (wallet_name, hotkey, wallet_path),
+                                      weights_every, cafile, allow_private)
+        goal = State(through or ("scored" if qualification else "admitted"))
         pipeline = Pipeline(led, clients, through=goal, workers=workers, max_attempts=max_attempts,
                             on_event=lambda sid, stage, msg: click.echo(f"#{sid} {stage}: {msg}", err=True))
         stop = threading.Event()  # SIGTERM: schedule nothing new, finish what is in flight, stop the services
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        counts = pipeline.run(drain=not follow, stop=stop)
+        counts = pipeline.run(drain=not follow, stop=stop, cycle=cycle)
     if as_json:
         emit_json({"counts": counts, "seconds": round(time.monotonic() - start, 3)})
     else:
         table(f"ledger {ledger_path}", ["state", "submissions"], [(s, n) for s, n in counts.items() if n])
+
+
+def _chain_cycle(stack: contextlib.ExitStack, ledger_path: str, network: str, netuid: int, wallet: tuple,
+                 weights_every: int, cafile: str | None, allow_private: bool):
+    """The ledger with the chain tables, and the checked intake-and-weights step the pipeline runs each cycle."""
+    from ..chain.client import Chain, load_wallet
+    from ..chain.cycle import ChainCycle
+    from ..chain.fetch import FetchPolicy
+    from ..chain.tables import open_ledger
+
+    signer = load_wallet(*wallet)
+    client = Chain(network)
+    stack.callback(client.close)
+    led = stack.enter_context(open_ledger(ledger_path))
+    cycle = ChainCycle(client, led, netuid, signer, weights_every=weights_every,
+                       policy=FetchPolicy(cafile=cafile, allow_private=allow_private),
+                       report=lambda msg: click.echo(msg, err=True))
+    cycle.check()
+    return led, cycle
 
 
 @validator.command("status")
@@ -103,20 +141,31 @@ def run(ledger_path, spawn, compiler, admission, qualification, token_file, devi
 @LEDGER
 @json_option
 def status(submission, ledger_path, as_json) -> None:
-    """Show the queue and each submission's state, or one SUBMISSION's transitions and attempts."""
+    """Show the queue, each submission's state, score and crown, and each slot set's crown; or one SUBMISSION's
+    transitions and attempts."""
     if not Path(ledger_path).exists():
         raise InputError(f"{ledger_path}: no ledger here (run `hotfloat validator submit` first)")
     with Ledger(ledger_path) as led:
         if submission is not None:
             _show_one(led, submission, as_json)
             return
-        subs, counts = led.submissions(), led.counts()
+        subs, counts, kept, crowned = led.submissions(), led.counts(), scores(led), crowns(led)
+    held = {i: ("winner" if i == c.winner else "runner-up") for c in crowned.values() for i in (c.winner, c.runner_up) if i}
+    rows = [{**s.model_dump(mode="json"), "score": kept[s.id][1] if s.id in kept else None, "crown": held.get(s.identity)}
+            for s in subs]
     if as_json:
-        emit_json({"counts": counts, "submissions": [s.model_dump(mode="json") for s in subs]})
+        emit_json({"counts": counts, "submissions": rows,
+                   "crowns": {pool: c.model_dump(mode="json") for pool, c in crowned.items()}})
         return
     table("queue", ["state", "submissions"], [(s.value, counts[s.value]) for s in (*ORDER, State.FAILED, State.NO_DECISION)])
-    table("submissions", ["id", "bundle", "identity", "submitter", "state", "reason"],
-          [(s.id, s.bundle_id, s.identity[:16], s.submitter, s.state.value, s.reason[:120]) for s in subs])
+    table("submissions", ["id", "bundle", "identity", "submitter", "state", "score", "crown", "reason"],
+          [(r["id"], r["bundle_id"], r["identity"][:16], r["submitter"], r["state"],
+            "" if r["score"] is None else f"{r['score']:.4f}", r["crown"] or "", r["reason"][:120]) for r in rows])
+    if crowned:
+        names = {s.identity: s.bundle_id for s in subs}
+        table("crowns", ["slot set", "winner", "runner-up", "reason"],
+              [(pool, names.get(c.winner, c.winner or ""), names.get(c.runner_up, c.runner_up or ""), c.reason[:120])
+               for pool, c in crowned.items()])
 
 
 def _show_one(led: Ledger, sid: int, as_json: bool) -> None:

@@ -55,6 +55,21 @@ LEDGER_MIGRATIONS: tuple[Migration, ...] = (
             started_at REAL NOT NULL,
             PRIMARY KEY (submission_id, stage, number))""",
     )),
+    Migration("0003_scores", (
+        """CREATE TABLE scores (
+            submission_id INTEGER PRIMARY KEY REFERENCES submissions(id),
+            slot_set TEXT NOT NULL,
+            score REAL NOT NULL,
+            at REAL NOT NULL)""",
+        "CREATE INDEX scores_slot_set ON scores(slot_set)",
+        """CREATE TABLE crowns (
+            slot_set TEXT PRIMARY KEY,
+            winner TEXT,
+            runner_up TEXT,
+            weights TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            updated_at REAL NOT NULL)""",
+    )),
 )
 
 

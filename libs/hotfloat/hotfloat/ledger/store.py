@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..bundle import unpack
@@ -170,8 +170,11 @@ class Ledger:
                              " WHERE outcome IS NULL").rowcount
 
     def advance(self, sid: int, seen: State, to: State, reason: str = "", evidence: dict | None = None,
-                blobs: dict[str, bytes] | None = None) -> Submission:
-        """Moves a submission from `seen` to `to` with its evidence, in one transaction; LedgerConflict if it moved."""
+                blobs: dict[str, bytes] | None = None,
+                also: Callable[[sqlite3.Connection], None] | None = None) -> Submission:
+        """Moves a submission from `seen` to `to` with its evidence, in one transaction; LedgerConflict if it moved.
+
+        `also` writes what must commit or roll back with the change (e.g. the score and crown tables with SCORED)."""
         _check_edge(seen, to)
         now = time.time()
         payload = None if evidence is None else json.dumps(evidence, sort_keys=True, default=str)
@@ -187,6 +190,8 @@ class Ledger:
             if seen in NEXT:
                 c.execute("UPDATE attempts SET outcome = 'done', reason = ? WHERE submission_id = ? AND stage = ? AND outcome IS NULL",
                           (to.value, sid, NEXT[seen][0]))
+            if also is not None:
+                also(c)
         return self.get(sid)
 
     def transitions(self, sid: int) -> list[Transition]:

@@ -15,13 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ..bundle import Bundle, load_bundle
 from ..errors import InfrastructureError
 from .decision import judge
 from .engine import PRESETS
-from .records import Decision, EngineSpec, Evidence, QualifyResult, Record, RuleConfig, RunFrame
+from .records import Decision, Decode, EngineSpec, Evidence, QualifyResult, Record, Role, RuleConfig, RunFrame
 from .runner import Launch, run_engine
 from .workload import SHAPES, make_workload
 
@@ -36,6 +36,8 @@ class QualifyOptions(Record):
     """Engine model preset (hotfloat.qualify.engine.PRESETS)."""
     device: Literal["cpu", "cuda"] = "cpu"
     dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
+    decode: Decode | None = None
+    """Decode mode of B and C alike (EngineSpec.decode); None: CUDA graphs on CUDA, eager on CPU."""
     shapes: str = "tiny"
     """Workload request mix (hotfloat.qualify.workload.SHAPES)."""
     passes: Annotated[int, Field(ge=1, le=64)] = 2
@@ -48,6 +50,18 @@ class QualifyOptions(Record):
     startup_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     batch_timeout_s: Annotated[float, Field(gt=0)] = 300.0
     threads: Annotated[int, Field(ge=1, le=256)] = 1
+    extra_passes: dict[Role, Annotated[int, Field(ge=0, le=1024)]] = {}
+    """Calibration only: role -> extra stock activation passes per MLP call, a known speed difference injected by
+    the validator (e.g. a slower B to exercise the PASS path on hardware where nothing is faster)."""
+
+    @model_validator(mode="after")
+    def _engine_is_valid(self):
+        self.engine()  # e.g. graph decode on CPU is refused here, before any engine process starts
+        return self
+
+    def engine(self) -> EngineSpec:
+        """The engine B and C both run."""
+        return EngineSpec(preset=self.preset, dtype=self.dtype, device=self.device, decode=self.decode)
 
 
 def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions | None = None, *,
@@ -57,8 +71,9 @@ def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions |
     if options.preset not in PRESETS or options.shapes not in SHAPES:
         raise ValueError(f"unknown preset {options.preset!r} or shapes {options.shapes!r}")
     launch = Launch(warm=options.warm, startup_timeout_s=options.startup_timeout_s,
-                    batch_timeout_s=options.batch_timeout_s, threads=options.threads)
-    engine = EngineSpec(preset=options.preset, dtype=options.dtype, device=options.device)
+                    batch_timeout_s=options.batch_timeout_s, threads=options.threads,
+                    extra_passes=dict(options.extra_passes))
+    engine = options.engine()
     workload = make_workload(options.shapes, PRESETS[options.preset]["vocab_size"], passes=options.passes,
                              warmup_passes=options.warmup_passes, seed=options.seed)
     started, t0 = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), time.monotonic()

@@ -63,9 +63,9 @@ def pool_runs(engine: EngineSpec, workload: Workload, levels: list[int], rounds:
               budget_s: float | None = None, warm: bool = True) -> list[tuple[int | None, RunFrame]]:
     """Runs B X_l1 B X_l2 ... B for `rounds` cycles over the levels; returns (level or None for B, frame).
 
-    With `budget_s` (counted from the end of the first run, which pays the fork server's start-up), no candidate
-    run starts after the budget is spent; the pool still ends on a baseline run."""
-    t0 = None
+    With `budget_s` (counted from the start), a candidate run starts only if it and the baseline run that must close
+    the pool fit in what is left at the pace of the runs so far, so the pool still ends on a baseline run."""
+    t0 = time.monotonic()
     order: list[int | None] = []
     for _ in range(rounds):
         for lv in levels:
@@ -73,8 +73,10 @@ def pool_runs(engine: EngineSpec, workload: Workload, levels: list[int], rounds:
     order.append(None)
     out = []
     for i, lv in enumerate(order):
-        if budget_s is not None and lv is not None and t0 is not None and time.monotonic() - t0 > budget_s:
-            break
+        if budget_s is not None and lv is not None and out:
+            pace = float(np.median([f.wall_s for _, f in out]))
+            if time.monotonic() - t0 + 2 * pace > budget_s:
+                break
         if progress:
             progress(f"calibration run {i + 1}/{len(order)}", i, len(order))
         extra = base_passes - (lv or 0)
@@ -83,7 +85,6 @@ def pool_runs(engine: EngineSpec, workload: Workload, levels: list[int], rounds:
         if not frame.ok:
             raise RuntimeError(f"calibration run {i} failed: {frame.error}")
         out.append((lv, frame))
-        t0 = t0 or time.monotonic()
     return out
 
 

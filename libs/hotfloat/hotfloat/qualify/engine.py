@@ -1,6 +1,10 @@
 """The reference serving engine: a transformers Qwen2/Llama causal LM whose MLP activation and RMSNorm go through
 the slot seams, served by static batching with greedy decoding.
 
+Decode modes (chosen by the validator, part of the engine identity): "eager" runs the model's own forward with a
+transformers DynamicCache every step; "static" decodes over a fixed-capacity KV cache with fixed shapes
+(hotfloat.qualify.graphs); "graph" additionally replays each decode step as a captured CUDA graph (CUDA only).
+
 The model is built from a config with seeded random weights (no downloads), so every engine process of a
 qualification holds bit-identical weights. Gate and up projections are merged into one matrix, as serving engines
 do, so the activation seam sees one (T, 2d) tensor exactly like `activation.silu_and_mul`'s ABI.
@@ -12,12 +16,15 @@ import hashlib
 import inspect
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
 from ..slots import DTYPES
+from .graphs import StaticDecoder, capacity_for
+
+DECODE_MODES = ("eager", "static", "graph")
 
 PRESETS: dict[str, dict] = {
     "tiny": dict(arch="qwen2", vocab_size=512, hidden_size=64, intermediate_size=192, num_hidden_layers=2,
@@ -86,11 +93,20 @@ class Engine:
     """SHA-256 of the config, dtype and library versions: equal identities mean the same engine."""
     cache_arg: str
     """The forward() keyword for the KV cache: 'cache' in newer transformers, 'past_key_values' before."""
+    router: object
+    decode: str
+    """One of DECODE_MODES."""
+    decoders: dict[tuple[int, int], StaticDecoder] = field(default_factory=dict)
+    """Static decoders by (batch size, cache capacity), kept for the engine's lifetime with their graphs."""
 
 
-def build_engine(preset: str, dtype: str, device: str, weight_seed: int, router, extra_passes: int = 0) -> Engine:
+def build_engine(preset: str, dtype: str, device: str, weight_seed: int, router, extra_passes: int = 0,
+                 decode: str = "eager") -> Engine:
     """Builds the preset model with seeded weights and routes its activation and norms through `router`."""
     import transformers
+
+    if decode not in DECODE_MODES or (decode == "graph" and device != "cuda"):
+        raise ValueError(f"decode mode {decode!r} is not one of {DECODE_MODES} or needs CUDA (graph)")
 
     spec = dict(PRESETS[preset])
     arch = spec.pop("arch")
@@ -109,10 +125,10 @@ def build_engine(preset: str, dtype: str, device: str, weight_seed: int, router,
     model = model.to(DTYPES[dtype]).eval()
     _patch(model, router, extra_passes)
     ident = hashlib.sha256(json.dumps(
-        {"config": config.to_dict(), "dtype": dtype, "seed": weight_seed, "torch": torch.__version__,
+        {"config": config.to_dict(), "dtype": dtype, "seed": weight_seed, "decode": decode, "torch": torch.__version__,
          "transformers": transformers.__version__}, sort_keys=True, default=str).encode()).hexdigest()
     cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    return Engine(model=model, device=dev, identity=ident, cache_arg=cache_arg)
+    return Engine(model=model, device=dev, identity=ident, cache_arg=cache_arg, router=router, decode=decode)
 
 
 def _patch(model: nn.Module, router, extra_passes: int) -> None:
@@ -130,8 +146,6 @@ def serve_batch(engine: Engine, prompts: list[list[int]], max_new: list[int],
                 on_done: Callable[[int, list[int], list[float], list[float]], None]) -> int:
     """Greedy-decodes a left-padded batch; calls on_done(i, tokens, logprobs, margins) the moment request i has all
     its tokens. Returns the tokens generated for the requests. One host sync per step, as a serving loop has."""
-    from transformers import DynamicCache
-
     dev = engine.device
     n, width = len(prompts), max(len(p) for p in prompts)
     ids = torch.zeros((n, width), dtype=torch.long)
@@ -140,13 +154,12 @@ def serve_batch(engine: Engine, prompts: list[list[int]], max_new: list[int],
         ids[i, width - len(p):] = torch.tensor(p)
         mask[i, width - len(p):] = 1
     ids, mask = ids.to(dev), mask.to(dev)
-    pos = (mask.cumsum(-1) - 1).clamp(min=0)
-    cache = {engine.cache_arg: DynamicCache()}
-    logits = engine.model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, **cache).logits[:, -1, :]
+    steps = max(max_new)
+    decoder = _decoder(engine, n, capacity_for(width, steps))
+    logits = decoder.prefill(ids, mask)
     tokens: list[list[int]] = [[] for _ in range(n)]
     lps: list[list[float]] = [[] for _ in range(n)]
     margins: list[list[float]] = [[] for _ in range(n)]
-    steps = max(max_new)
     for step in range(steps):
         top = torch.log_softmax(logits.float(), dim=-1).topk(2, dim=-1)
         chosen = top.indices[:, 0]
@@ -160,8 +173,36 @@ def serve_batch(engine: Engine, prompts: list[list[int]], max_new: list[int],
                     on_done(i, tokens[i], lps[i], margins[i])
         if step + 1 == steps:
             break
-        mask = torch.cat([mask, torch.ones((n, 1), dtype=mask.dtype, device=dev)], dim=1)
-        pos = pos[:, -1:] + 1
-        logits = engine.model(input_ids=chosen[:, None], attention_mask=mask, position_ids=pos, use_cache=True,
-                              **cache).logits[:, -1, :]
+        logits = decoder.step(chosen)
     return sum(max_new)
+
+
+def _decoder(engine: Engine, batch: int, capacity: int):
+    if engine.decode == "eager":
+        return DynamicDecoder(engine)
+    key = (batch, capacity)
+    if key not in engine.decoders:
+        engine.decoders[key] = StaticDecoder(engine.model, engine.router, batch, capacity, engine.decode == "graph")
+    return engine.decoders[key]
+
+
+class DynamicDecoder:
+    """The eager decode: the model's own forward every step over a transformers DynamicCache that grows per step."""
+
+    def __init__(self, engine: Engine):
+        from transformers import DynamicCache
+
+        self.model, self.cache = engine.model, {engine.cache_arg: DynamicCache()}
+
+    def prefill(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        self.mask, self.pos = mask, (mask.cumsum(-1) - 1).clamp(min=0)
+        return self._forward(ids)
+
+    def step(self, chosen: torch.Tensor) -> torch.Tensor:
+        self.mask = torch.cat([self.mask, torch.ones_like(self.mask[:, :1])], dim=1)
+        self.pos = self.pos[:, -1:] + 1
+        return self._forward(chosen[:, None])
+
+    def _forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=ids, attention_mask=self.mask, position_ids=self.pos, use_cache=True,
+                          **self.cache).logits[:, -1, :]

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Status = Literal["PASS", "FAIL", "NO_DECISION", "N/A"]
 Role = Literal["B", "C"]
+Decode = Literal["eager", "static", "graph"]
 
 
 class Record(BaseModel):
@@ -51,6 +52,23 @@ class EngineSpec(Record):
     dtype: Literal["fp32", "bf16", "fp16"]
     device: Literal["cpu", "cuda"]
     weight_seed: int = 0
+    decode: Decode
+    """How decode steps run, the same for B and C: "graph" replays one captured CUDA graph per batch shape (the
+    default on CUDA, as SGLang serves), "static" runs the same fixed-shape steps eagerly, "eager" (the default on
+    CPU) runs the model's own forward over a growing cache. None picks the device's default."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_decode(cls, data):
+        if isinstance(data, dict) and data.get("decode") is None:
+            data = {**data, "decode": "graph" if data.get("device") == "cuda" else "eager"}
+        return data
+
+    @model_validator(mode="after")
+    def _graph_needs_cuda(self):
+        if self.decode == "graph" and self.device != "cuda":
+            raise ValueError("decode 'graph' needs device 'cuda' (CUDA graphs)")
+        return self
 
 
 class RuleConfig(Record):

@@ -1,7 +1,8 @@
 """The engine process: the only place candidate code runs during qualification.
 
 It is forked fresh for every run by the fork server (hotfloat.qualify.zygote), which has only imported torch and
-transformers; it arms its bundle, builds the engine, warms up, then answers batches it is sent one at a time. It
+transformers; it arms its bundle, builds the engine, warms up (capturing the decode graphs of every batch shape
+when the validator chose graph decode), then answers batches it is sent one at a time. It
 never sees the workload seed or future prompts, so it cannot precompute answers, and it never measures time: the
 validator timestamps each completion message as it arrives. Messages are length-prefixed JSON (hotfloat.qualify.wire).
 """
@@ -32,7 +33,7 @@ def main(conn) -> None:
 
         router = arm(spec.get("bundle"), identity=spec.get("identity"))
         engine = build_engine(spec["preset"], spec["dtype"], spec["device"], spec["weight_seed"], router,
-                              spec.get("extra_passes", 0))
+                              spec.get("extra_passes", 0), spec["decode"])
         for prompts, max_new in spec["warmup"]:
             serve_batch(engine, prompts, max_new, lambda *a: None)
         _sync(engine)

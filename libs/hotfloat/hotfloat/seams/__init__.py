@@ -6,6 +6,7 @@ This runs inside the (sandboxed) engine process, never in the validator: arming 
     router = arm("path/to/bundle")              # or explicitly; arm(None) is null-armed (all calls stock)
     y = router.silu_and_mul(x, stock=fn)        # fn(x) when the call is outside every armed op's domain
     y = router.rmsnorm(x, weight, eps, stock=fn)    # fn(x, weight, eps) outside the domain
+    y, r = router.fused_add_rmsnorm(x, residual, weight, eps, stock=fn)  # two fresh outputs; fn(x, residual, weight, eps)
     y = router.call("norm.rmsnorm", fn, x, weight, eps)  # any registered slot: inputs and scalars in ABI order
     router.counts()                             # {"activation.silu_and_mul": SeamCount(routed=3, stock=1), ...}
     check_ranks_armed(router.identity)          # every rank of a distributed engine armed the same bundle
@@ -13,7 +14,7 @@ This runs inside the (sandboxed) engine process, never in the validator: arming 
 A call is routed when an op for the slot declares the tensors' dtype, the device's architecture ("cpu", "sm_90",
 ...) and a token count (the slot's count dim, leading dims flattened) within [min_num_tokens, max_num_tokens].
 The router allocates the outputs, calls the op's entry with the slot's positional write-into-output ABI and returns
-the output reshaped to the caller's leading dims. A bundle that fails to load raises SeamLoadError: never a silent
+the output (a tuple of them for a slot with several) reshaped to the caller's leading dims. A bundle that fails to load raises SeamLoadError: never a silent
 fallback to the stock path.
 """
 

@@ -53,8 +53,9 @@ class SeamRouter:
         """The armed bundle's identity, or None when null-armed."""
         return self.bundle.identity if self.bundle else None
 
-    def call(self, slot: str, stock: Callable[..., torch.Tensor], *args, **kwargs) -> torch.Tensor:
-        """Runs one call of `slot` with the slot's inputs and scalars (in ABI order); returns its single output.
+    def call(self, slot: str, stock: Callable[..., torch.Tensor], *args, **kwargs):
+        """Runs one call of `slot` with the slot's inputs and scalars (in ABI order); returns its output, or a tuple
+        of its outputs in ABI order when the slot has several.
 
         `stock(*args, **kwargs)` is used, untouched, whenever no armed op's domain covers the call.
         """
@@ -72,8 +73,8 @@ class SeamRouter:
         positional = [outs[a.name] if a.role is Role.OUTPUT else tensors.get(a.name, values.get(a.name)) for a in spec.args]
         fn(*positional)
         self._count(slot, routed=True)
-        (out,) = outs.values()
-        return out.reshape(*lead, *out.shape[1:])
+        shaped = tuple(o.reshape(*lead, *o.shape[1:]) for o in outs.values())
+        return shaped[0] if len(shaped) == 1 else shaped
 
     def silu_and_mul(self, x: torch.Tensor, *, stock: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
         """activation.silu_and_mul of x[..., 2d] -> [..., d]; `stock(x)` outside the armed domain."""
@@ -83,6 +84,12 @@ class SeamRouter:
         """norm.rmsnorm of x[..., h] with weight[h] and eps -> [..., h]; `stock(x, weight, eps)` outside the domain."""
         return self.call("norm.rmsnorm", stock, x, weight, eps)
 
+    def fused_add_rmsnorm(self, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float, *,
+                          stock: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """norm.fused_add_rmsnorm of x[..., h] and residual[..., h] -> (out, residual_out), both fresh tensors (x and
+        residual are left as they were); `stock(x, residual, weight, eps)` outside the domain."""
+        return self.call("norm.fused_add_rmsnorm", stock, x, residual, weight, eps)
+
     def count_stock(self, slot: str) -> None:
         """Records a call an adapter sent to stock before reaching the router (e.g. a variant no slot covers)."""
         self._count(slot, routed=False)
@@ -91,6 +98,13 @@ class SeamRouter:
         """A snapshot of routed and stock calls per slot."""
         with self._lock:
             return {k: SeamCount(v.routed, v.stock) for k, v in self._counts.items()}
+
+    def add_counts(self, counts: dict[str, SeamCount]) -> None:
+        """Records calls that ran without reaching the router: a CUDA graph replaying the seam calls it captured."""
+        with self._lock:
+            for slot, c in counts.items():
+                self._counts[slot].routed += c.routed
+                self._counts[slot].stock += c.stock
 
     def reset_counts(self) -> None:
         with self._lock:
@@ -109,15 +123,18 @@ class SeamRouter:
         if not ops:
             return None
         inputs = spec.of_role(Role.INPUT)
-        tensors, lead = {}, ()
+        tensors, leads = {}, set()
         for a in inputs:
             t = values[a.name]
             if not isinstance(t, torch.Tensor):
                 return None
             if a.shape and a.shape[0] == spec.count_dim:
-                lead = tuple(t.shape[:-1])
+                leads.add(tuple(t.shape[:-1]))
                 t = t.reshape(-1, t.shape[-1]) if t.dim() != 2 else t
             tensors[a.name] = t
+        if len(leads) > 1:  # token-shaped inputs that disagree on their leading dims: not the slot's call
+            return None
+        lead = leads.pop() if leads else ()
         first = tensors[inputs[0].name]
         dims = bind_dims(spec, tensors)
         if dims is None or any(t.device != first.device or t.dtype != first.dtype for t in tensors.values()):

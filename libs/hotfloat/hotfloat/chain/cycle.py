@@ -1,0 +1,80 @@
+"""The chain's part of each validator cycle: take in new finalized commitments, and once per window of N blocks set
+weights from the ledger's crown table.
+
+The validator's pipeline calls it at the top of every loop, so both steps cost one block read when nothing changed:
+intake runs when the finalized block moved, weights when the head entered a window with no publication yet. The
+window is the publication round (`every-N-<head // N>`), journaled by `publish`: a restarted validator reconciles the
+window's publication instead of sending it twice, and crowns that change inside a window wait for the next one.
+A chain that cannot be reached is reported and tried again next cycle; scoring goes on meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import bittensor as bt
+
+from ..errors import InfrastructureError, InputError
+from ..ledger import Ledger
+from ..score.standings import crowns
+from .client import Chain
+from .fetch import FetchPolicy
+from .intake import Decision, owners, run_intake
+from .publish import Publication, PubState, load, publish
+from .weights import crown_weights
+
+SETTLED = (PubState.CONFIRMED, PubState.FAILED)
+"""A window whose publication reached one of these is done; any other state is reconciled by `publish`."""
+
+
+class ChainCycle:
+    """Intake and weights for one subnet, signed by one validator hotkey; call it once per pipeline loop."""
+
+    def __init__(self, chain: Chain, ledger: Ledger, netuid: int, wallet: bt.Wallet, *, weights_every: int,
+                 policy: FetchPolicy = FetchPolicy(), report: Callable[[str], None] = lambda msg: None):
+        if weights_every < 1:
+            raise InputError("--weights-every must be at least 1 block")
+        self.chain, self.ledger, self.netuid, self.wallet = chain, ledger, netuid, wallet
+        self.every, self.policy, self.report = weights_every, policy, report
+        self._taken: int | None = None
+
+    def check(self) -> None:
+        """Refuses a setup that could never set weights, before any work: an unregistered hotkey, commit-reveal."""
+        if self.wallet.hotkey.ss58_address not in self.chain.hotkeys(self.netuid):
+            raise InputError(f"validator hotkey {self.wallet.hotkey.ss58_address} is not registered on subnet {self.netuid}")
+        if self.chain.commit_reveal(self.netuid):
+            raise InputError(f"subnet {self.netuid} uses commit-reveal weights; the journal cannot confirm them")
+
+    def __call__(self) -> None:
+        try:
+            self.intake()
+            self.weights()
+        except InfrastructureError as e:
+            self.report(f"chain: {e}; trying again next cycle")
+
+    def intake(self) -> list[Decision]:
+        """Decides the commitments finalized since the last intake; a transient fetch failure is retried at the next
+        finalized block."""
+        block = self.chain.finalized()
+        if block == self._taken:
+            return []
+        decisions = run_intake(self.chain, self.ledger, self.netuid, self.policy)
+        self._taken = block
+        for d in decisions:
+            self.report(f"intake: uid {d.uid} block {d.block} {(d.identity or '')[:16]} {d.outcome.value}: {d.reason}")
+        return decisions
+
+    def weights(self) -> Publication | None:
+        """Publishes the crowns' weights once in the head's window; None while no crowned identity has an owner."""
+        round_key = f"every-{self.every}-{self.chain.head() // self.every}"
+        done = load(self.ledger, self.netuid, round_key)
+        if done is not None and done.state in SETTLED:
+            return done
+        vector = done.weights if done is not None else crown_weights(
+            list(crowns(self.ledger).values()), owners(self.ledger, self.netuid), self.chain.hotkeys(self.netuid))
+        if not vector:
+            return None
+        pub = publish(self.chain, self.ledger, self.netuid, round_key, vector, self.wallet)
+        if done is None or pub.state is not done.state:
+            self.report(f"weights {round_key}: {pub.state.value} {dict(sorted(pub.weights.items()))} {pub.reason}".rstrip())
+        return pub

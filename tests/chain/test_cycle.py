@@ -1,0 +1,141 @@
+"""`hotfloat validator run --follow --chain`: commitments taken in at the top of each cycle, scored by real services,
+and the crown table's weights set on the stand-in chain once per window of blocks.
+
+The validator is its own process (as deployed), stopped by SIGTERM; the services run in this process on Unix
+sockets. As in tests/services/test_scoring.py, qualification runs with the calibration knob (B runs extra stock
+passes), since nothing is faster than the stock engine on a shared CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from hotfloat.chain.client import Chain
+from hotfloat.chain.miner import commitment, package
+from hotfloat.chain.publish import PubState, history
+from hotfloat.chain.standin import LocalSubstrate
+from hotfloat.chain.tables import open_ledger
+from hotfloat.ledger import State
+from hotfloat.qualify import RuleConfig
+from hotfloat.score.crowns import CHALLENGE_MARGIN
+from hotfloat.score.standings import crowns, scores
+
+NETUID = 7
+EVERY = 10
+GOOD = """\
+import torch
+
+
+def run(x, out):
+    d = x.shape[-1] // 2
+    out.copy_((torch.nn.functional.silu(x[..., :d].float()) * x[..., d:].float()).to(out.dtype))
+"""
+
+
+@pytest.fixture
+def stages():
+    """Compiler, admission and a calibrated qualification service on Unix sockets: ({name: target}, token file)."""
+    from hotfloat_services.serve import ServiceConfig, start
+
+    root = Path(tempfile.mkdtemp(prefix="hf-", dir="/tmp"))
+    token = secrets.token_urlsafe(32)
+    (root / "token").write_text(token)
+    config = ServiceConfig(verify_max_shapes=1, verify_dtypes=("fp32",), qualify_passes=2, qualify_warmup_passes=1,
+                           qualify_rule=RuleConfig(logprob_tol=1e-3, drift_bound=0.95, max_pairs=8),
+                           qualify_extra_passes=(("B", 128),))
+    running = [start(n, str(root / f"{n}.sock"), token=token, config=config)
+               for n in ("compiler", "admission", "qualification")]
+    yield {r.name: r.target for r in running}, root / "token"
+    for r in running:
+        r.stop(0)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def until(what: str, check, proc: subprocess.Popen, log: Path, timeout: float = 240):
+    """Polls `check` until it returns something truthy; the validator dying or the timeout fails the test."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert proc.poll() is None, f"the validator exited while waiting for {what}:\n{log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{log.read_text()[-3000:]}"
+        time.sleep(0.2)
+    return found
+
+
+def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(stages, standin, wallets, origin, make_bundle,
+                                                                             tmp_path):
+    targets, token_file = stages
+    chain = Chain(standin)
+    identities = {}
+
+    def offer(miner: str) -> None:
+        bundle, archive = package(make_bundle(GOOD, name=f"{miner}_bundle"))
+        _, raw = commitment(bundle.identity, origin.serve(f"/{miner}.tar.gz", archive))
+        chain.commit(NETUID, raw, wallets[miner])
+        identities[miner] = bundle.identity
+
+    offer("miner1")
+    db = tmp_path / "validator.db"
+    argv = [sys.executable, "-m", "hotfloat.cli", "validator", "run", "--follow", "--ledger", str(db), "--json",
+            "--compiler", targets["compiler"], "--admission", targets["admission"],
+            "--qualification", targets["qualification"], "--token-file", str(token_file),
+            "--chain", standin, "--netuid", str(NETUID), "--wallet", "validator", "--wallet-path", wallets["path"],
+            "--weights-every", str(EVERY), "--cafile", origin.cafile, "--allow-private"]
+    log = tmp_path / "validator.log"
+    with open(log, "w") as errors:  # a file, not a pipe nobody drains while the test polls
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True)
+    led = None
+    try:
+        until("the ledger", db.exists, proc, log)
+        led = open_ledger(str(db))
+
+        def confirmed(uids: set[int]):
+            return [p for p in history(led, NETUID) if p.state is PubState.CONFIRMED and set(p.weights) == uids]
+
+        def scored(n: int) -> bool:
+            ended = led.submissions((State.FAILED, State.NO_DECISION))
+            assert not ended, [s.reason for s in ended]
+            return len(led.submissions((State.SCORED,))) == n
+
+        # one crowned bundle: its owner (uid 1) gets the whole vector, in the window the crown appeared in
+        until("the first bundle to be scored", lambda: scored(1), proc, log)
+        [alone] = until("weights for the first crown", lambda: confirmed({1}), proc, log)
+        assert alone.u16 == {1: 65535}
+
+        # a second commitment is taken in on a later cycle; its crown waits for the next window of blocks
+        offer("miner2")
+        until("the second bundle to be scored", lambda: scored(2), proc, log)
+        LocalSubstrate(standin.removeprefix("standin:")).advance(EVERY)
+        [both] = until("weights for both crowned bundles", lambda: confirmed({1, 2}), proc, log)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+        err = log.read_text()
+        assert proc.returncode == 0, err
+        assert json.loads(out)["counts"]["scored"] == 2
+
+        uid = {identities["miner1"]: 1, identities["miner2"]: 2}
+        kept = {led.get(sid).identity: score for sid, (_, score) in scores(led).items()}
+        [crown] = crowns(led).values()
+        older, newer = (identities["miner1"], identities["miner2"])
+        winner, runner = (newer, older) if kept[newer] > kept[older] + CHALLENGE_MARGIN else (older, newer)
+        assert (crown.winner, crown.runner_up) == (winner, runner)
+        assert both.weights == pytest.approx({uid[winner]: 0.8, uid[runner]: 0.2})
+        row, _ = chain.weights_row(NETUID, 0)
+        assert row == {uid[winner]: 65535, uid[runner]: 16384}
+        assert alone.round != both.round and "intake: uid 2" in err and "accepted" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        if led is not None:
+            led.close()
+        chain.close()
