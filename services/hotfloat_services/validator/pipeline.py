@@ -1,8 +1,9 @@
 """Moving submissions through the stages, one ledger transaction per change.
 
 A qualification PASS counts only once reproduced: the score stage runs a second, independent qualification (the
-service draws a fresh workload seed) and settles the lower score, or ends the submission NO_DECISION when the
-second run does not PASS; a scored submission's slot set is re-crowned in the transaction that records SCORED.
+service draws a fresh workload seed) and settles the lower score. A second run that fails the correctness gate
+ends the submission FAILED (a kernel that is right only some of the time is wrong); any other second run that does
+not PASS (slower this time, undecided) ends it NO_DECISION: not reproduced, never a loss. A scored submission's slot set is re-crowned in the transaction that records SCORED.
 A validator stopped between the two runs resumes at the second: QUALIFIED already holds the first.
 
 Only a service's verdict moves a submission forward or fails it. Infrastructure faults (a dead worker, a missed
@@ -139,15 +140,13 @@ class Pipeline:
         return self._decide(sub, to, f"{stage}: {why}", result.ledger_evidence())
 
     def _settle(self, sub: Submission, second: Outcome) -> Submission:
-        """Settles the reproduction: both runs PASS -> SCORED at the lower score; else NO_DECISION, never FAIL."""
+        """Settles the reproduction: both runs PASS -> SCORED at the lower score; see `unreproduced` otherwise."""
         first = self.ledger.evidence(sub.id, State.QUALIFIED) or {}
         reproduced = second.ledger_evidence()
         evidence = {**reproduced, "runs": [_summary(first), _summary(reproduced)]}
         if second.status is not Status.PASS:
-            why = "; ".join(second.reasons) or "no reason given"
-            return self._decide(sub, State.NO_DECISION,
-                                f"score: the qualification PASS did not reproduce: second run {second.status.value}: {why}",
-                                evidence)
+            to, reason = unreproduced(second)
+            return self._decide(sub, to, reason, evidence)
         try:
             settled = settle(*(Attempt(identity=sub.identity, status="PASS", score=run["score"]) for run in evidence["runs"]))
         except ValueError as e:  # a score outside [0, 1] is the service's fault, never the candidate's
@@ -169,6 +168,16 @@ class Pipeline:
     def _decide(self, sub: Submission, to: State, reason: str, evidence: dict | None = None) -> Submission:
         self.on_event(sub.id, NEXT[sub.state][0], f"{to.value}: {reason}")
         return self.ledger.advance(sub.id, sub.state, to, reason, evidence)
+
+
+def unreproduced(second: Outcome) -> tuple[State, str]:
+    """Where a submission ends when its second qualification did not PASS: FAILED only if that run's correctness gate
+    failed (wrong tokens are wrong whenever they happen), NO_DECISION for anything else."""
+    why = "; ".join(second.reasons) or "no reason given"
+    gate = ((second.evidence or {}).get("decision") or {}).get("gate")
+    if second.status is Status.FAIL and gate == Status.FAIL.value:
+        return State.FAILED, f"score: the second qualification failed the correctness gate: {why}"
+    return State.NO_DECISION, f"score: the qualification PASS did not reproduce: second run {second.status.value}: {why}"
 
 
 def _summary(evidence: dict) -> dict:
