@@ -21,8 +21,8 @@ def synthetic(scales=(1.0, 0.9, 1.0)):
     from hotfloat.qualify.decision import judge
 
     return Evidence(bundle_identity="0" * 64, engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
-                    engine_identity="e" * 64, workload=make_workload("tiny", 512, seed=5), rule=rule, frames=frames,
-                    decision=judge(frames, rule), started="2026-01-01T00:00:00+00:00", seconds=1.0)
+                    engine_identity="e" * 64, workload=make_workload("tiny", 512, seed=5), rule=rule, sandboxed=True,
+                    frames=frames, decision=judge(frames, rule), started="2026-01-01T00:00:00+00:00", seconds=1.0)
 
 
 def test_round_trip_and_recompute(tmp_path):

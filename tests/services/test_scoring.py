@@ -35,7 +35,7 @@ def run(x, out):
     d = x.shape[-1] // 2
     out.copy_((torch.nn.functional.silu(x[..., :d].float()) * x[..., d:].float()).to(out.dtype))
 """
-RULE = RuleConfig(logprob_tol=1e-3, drift_bound=0.95, max_pairs=8)
+RULE = RuleConfig(logprob_tol=1e-3, drift_bound=5.0, max_pairs=8)
 """This machine's rule: drift far above a quiet GPU host's is tolerated, the error rate is the default."""
 FASTER = {"qualify_passes": 2, "qualify_warmup_passes": 1, "qualify_rule": RULE, "qualify_extra_passes": (("B", 128),)}
 SLOWER = {**FASTER, "qualify_extra_passes": (("C", 128),)}

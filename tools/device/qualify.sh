@@ -17,6 +17,11 @@ if ! python3 -c 'import pydantic' 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; 
 fi
 export PYTHONPATH="$PWD/libs/hotfloat${PYTHONPATH:+:$PYTHONPATH}"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export SANDBOXED=1
+if ! command -v bwrap >/dev/null 2>&1 || ! command -v prlimit >/dev/null 2>&1; then
+  echo "NOTE: bwrap/prlimit missing on this machine: engine processes run UNSANDBOXED (the CPU suite covers the sandbox)"
+  SANDBOXED=0
+fi
 
 timeout 45 python3 tools/device/qualify_graphs.py > "$DEST/graphs.log" 2>&1
 echo "graph check exit $?"
@@ -25,7 +30,7 @@ cat "$DEST/graphs.log"
 # QUALIFY_CALIBRATE=0 skips the calibration and only qualifies the example. The pool stops starting candidate runs
 # when one more pair would not fit in its 160 s budget, so the timeout only catches a hung engine.
 [ "${QUALIFY_CALIBRATE:-1}" = 1 ] && timeout 175 python3 - "$DEST" > "$DEST/calibration.log" 2>&1 <<'PY'
-import json, sys, time
+import json, os, sys, time
 import numpy as np
 from hotfloat.qualify.calibrate import analyse, pool_runs
 from hotfloat.qualify.engine import PRESETS
@@ -37,7 +42,8 @@ engine = EngineSpec(preset="qwen2-0.5b", dtype="bf16", device="cuda", decode="gr
 workload = make_workload("gpu", PRESETS["qwen2-0.5b"]["vocab_size"], passes=2, seed=1)
 t0 = time.time()
 say = lambda d, i, n: print(f"{time.time() - t0:6.1f}s {d}", flush=True)
-pool = pool_runs(engine, workload, [0, 1, 4], rounds=6, base_passes=4, budget_s=160, progress=say)
+pool = pool_runs(engine, workload, [0, 1, 4], rounds=6, base_passes=4, budget_s=160, progress=say,
+                 sandboxed=os.environ["SANDBOXED"] == "1")
 json.dump([{"level": lv, "frame": f.model_dump(mode="json")} for lv, f in pool], open(f"{dest}/pool.json", "w"))
 for lv, f in pool:
     print(f"level {lv} {f.role} wall {f.wall_s:.1f} s, {f.tokens_per_s:.0f} tok/s", flush=True)
@@ -61,16 +67,16 @@ echo "calibration exit $?"
 tail -n 40 "$DEST/calibration.log" 2>/dev/null
 
 timeout 100 python3 - "$DEST" > "$DEST/silu_triton.log" 2>&1 <<'PY'
-import json, sys
+import json, os, sys
 from hotfloat.qualify import QualifyOptions, RuleConfig, qualify_bundle, save_evidence
 
 dest = sys.argv[1]
 opts = QualifyOptions(preset="qwen2-0.5b", device="cuda", dtype="bf16", decode="graph", shapes="gpu", seed=2,
-                      rule=RuleConfig(logprob_tol=0.1, max_pairs=2))
+                      rule=RuleConfig(logprob_tol=0.1, max_pairs=2), sandboxed=os.environ["SANDBOXED"] == "1")
 r = qualify_bundle("examples/silu_triton", opts, progress=lambda d, i, n: print(d, flush=True))
 save_evidence(r.evidence, f"{dest}/silu_triton.evidence.json")
 d = r.evidence.decision
-out = {"status": r.status, "score": r.score, "reason": r.reason, "improvement": d.improvement, "lower": d.lower,
+out = {"status": r.status, "score": r.score, "reason": r.reason, "sandboxed": r.evidence.sandboxed, "improvement": d.improvement, "lower": d.lower,
        "upper": d.upper, "drift": d.drift, "pairs": d.pairs, "seconds": r.evidence.seconds,
        "runs": [(f.role, f.ok, round(f.wall_s, 1), round(f.tokens_per_s), sum(f.routed.values()), f.error) for f in r.evidence.frames]}
 json.dump(out, open(f"{dest}/silu_triton.json", "w"), indent=1)

@@ -7,6 +7,7 @@
 3. a kernel that syncs the host (`.item()`) is refused at capture with "kernel is not CUDA-graph capturable" (last:
    a failed capture must not disturb the checks before it).
 
+It starts no engine processes (so `QualifyOptions.sandboxed` does not apply) and arms only its own kernel.
 Exit 1 if 1 or 3 fails. Run from the repo root: PYTHONPATH=libs/hotfloat python3 tools/device/qualify_graphs.py"""
 
 import dataclasses
@@ -92,6 +93,8 @@ def speed() -> None:
 
 
 if __name__ == "__main__":
+    print("NOTE: engines are built in this process, UNSANDBOXED; the only kernel armed is this script's own SYNCS",
+          flush=True)
     exact = exactness()
     speed()
     sys.exit(0 if refusal() and exact else 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import click
 
 from ..errors import InputError
@@ -34,12 +36,15 @@ def _engine_options(fn):
                      help="Smallest run-to-run noise the rule assumes (from calibrate)."),
         click.option("--logprob-tol", type=click.FloatRange(0), default=None,
                      help="Gate tolerance on per-token logprobs; 0 = exact [default: 1e-3 fp32, 0.1 bf16/fp16]."),
+        click.option("--unsandboxed", is_flag=True,
+                     help="Run engine processes WITHOUT the sandbox (only where bubblewrap is unavailable; "
+                          "recorded in the evidence)."),
     )):
         fn = opt(fn)
     return fn
 
 
-def _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, seed=None):
+def _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, unsandboxed, seed=None):
     from ..qualify import QualifyOptions, RuleConfig
     from ..qualify.engine import PRESETS
     from ..qualify.workload import SHAPES
@@ -49,12 +54,16 @@ def _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_flo
     if preset not in PRESETS or shapes not in SHAPES:
         raise InputError(f"unknown --preset {preset!r} or --shapes {shapes!r}; presets: {', '.join(PRESETS)}; "
                          f"shapes: {', '.join(SHAPES)}")
+    if unsandboxed:
+        logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+        click.secho("WARNING: --unsandboxed: candidate code runs with your files, environment and network.",
+                    fg="red", bold=True, err=True)
     dtype = dtype or ("fp32" if device == "cpu" else "bf16")
     tol = logprob_tol if logprob_tol is not None else (1e-3 if dtype == "fp32" else 0.1)
     try:
         return QualifyOptions(
             preset=preset, device=device, dtype=dtype, decode=decode, shapes=shapes, passes=passes, seed=seed,
-            rule=RuleConfig(max_pairs=max_pairs, noise_floor=noise_floor, logprob_tol=tol))
+            sandboxed=not unsandboxed, rule=RuleConfig(max_pairs=max_pairs, noise_floor=noise_floor, logprob_tol=tol))
     except ValueError as e:
         raise InputError(f"bad qualification options: {e}") from None
 
@@ -71,13 +80,13 @@ def qualify() -> None:
 @click.option("--evidence", "evidence_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the evidence (every raw frame) to this JSON file.")
 @json_option
-def run_cmd(bundle, device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, seed,
-            evidence_path, as_json):
+def run_cmd(bundle, device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, unsandboxed,
+            seed, evidence_path, as_json):
     """Qualify BUNDLE against the stock engine: correctness gate, then the speed decision. Exit 0 PASS, 2 FAIL."""
     from ..bundle import load_bundle
     from ..qualify import qualify_bundle, save_evidence
 
-    opts = _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, seed)
+    opts = _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, unsandboxed, seed)
     b = load_bundle(bundle)
     with progress() as bar:
         task = bar.add_task("qualify", total=2 * max_pairs + 1)
@@ -88,9 +97,10 @@ def run_cmd(bundle, device, preset, dtype, decode, shapes, passes, max_pairs, no
     if as_json:
         emit_json({"status": result.status, "score": result.score, "reason": result.reason,
                    "decision": d.model_dump(mode="json"), "bundle_identity": result.evidence.bundle_identity,
-                   "evidence": evidence_path})
+                   "sandboxed": result.evidence.sandboxed, "evidence": evidence_path})
     else:
-        table(f"qualify {b.manifest.bundle_id}", ["run", "role", "ok", "median latency ms", "tok/s", "routed"], [
+        sandbox = "on" if result.evidence.sandboxed else "NONE (--unsandboxed)"
+        table(f"qualify {b.manifest.bundle_id}  sandbox={sandbox}", ["run", "role", "ok", "median latency ms", "tok/s", "routed"], [
             (f.index, f.role, "ok" if f.ok else "FAIL!", _median_ms(f), f"{f.tokens_per_s:.0f}",
              sum(f.routed.values())) for f in result.evidence.frames])
         _decision_table(d)
@@ -126,14 +136,14 @@ def recompute_cmd(evidence, as_json):
 @click.option("--trials", type=click.IntRange(10, 100000), default=2000, show_default=True,
               help="Qualifications drawn from the run pool per level.")
 @json_option
-def calibrate_cmd(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, levels,
-                  base_passes, rounds, trials, as_json):
+def calibrate_cmd(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, unsandboxed,
+                  levels, base_passes, rounds, trials, as_json):
     """Measure the rule's false PASS rate (B against B) and the smallest speed-up it detects at 95% power."""
     from ..qualify.calibrate import analyse, pool_runs
     from ..qualify.engine import PRESETS
     from ..qualify.workload import make_workload
 
-    opts = _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol)
+    opts = _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, unsandboxed)
     try:
         lv = sorted({int(x) for x in levels.split(",")})
     except ValueError:
@@ -144,7 +154,7 @@ def calibrate_cmd(device, preset, dtype, decode, shapes, passes, max_pairs, nois
     workload = make_workload(opts.shapes, PRESETS[opts.preset]["vocab_size"], passes=opts.passes)
     with progress() as bar:
         task = bar.add_task("calibrate", total=rounds * 2 * len(lv) + 1)
-        pool = pool_runs(engine, workload, lv, rounds, base_passes,
+        pool = pool_runs(engine, workload, lv, rounds, base_passes, sandboxed=opts.sandboxed,
                          progress=lambda d, i, n: bar.update(task, description=d, completed=i))
     report = analyse(pool, opts.rule, trials)
     if as_json:

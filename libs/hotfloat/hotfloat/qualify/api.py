@@ -2,25 +2,28 @@
 
 Protocol: B C B (C B ...) in fresh engine processes with the same workload and warm-up; the validator picks roles,
 prompts and timing. After every run `judge` says whether the evidence decides; the loop stops at the first decision
-or when the pair budget is spent. The candidate bundle is armed only in C processes.
+or when the pair budget is spent. The candidate bundle is armed only in C processes, and every engine process runs
+inside the candidate sandbox (hotfloat.qualify.host); without one, qualification refuses to run unless the caller
+opts out with `sandboxed=False`, which the evidence records.
 """
 
 from __future__ import annotations
 
 import datetime
+import logging
 import os
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from ..bundle import Bundle, load_bundle
 from ..errors import InfrastructureError
+from ..sandbox import ensure_available
 from .decision import judge
 from .engine import PRESETS
+from .host import server_policy, staged
 from .records import Decision, Decode, EngineSpec, Evidence, QualifyResult, Record, Role, RuleConfig, RunFrame
 from .runner import Launch, run_engine
 from .workload import SHAPES, make_workload
@@ -47,6 +50,9 @@ class QualifyOptions(Record):
     rule: RuleConfig = RuleConfig(logprob_tol=1e-3)
     warm: bool = True
     """Fork engines from one fork server that preloaded torch and transformers; False pays a cold start per run."""
+    sandboxed: bool = True
+    """Engine processes run in the candidate sandbox and qualification fails closed without one; False (logged
+    as a warning, recorded in the evidence) runs them with the validator's files, environment and network."""
     startup_timeout_s: Annotated[float, Field(gt=0)] = 600.0
     batch_timeout_s: Annotated[float, Field(gt=0)] = 300.0
     threads: Annotated[int, Field(ge=1, le=256)] = 1
@@ -70,19 +76,27 @@ def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions |
     options = options or QualifyOptions()
     if options.preset not in PRESETS or options.shapes not in SHAPES:
         raise ValueError(f"unknown preset {options.preset!r} or shapes {options.shapes!r}")
-    launch = Launch(warm=options.warm, startup_timeout_s=options.startup_timeout_s,
+    if options.sandboxed:
+        ensure_available(server_policy(options.device))  # fail closed before any run, even with a pooled server
+    else:
+        logging.getLogger("hotfloat.qualify").warning(
+            "UNSANDBOXED qualification: engine processes run candidate code with the validator's view")
+    launch = Launch(warm=options.warm, sandboxed=options.sandboxed, startup_timeout_s=options.startup_timeout_s,
                     batch_timeout_s=options.batch_timeout_s, threads=options.threads,
                     extra_passes=dict(options.extra_passes))
     engine = options.engine()
     workload = make_workload(options.shapes, PRESETS[options.preset]["vocab_size"], passes=options.passes,
                              warmup_passes=options.warmup_passes, seed=options.seed)
     started, t0 = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="hotfloat-qualify-") as tmp:
-        cand, base = _on_disk(bundle, Path(tmp) / "c"), _on_disk(baseline, Path(tmp) / "b") if baseline else None
+    bundles = {"c": _loaded(bundle), **({"b": _loaded(baseline)} if baseline else {})}
+    with staged(bundles, sandboxed=options.sandboxed) as paths:
+        cand = _Armed(paths["c"], bundles["c"].identity)
+        base = _Armed(paths["b"], bundles["b"].identity) if baseline else None
         frames, engine_id, decision = _protocol(engine, workload, options.rule, launch, cand, base, progress)
     evidence = Evidence(bundle_identity=cand.identity, baseline_identity=base.identity if base else None, engine=engine,
                         engine_identity=engine_id or "unknown", workload=workload, rule=options.rule, env=environment(),
-                        frames=frames, decision=decision, started=started, seconds=time.monotonic() - t0)
+                        sandboxed=options.sandboxed, frames=frames, decision=decision, started=started,
+                        seconds=time.monotonic() - t0)
     return QualifyResult(status=decision.status, score=decision.score, reason=decision.reason, evidence=evidence)
 
 
@@ -108,20 +122,15 @@ def _protocol(engine, workload, rule, launch, cand, base, progress) -> tuple[lis
             return frames, engine_id, decision
 
 
-class _OnDisk:
-    """A bundle directory the engine process can arm, with the identity it must have."""
+class _Armed:
+    """A staged bundle directory as the engine process sees it, with the identity it must have."""
 
     def __init__(self, path: str, identity: str):
         self.path, self.identity = path, identity
 
 
-def _on_disk(bundle: Bundle | str | os.PathLike, scratch: Path) -> _OnDisk:
-    if not isinstance(bundle, Bundle):
-        bundle = load_bundle(bundle)
-    for rel, data in bundle.files.items():
-        (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
-        (scratch / rel).write_bytes(data)
-    return _OnDisk(str(scratch), bundle.identity)
+def _loaded(bundle: Bundle | str | os.PathLike) -> Bundle:
+    return bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
 
 
 def environment() -> dict:

@@ -60,11 +60,12 @@ class CalibrationReport(Record):
 
 def pool_runs(engine: EngineSpec, workload: Workload, levels: list[int], rounds: int, base_passes: int,
               threads: int = 1, progress: Callable[[str, int, int], None] | None = None,
-              budget_s: float | None = None, warm: bool = True) -> list[tuple[int | None, RunFrame]]:
+              budget_s: float | None = None, warm: bool = True, sandboxed: bool = True) -> list[tuple[int | None, RunFrame]]:
     """Runs B X_l1 B X_l2 ... B for `rounds` cycles over the levels; returns (level or None for B, frame).
 
     With `budget_s` (counted from the start), a candidate run starts only if it and the baseline run that must close
-    the pool fit in what is left at the pace of the runs so far, so the pool still ends on a baseline run."""
+    the pool fit in what is left at the pace of the runs so far, so the pool still ends on a baseline run. Runs are
+    sandboxed like a qualification's (no candidate code runs, but the conditions timed must be the same)."""
     t0 = time.monotonic()
     order: list[int | None] = []
     for _ in range(rounds):
@@ -80,7 +81,7 @@ def pool_runs(engine: EngineSpec, workload: Workload, levels: list[int], rounds:
         if progress:
             progress(f"calibration run {i + 1}/{len(order)}", i, len(order))
         extra = base_passes - (lv or 0)
-        launch = Launch(warm=warm, threads=threads, extra_passes={"B": extra, "C": extra})
+        launch = Launch(warm=warm, sandboxed=sandboxed, threads=threads, extra_passes={"B": extra, "C": extra})
         frame, _ = run_engine(i, "B" if lv is None else "C", engine, workload, None, None, launch)
         if not frame.ok:
             raise RuntimeError(f"calibration run {i} failed: {frame.error}")

@@ -80,8 +80,9 @@ class RuleConfig(Record):
     """One-sided error rate of the whole sequential test, split evenly over its looks."""
     noise_floor: Annotated[float, Field(ge=0, lt=1)] = 0.003
     """Smallest run-to-run noise (relative s.d.) the rule assumes; set it from `hotfloat qualify calibrate`."""
-    drift_bound: Annotated[float, Field(gt=0, lt=1)] = 0.02
-    """Baseline B vs B' median drift above this makes the qualification NO_DECISION, never a loss."""
+    drift_bound: Annotated[float, Field(gt=0, le=10)] = 0.02
+    """Baseline B vs B' median drift above this makes the qualification NO_DECISION, never a loss. Values of 1 and
+    more (a B' twice as slow as B) only make sense on a shared CPU box whose load swings, as in CI."""
     max_pairs: Annotated[int, Field(ge=1, le=32)] = 3
     """Budget: at most this many candidate runs (each bracketed by baseline runs)."""
     bootstrap: Annotated[int, Field(ge=100, le=100000)] = 2000
@@ -160,6 +161,8 @@ class Evidence(Record):
     rule: RuleConfig
     env: dict = {}
     """hotfloat.env.collect() of the validator host (GPU, driver, CUDA, torch, triton versions)."""
+    sandboxed: bool
+    """Whether the engine processes ran inside the candidate sandbox; False only by the validator's explicit opt-out."""
     frames: list[RunFrame]
     decision: Decision
     started: str

@@ -1,24 +1,19 @@
-"""One engine run seen from the trusted side: have the fork server start a fresh engine process, feed it the
-workload batch by batch, timestamp every completion as it arrives, and turn whatever happens into a RunFrame
-(a dead or misbehaving engine is data, never an exception).
+"""One engine run seen from the trusted side: have a sandboxed fork server (hotfloat.qualify.host) start a fresh
+engine process, feed it the workload batch by batch, timestamp every completion as it arrives, and turn whatever
+happens into a RunFrame (a dead or misbehaving engine is data, never an exception).
 """
 
 from __future__ import annotations
 
-import atexit
-import json
-import os
-import signal
+import math
 import socket
-import subprocess
-import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
 from . import wire
+from .host import ServerFault, engine_server
 from .records import EngineSpec, Role, RunFrame, Workload
 from .workload import prompts
 
@@ -28,8 +23,10 @@ class Launch:
     """How engine processes are started and bounded."""
 
     warm: bool = True
-    """Fork engines from one long-lived preloaded fork server (imports paid once); False: a cold, empty server per
+    """Fork CPU engines from the shared, preloaded fork server (imports paid once); False: a cold, empty server per
     run, so each engine imports everything itself."""
+    sandboxed: bool = True
+    """Engines run inside the candidate sandbox; False (loudly logged) only where bubblewrap is unavailable."""
     startup_timeout_s: float = 600.0
     """Build, arm and warm-up must finish within this."""
     batch_timeout_s: float = 300.0
@@ -37,6 +34,11 @@ class Launch:
     """CPU threads per engine (CPU runs only)."""
     extra_passes: dict[str, int] = field(default_factory=dict)
     """Calibration only: role -> extra stock activation passes per MLP call (a known slowdown)."""
+
+    def cpu_seconds(self, workload: Workload) -> int:
+        """RLIMIT_CPU of one engine: its whole wall-clock budget with every thread busy (at least two)."""
+        wall = self.startup_timeout_s + (workload.passes * len(workload.batches) + 1) * self.batch_timeout_s
+        return math.ceil(wall * max(2, self.threads))
 
 
 class _Broken(Exception):
@@ -47,53 +49,6 @@ class _Raised(_Broken):
     """The engine process reported an exception (arming the bundle, or a kernel call, raised)."""
 
 
-class ForkServer:
-    """A hotfloat.qualify.zygote process; it imports torch and transformers once and forks engines on request.
-
-    CPU engines need TRITON_INTERPRET=1 before triton is first imported (triton.language's own jit helpers are
-    built at import time), so the server is per device type; for CUDA, availability checks go through NVML so that
-    no import initialises CUDA before the fork."""
-
-    def __init__(self, device: str, preload: bool):
-        env = dict(os.environ, TRITON_INTERPRET="1") if device == "cpu" else dict(os.environ, PYTORCH_NVML_BASED_CUDA_CHECK="1")
-        argv = [sys.executable, "-m", "hotfloat.qualify.zygote"] + ([] if preload else ["--cold"])
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
-
-    def fork(self, path: str) -> int:
-        self.proc.stdin.write(json.dumps({"socket": path}) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise _Broken(f"the fork server exited (code {self.proc.poll()})")
-        pid = json.loads(line)["pid"]
-        if type(pid) is not int or pid <= 1:
-            raise _Broken(f"the fork server answered with an invalid pid {pid!r}")
-        return pid
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-_WARM: dict[str, ForkServer] = {}
-
-
-def _server(warm: bool, device: str) -> ForkServer:
-    """A preloaded fork server on CPU; on CUDA every engine starts cold, because engines forked from a warm server
-    failed their first CUDA call with cudaErrorInitializationError on the H200 (measured 2026-12-02)."""
-    if not warm or device == "cuda":
-        return ForkServer(device, preload=False)
-    if device not in _WARM or _WARM[device].proc.poll() is not None:
-        _WARM[device] = ForkServer(device, preload=True)
-        atexit.register(_WARM[device].close)
-    return _WARM[device]
-
-
 def run_engine(index: int, role: Role, engine: EngineSpec, workload: Workload, bundle: str | None,
                identity: str | None, launch: Launch) -> tuple[RunFrame, str | None]:
     """Runs the whole workload in one fresh engine process; returns its frame and the engine identity it reported."""
@@ -102,29 +57,21 @@ def run_engine(index: int, role: Role, engine: EngineSpec, workload: Workload, b
     spec = dict(engine.model_dump(), bundle=bundle, identity=identity, warmup=warmup, threads=launch.threads,
                 extra_passes=launch.extra_passes.get(role, 0))
     started = time.monotonic()
-    server = pid = None
     engine_id = None
-    with tempfile.TemporaryDirectory(prefix="hotfloat-engine-") as tmp, socket.socket(socket.AF_UNIX) as listener:
-        try:
-            path = os.path.join(tmp, "engine.sock")
-            listener.bind(path)
-            listener.listen(1)
-            listener.settimeout(launch.startup_timeout_s)
-            server = _server(launch.warm, engine.device)
-            pid = server.fork(path)
-            conn, _ = listener.accept()
+    try:
+        with engine_server(engine.device, warm=launch.warm, sandboxed=launch.sandboxed) as server:
+            conn, theirs = socket.socketpair()
             with conn:
+                try:
+                    server.fork(theirs, launch.cpu_seconds(workload), launch.startup_timeout_s)
+                finally:
+                    theirs.close()
                 wire.send(conn, spec)
                 engine_id = str(_expect(conn, "ready", started + launch.startup_timeout_s)["identity"])
                 frame = _timed(conn, index, role, workload, launch, started)
-        except (_Broken, wire.WireError, OSError, ValueError, KeyError, TypeError, ValidationError) as e:
-            frame = RunFrame(index=index, role=role, ok=False, raised=isinstance(e, _Raised), error=str(e)[:2000] or type(e).__name__,
-                             wall_s=time.monotonic() - started)
-        finally:
-            if pid is not None:
-                _kill(pid)
-            if server is not None and not launch.warm:
-                server.close()
+    except (_Broken, ServerFault, wire.WireError, OSError, ValueError, KeyError, TypeError, ValidationError) as e:
+        frame = RunFrame(index=index, role=role, ok=False, raised=isinstance(e, _Raised), error=str(e)[:2000] or type(e).__name__,
+                         wall_s=time.monotonic() - started)
     return frame, engine_id
 
 
@@ -182,13 +129,3 @@ def _int_map(value) -> dict[str, int]:
         raise _Broken("engine sent malformed seam counts")
     return value
 
-
-def _kill(pid: int) -> None:
-    """Kills the engine's whole process group (it called setsid first); the fork server reaps it."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass

@@ -50,6 +50,8 @@ def bwrap_argv(policy: SandboxPolicy, argv: list[str], *, binds: list[Bind], env
         "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev",
         "--size", str(policy.tmp_bytes), "--tmpfs", "/tmp",
     ]
+    if not policy.writable_dev:
+        cmd += ["--remount-ro", "/dev"]
     for d in SYSTEM_DIRS:
         if os.path.islink(d):
             cmd += ["--symlink", os.readlink(d), d]

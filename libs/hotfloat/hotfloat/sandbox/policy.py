@@ -31,3 +31,6 @@ class SandboxPolicy(BaseModel):
     """Size of the private tmpfs mounted at /tmp inside the sandbox."""
     gpu: bool = False
     """Expose the NVIDIA device nodes and /sys (read-only) so CUDA works inside."""
+    writable_dev: bool = True
+    """False mounts /dev (and /dev/shm with it) read-only: a fork server's engines share the sandbox, so a
+    writable /dev would carry state from one engine to the next (collectives need it writable for shared memory)."""

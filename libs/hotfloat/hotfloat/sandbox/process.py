@@ -91,7 +91,8 @@ def ensure_available(policy: SandboxPolicy) -> None:
 
 
 def spawn(argv: list[str], policy: SandboxPolicy, *, sandboxed: bool, binds: list[Bind], env: dict[str, str],
-          cwd: str, pass_fds: tuple[int, ...] = (), stdout: IO | int | None = None) -> SandboxedProcess:
+          cwd: str, pass_fds: tuple[int, ...] = (), stdin: IO | int | None = None,
+          stdout: IO | int | None = None) -> SandboxedProcess:
     """Starts `argv` under every available bound; refuses (fail closed) when sandboxed and a bound is missing."""
     if sandboxed:
         ensure_available(policy)
@@ -99,8 +100,9 @@ def spawn(argv: list[str], policy: SandboxPolicy, *, sandboxed: bool, binds: lis
         log.warning("UNSANDBOXED: candidate code runs with the validator's filesystem and network view "
                     "(local development only)")
     cgroup = Cgroup.create(policy)
+    # no POSIX message queues: they outlive their creator, a channel between children sharing an IPC namespace
     limits = [f"--cpu={policy.cpu_seconds}", f"--nofile={policy.max_open_files}",
-              f"--fsize={policy.max_file_bytes}", "--core=0"]
+              f"--fsize={policy.max_file_bytes}", "--core=0", "--msgqueue=0"]
     if policy.address_space_bytes is not None:
         limits.append(f"--as={policy.address_space_bytes}")
     bounds = {"rlimits"}
@@ -118,9 +120,9 @@ def spawn(argv: list[str], policy: SandboxPolicy, *, sandboxed: bool, binds: lis
     if sandboxed:
         bounds.add("namespaces")
     try:
-        popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
-                                 pass_fds=pass_fds, cwd=cwd, env=env if not sandboxed else {"PATH": "/usr/bin:/bin"},
-                                 start_new_session=True)
+        popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL if stdin is None else stdin, stdout=stdout,
+                                 stderr=subprocess.STDOUT, pass_fds=pass_fds, cwd=cwd,
+                                 env=env if not sandboxed else {"PATH": "/usr/bin:/bin"}, start_new_session=True)
     except OSError as e:
         cgroup.remove()
         raise InfrastructureError(f"cannot start the candidate child: {e}") from None
