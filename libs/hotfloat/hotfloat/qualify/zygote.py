@@ -72,19 +72,32 @@ def _sweep(engine: int | None, owns_namespace: bool) -> None:
         time.sleep(0.005)
     else:
         raise RuntimeError("engine processes survived SIGKILL")
+    keep = _mounts_under("/tmp")
     for name in os.listdir("/tmp"):
-        _remove(os.path.join("/tmp", name))
+        _remove(os.path.join("/tmp", name), keep)
     subprocess.run(["ipcrm", "--all"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    check=False)
 
 
-def _remove(path: str) -> None:
-    """Removes a file or tree, restoring permissions an engine may have taken away (same user, no capabilities)."""
+def _mounts_under(root: str) -> frozenset[str]:
+    """Mount points below `root`: the sandbox's own read-only binds (the Python runtime lives under /tmp when the
+    checkout does), which the sweep must leave alone. Engines cannot add mounts (no capabilities, no user namespaces)."""
+    with open("/proc/self/mountinfo") as f:
+        points = {line.split()[4].encode().decode("unicode_escape") for line in f}
+    return frozenset(p for p in points if p.startswith(root.rstrip("/") + "/"))
+
+
+def _remove(path: str, keep: frozenset[str]) -> None:
+    """Removes a file or tree, restoring permissions an engine may have taken away (same user, no capabilities);
+    mount points in `keep` stay, and so do the directories leading to them."""
+    if path in keep:
+        return
     if os.path.isdir(path) and not os.path.islink(path):
         os.chmod(path, 0o700)
         for name in os.listdir(path):
-            _remove(os.path.join(path, name))
-        os.rmdir(path)
+            _remove(os.path.join(path, name), keep)
+        if not any(m.startswith(path + "/") for m in keep):
+            os.rmdir(path)
     else:
         os.unlink(path)
 
