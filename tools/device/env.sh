@@ -4,11 +4,7 @@
 set -x
 OUT=${OUT:-out/device}
 mkdir -p "$OUT/env"
-if ! python3 -c 'import pydantic' 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-    export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD/libs/hotfloat:$PWD/services${PYTHONPATH:+:$PYTHONPATH}"
+. tools/device/pyenv.sh
 export PYTHONDONTWRITEBYTECODE=1
 {
     date -u; uname -a; nvidia-smi || true; command -v bwrap prlimit nvcc || true

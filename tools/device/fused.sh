@@ -12,10 +12,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT/fused"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
 python3 -c 'import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__)'
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH=/tmp/site:$PWD/libs/hotfloat
+. tools/device/pyenv.sh
 EX=examples/fused_add_rmsnorm_triton
 SANDBOX=""
 if ! command -v bwrap >/dev/null 2>&1 || ! command -v prlimit >/dev/null 2>&1; then

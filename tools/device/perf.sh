@@ -8,10 +8,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT/perf"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
 python3 -c 'import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__)'
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH=/tmp/site:$PWD/libs/hotfloat
+. tools/device/pyenv.sh
 BENCH='import sys; from hotfloat.cli.bench_cmd import bench; bench.main(sys.argv[1:], prog_name="hotfloat bench")'
 if [ "${PERF_SWEEP:-1}" = 1 ]; then
   timeout 150 python3 tools/device/perf_sweep.py "$OUT/perf/sweep.json" 2>&1 | tee "$OUT/perf/sweep.txt"

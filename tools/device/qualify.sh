@@ -11,11 +11,7 @@ DEST="${OUT:-/tmp/out}/qualify"
 mkdir -p "$DEST"
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw --format=csv; \
   python3 -c 'import torch, transformers, triton, sys; print(sys.version); print("torch", torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0)); print("transformers", transformers.__version__, "triton", triton.__version__)'; } > "$DEST/env.txt" 2>&1
-if ! python3 -c 'import pydantic' 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="$PWD/libs/hotfloat${PYTHONPATH:+:$PYTHONPATH}"
+. tools/device/pyenv.sh
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export SANDBOXED=1
 if ! command -v bwrap >/dev/null 2>&1 || ! command -v prlimit >/dev/null 2>&1; then

@@ -10,10 +10,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT/verify"
 nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv || true
 ${PYTHON:-python3} -c 'import sys, torch, triton; print(sys.version, torch.__version__, torch.version.cuda, triton.__version__)'
-if ls .whl/*.whl >/dev/null 2>&1; then
-  ${PYTHON:-python3} -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-fi
-export PYTHONPATH=/tmp/site:$PWD/libs/hotfloat
+. tools/device/pyenv.sh
 SANDBOXED=1
 if ! command -v bwrap >/dev/null 2>&1 || ! command -v prlimit >/dev/null 2>&1; then
   echo "NOTE: bwrap/prlimit missing on this machine: running UNSANDBOXED (the CPU suite covers the sandbox)"

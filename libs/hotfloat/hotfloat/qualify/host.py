@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..bundle import Bundle
-from ..sandbox import Bind, GiB, SandboxPolicy, child_env, spawn
+from ..sandbox import Bind, GiB, SandboxPolicy, child_env, log_tail, spawn
 
 PACKAGE = Path(__file__).resolve().parents[1]
 LIB, BUNDLES = "/hotfloat-lib", "/bundles"
@@ -125,13 +125,9 @@ class ForkServer:
     def alive(self) -> bool:
         return self.proc.popen.poll() is None
 
-    def log_tail(self, n: int = 600) -> str:
+    def log_tail(self) -> str:
         """The end of the server's and its engines' output, for diagnostics only."""
-        try:
-            data = (self._dir / "server.log").read_bytes()[-n:]
-        except OSError:
-            return ""
-        return data.decode("utf-8", "replace").strip().replace("\n", " | ")
+        return log_tail(self._dir / "server.log")
 
     def close(self) -> None:
         """Closes the channel (the server exits), then kills whatever is left of its sandbox."""

@@ -23,7 +23,8 @@ import signal
 import socket
 import subprocess
 import sys
-import time
+
+from ..sandbox.reap import kill_until_gone
 
 
 def _prime() -> None:
@@ -60,17 +61,7 @@ def _sweep(engine: int | None, owns_namespace: bool) -> None:
             pass
     if not owns_namespace:
         return
-    for _ in range(1000):
-        alive = _others()
-        if not alive:
-            break
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.005)
-    else:
+    if not kill_until_gone(_others, rounds=1000, pause_s=0.005):
         raise RuntimeError("engine processes survived SIGKILL")
     keep = _mounts_under("/tmp")
     for name in os.listdir("/tmp"):

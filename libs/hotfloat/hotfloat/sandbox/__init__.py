@@ -7,7 +7,7 @@ private network namespace (only loopback), so a multi-rank collective run belong
 
 from .mounts import Bind, bwrap_argv, python_runtime_dirs
 from .policy import GiB, MiB, SandboxPolicy
-from .process import JOIN_FAILED, SandboxedProcess, child_env, ensure_available, spawn
+from .process import JOIN_FAILED, SandboxedProcess, child_env, ensure_available, log_tail, spawn
 
 __all__ = ["GiB", "JOIN_FAILED", "MiB", "Bind", "SandboxPolicy", "SandboxedProcess", "bwrap_argv", "child_env",
-           "ensure_available", "python_runtime_dirs", "spawn"]
+           "ensure_available", "log_tail", "python_runtime_dirs", "spawn"]

@@ -7,12 +7,12 @@ which bounds hold through `bounds`, so the process-count fallback (RLIMIT_NPROC)
 from __future__ import annotations
 
 import os
-import signal
 import time
 import uuid
 from pathlib import Path
 
 from .policy import SandboxPolicy
+from .reap import kill_until_gone
 
 ROOT = Path("/sys/fs/cgroup")
 
@@ -67,21 +67,16 @@ class Cgroup:
 
     def kill_all(self) -> None:
         """SIGKILLs every member until the groups are empty; a fork bomb cannot outrun its pids bound."""
-        for _ in range(200):
-            pids = set()
-            for f in self.procs_files:
-                try:
-                    pids.update(int(p) for p in Path(f).read_text().split())
-                except OSError:
-                    continue
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.01)
+        kill_until_gone(self._members, rounds=200, pause_s=0.01)
+
+    def _members(self) -> set[int]:
+        pids: set[int] = set()
+        for f in self.procs_files:
+            try:
+                pids.update(int(p) for p in Path(f).read_text().split())
+            except OSError:
+                continue
+        return pids
 
     def remove(self) -> None:
         self.kill_all()

@@ -55,6 +55,17 @@ class SandboxedProcess:
             return None
 
 
+def log_tail(path, n: int = 600) -> str:
+    """The last `n` bytes of a sandboxed process's output log on one line, for infrastructure diagnostics only."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, os.fstat(f.fileno()).st_size - n))
+            data = f.read()
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace").strip().replace("\n", " | ")
+
+
 def child_env(extra: dict[str, str], *, home: str) -> dict[str, str]:
     """A fresh environment from an allowlist: the validator's secrets, tokens and paths never reach the child."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",

@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 
 from ..errors import InfrastructureError
-from ..sandbox import Bind, SandboxedProcess, SandboxPolicy, child_env, spawn
+from ..sandbox import Bind, SandboxedProcess, SandboxPolicy, child_env, log_tail, spawn
 from . import wire
 
 HERE = Path(__file__).resolve().parent
@@ -126,13 +126,9 @@ class ChildSession:
             time.sleep(0.01)
         return None
 
-    def log_tail(self, n: int = 600) -> str:
+    def log_tail(self) -> str:
         """The end of the child's stdout and stderr, for infrastructure diagnostics only (never for verdicts)."""
-        try:
-            data = (self._dir / "child.log").read_bytes()[-n:]
-        except OSError:
-            return ""
-        return data.decode("utf-8", "replace").strip().replace("\n", " | ")
+        return log_tail(self._dir / "child.log")
 
     def close(self) -> None:
         """Asks the child to exit, then kills everything it started and removes the staging directory."""
