@@ -25,8 +25,9 @@ $(PROTO_STAMP): $(wildcard protos/hotfloat/v1/*.proto) tools/gen_protos.sh | $(S
 
 setup: $(STAMP) $(PROTO_STAMP)
 
+## The whole arena on CPU in a few minutes: stand-in chain, four miners, the validator's pipeline, crowns, weights.
 demo: setup
-	$(BIN)/hotfloat demo examples
+	$(BIN)/hotfloat demo
 
 test: setup engine
 	$(BIN)/python -m pytest -q tests
@@ -78,12 +79,13 @@ down: setup
 miner: images
 	$(BIN)/hotfloat image miner $(BUNDLE)
 
-## The engine venv (issue 7): SGLang 0.5.23 on its pinned torch 2.14.1, for `hotfloat compat` and the seam tests.
-## Cached by a stamp; installed with uv from hashed locks (pip takes ~10 min for torch's 5 GB of CUDA wheels).
+## The engine venv: SGLang 0.5.13.post1 on its pinned torch 2.11.0 (the H200's stack; docs/compat.md), for
+## `hotfloat compat` and the seam tests. Cached by a stamp; installed with uv from hashed locks (pip takes ~10 min for
+## torch's CUDA wheels).
 ENGINE_VENV  := .venv-engine
 ENGINE_STAMP := $(ENGINE_VENV)/.hotfloat-stamp
 UV_FLAGS     := --find-links /opt/wheels --find-links /opt/pypi-more/files --index-strategy unsafe-best-match
-.PHONY: engine engine-lock
+.PHONY: engine engine-lock device-engine
 
 $(ENGINE_STAMP): engine/requirements.lock engine/requirements-nodeps.lock libs/hotfloat/pyproject.toml libs/hotfloat_sglang/pyproject.toml
 	$(PY) -m pip install -q uv
@@ -95,8 +97,17 @@ $(ENGINE_STAMP): engine/requirements.lock engine/requirements-nodeps.lock libs/h
 
 engine: $(ENGINE_STAMP)
 
-## Re-resolve the engine locks (needs PyPI).
+## Re-resolve the engine locks: the CPU venv's and the device payload's (needs PyPI and Debian).
 engine-lock:
 	$(PY) -m pip install -q uv
 	$(PY) -m uv pip compile engine/requirements.in --generate-hashes --python-version 3.11 $(UV_FLAGS) --no-header -o engine/requirements.lock
 	$(PY) -m uv pip compile engine/requirements-nodeps.in --no-deps --generate-hashes --python-version 3.11 $(UV_FLAGS) --no-header -o engine/requirements-nodeps.lock
+	$(PY) engine/device_payload.py lock
+
+## The SGLang runtime for the H200 (cp312 wheels by hash, sgl-kernel cut to sm_90, libnuma, bubblewrap), packed into
+## .device-carry/engine/ as xz chunks <= 60 MiB + SHA256SUMS; carry .device-carry, then tools/device/engine_install.sh.
+DEVICE_ENGINE := .device-carry/engine/SHA256SUMS
+$(DEVICE_ENGINE): engine/device-payload.lock engine/device-debs.lock engine/device_payload.py libs/hotfloat_sglang/pyproject.toml
+	$(PY) engine/device_payload.py build
+
+device-engine: $(DEVICE_ENGINE)

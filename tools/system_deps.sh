@@ -3,7 +3,8 @@
 set -euo pipefail
 need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
-command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
+{ command -v prlimit && command -v setpriv; } >/dev/null 2>&1 || need+=(util-linux)
+ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2 ' || need+=(libseccomp2)  # the seccomp filter (pyseccomp)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 [ ${#need[@]} -eq 0 ] && exit 0
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -36,3 +36,10 @@ def test_cold_cpu_rotates_over_every_input_set_and_keeps_each_last_result():
 @pytest.mark.parametrize("samples", [[5.0], [5.0, 5.0]])
 def test_stat_handles_tiny_samples(samples):
     assert stat(samples).median_us == 5.0
+
+
+def test_cold_cpu_prepares_each_call_just_before_it_runs():
+    order = []
+    calls = [lambda i=i: order.append(("call", i)) for i in range(2)]
+    cold_cpu(calls, budget_s=0.0, prepare=lambda i: order.append(("prepare", i)))
+    assert len(order) >= 6 and order[0::2] == [("prepare", c[1]) for c in order[1::2]]

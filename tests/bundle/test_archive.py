@@ -81,3 +81,71 @@ def test_garbage_and_duplicates_refused():
         unpack(b"definitely not a tarball")
     with pytest.raises(BundleError, match="duplicate path"):
         unpack(tar_gz([reg("kernels/a.py"), reg("kernels/a.py")]))
+
+
+def test_only_tar_and_gzip_are_accepted(make_bundle):
+    import bz2
+    import lzma
+
+    b = load_bundle(make_bundle())
+    plain = gzip.decompress(pack(b))
+    assert unpack(plain).identity == b.identity
+    for compress, kind in ((bz2.compress, "bzip2"), (lzma.compress, "xz")):
+        with pytest.raises(BundleError, match=f"{kind} archives are not accepted"):
+            unpack(compress(plain))
+
+
+def test_gzip_is_inflated_only_up_to_the_bound():
+    from hotfloat.bundle.archive import MAX_TAR_BYTES
+
+    with pytest.raises(BundleError, match="expands beyond"):
+        unpack(gzip.compress(bytes(MAX_TAR_BYTES + 1)))
+    with pytest.raises(BundleError, match="data after the gzip stream"):
+        unpack(gzip.compress(b"") + b"junk")
+    with pytest.raises(BundleError, match="truncated"):
+        unpack(gzip.compress(bytes(4096))[:20])
+
+
+@pytest.mark.parametrize("kind", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE])
+def test_extended_headers_are_bounded_before_they_are_read(kind):
+    from hotfloat.bundle.archive import MAX_HEADER_BYTES
+
+    info = tarfile.TarInfo("././@LongLink")
+    info.type, info.size = kind, 1 << 30
+    with pytest.raises(BundleError, match=f"extended header of {1 << 30} bytes .* over the {MAX_HEADER_BYTES}-byte"):
+        unpack(info.tobuf(format=tarfile.USTAR_FORMAT) + bytes(4096))
+
+
+def test_long_names_within_the_header_bound_still_work(make_bundle):
+    b = load_bundle(make_bundle())
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for path, data in b.files.items():
+            info = tarfile.TarInfo(f"./{path}" if path.endswith(".toml") else path)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        deep = "kernels/" + "d" * 120 + "/" + "e" * 120 + ".py"
+        info = tarfile.TarInfo(deep)
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"x\n"))
+    assert deep in unpack(gzip.compress(raw.getvalue())).files
+
+
+def test_a_path_that_is_both_file_and_directory_is_refused(make_bundle):
+    b = load_bundle(make_bundle())
+    with pytest.raises(BundleError, match="kernels/k.py is both a file and a directory"):
+        unpack(tar_gz([reg(p, d) for p, d in b.files.items()] + [reg("kernels/k.py/evil.py")]))
+
+
+@pytest.mark.parametrize("kind", [tarfile.CONTTYPE, tarfile.GNUTYPE_SPARSE])
+def test_contiguous_and_sparse_members_are_refused(make_bundle, kind):
+    b = load_bundle(make_bundle())
+    info, data = reg("kernels/odd.py", b"x = 1\n")
+    info.type = kind
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for p, d in b.files.items():
+            tar.addfile(reg(p, d)[0], io.BytesIO(d))
+        tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(BundleError, match="links and special files"):
+        unpack(gzip.compress(raw.getvalue()))

@@ -120,3 +120,15 @@ def test_too_many_files_refused(make_bundle):
 def test_errors_are_bundle_errors(make_bundle):
     with pytest.raises(BundleError):
         load_bundle(make_bundle(files={"kernels/x.o": b""}))
+
+
+@pytest.mark.parametrize("tokens,ok", [(8192, True), (8193, False), (500_000, False)])
+def test_metadata_cannot_ask_for_more_tokens_than_the_slot_verifies(make_bundle, tokens, ok):
+    manifest = ('bundle_id = "m"\nabi_version = "hotfloat-op-abi-v1"\n\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+                'source = "kernels/k.py"\nentry = "run"\nmetadata = "metadata/m.json"\n')
+    path = make_bundle(manifest=manifest, files={"metadata/m.json": f'{{"min_num_tokens": {tokens}}}'})
+    if ok:
+        assert load_bundle(path).ops[0].metadata.min_num_tokens == tokens
+    else:
+        with pytest.raises(BundleError, match=f"min_num_tokens {tokens} is beyond the slot's largest token count 8192"):
+            load_bundle(path)

@@ -112,7 +112,7 @@ def test_cli_refuses_bad_input_with_one_error_line(hf, tmp_path, make_bundle):
            "--ledger", str(tmp_path / "l.db"), "--dry-run", ok=False)
     assert p.returncode == 2 and "winner" in p.stderr and "Traceback" not in p.stderr
     p = hf("chain", "status", "--netuid", "1", "--network", f"standin:{tmp_path}/none.json", ok=False)
-    assert p.returncode == 1 and p.stderr.startswith("error: chain:") and "does not exist" in p.stderr
+    assert p.returncode == 3 and p.stderr.startswith("error: chain:") and "does not exist" in p.stderr
 
 
 def test_every_chain_command_has_help(hf):

@@ -1,27 +1,64 @@
-"""`hotfloat demo` judges a folder of bundles end to end and turns every refusal into a row, not a crash."""
+"""`hotfloat demo`: the arena end to end on CPU (real chain stand-in, HTTPS origin, services, pipeline, weights), and
+`--examples`, which fails when any bundle's verdict differs from the one it is meant to get."""
 
 import json
 import shutil
-from pathlib import Path
+import subprocess
+import sys
 
-from click.testing import CliRunner
-
-from hotfloat.cli.main import cli
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from ..conftest import EXAMPLES
 
 
-def test_demo_verdicts(tmp_path):
+def hotfloat(*args):
+    return subprocess.run([sys.executable, "-m", "hotfloat.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=900)
+
+
+def test_arena_stops_the_broken_and_the_cheats_and_weights_the_honest_miner(tmp_path):
+    p = hotfloat("demo", "--workdir", tmp_path / "arena", "--json")
+    assert p.returncode == 0, p.stdout + p.stderr[-3000:]
+    out = json.loads(p.stdout)
+    rows = {r["miner"]: r for r in out["rows"]}
+    assert all(r["as_expected"] for r in rows.values())
+    assert rows["bob"]["stages"]["admit"] == "FAIL" and "outside atol" in rows["bob"]["reason"]
+    assert rows["carol"]["stages"]["admit"] == "FAIL" and "fp32" in rows["carol"]["reason"]
+    assert rows["dave"]["stages"] == {"scan": "FAIL"} and "socket" in rows["dave"]["reason"]
+    alice = rows["alice"]
+    assert alice["stages"]["build"] == "N/A" and alice["stages"]["admit"] == "PASS"
+    if alice["state"] == "scored":  # the honest kernel, crowned and weighted on the stand-in chain
+        assert alice["crown"] == "winner" and out["weights"] == {"1": 65535}
+    else:  # CPU noise: the rule declines to decide, and the demo says so
+        assert alice["state"] == "no_decision" and out["weights"] == {}
+    for step in ("committed", "intake", "scan", "admit", "qualify", "weights"):
+        assert step in p.stderr, step
+    assert any("calibration knob" in s for s in out["settings"])
+
+
+def test_examples_mode_fails_when_a_verdict_is_not_the_expected_one(tmp_path):
     for name in ("silu_torch", "silu_broken", "silu_banned_import"):
         shutil.copytree(EXAMPLES / name, tmp_path / name)
-    (tmp_path / "not_a_bundle").mkdir()
     (tmp_path / "bad_manifest" / "kernels").mkdir(parents=True)
     (tmp_path / "bad_manifest" / "manifest.toml").write_text("bundle_id = [")
-    result = CliRunner().invoke(cli, ["demo", str(tmp_path), "--json", "--seed", "7"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    rows = {r["bundle"]: r for r in json.loads(result.output)}
-    assert set(rows) == {"silu_torch", "silu_broken", "silu_banned_import", "bad_manifest"}
-    assert rows["silu_torch"]["verdict"] == "PASS" and rows["silu_torch"]["seed"] == 7
+    expected = {"silu_torch": "PASS", "silu_broken": "FAIL", "silu_banned_import": "FAIL", "bad_manifest": "FAIL"}
+    (tmp_path / "expected.toml").write_text("".join(f'{k} = "{v}"\n' for k, v in expected.items()))
+    p = hotfloat("demo", "--examples", tmp_path, "--json", "--seed", "7")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = {r["bundle"]: r for r in json.loads(p.stdout)}
+    assert {k: r["verdict"] for k, r in rows.items()} == expected
     assert rows["silu_broken"]["verdict"] == "FAIL" and "outside atol" in rows["silu_broken"]["detail"]
     assert rows["silu_banned_import"]["scan"] == "VIOLATIONS" and "socket" in rows["silu_banned_import"]["detail"]
     assert rows["bad_manifest"]["scan"] == "INVALID" and "not valid TOML" in rows["bad_manifest"]["detail"]
+
+    (tmp_path / "expected.toml").write_text("".join(f'{k} = "PASS"\n' for k in expected))
+    p = hotfloat("demo", "--examples", tmp_path, "--seed", "7")
+    assert p.returncode == 1
+    assert "silu_broken" in p.stdout and "expected" in p.stdout
+
+
+def test_example_expectations_cover_every_example():
+    import tomllib
+
+    expected = tomllib.loads((EXAMPLES / "expected.toml").read_text())
+    names = {p.name for p in EXAMPLES.iterdir() if (p / "manifest.toml").exists()}
+    assert set(expected) == names
+    assert set(expected.values()) <= {"PASS", "FAIL", "NO_DECISION", "N/A"}

@@ -1,4 +1,7 @@
-"""Rank reports are untrusted: schema-checked and bounded; the burst goes down then up; the slot sums over ranks."""
+"""Rank hellos are untrusted: schema-checked and bounded; the burst goes down then up with secret shapes; the slot
+sums over ranks."""
+
+import random
 
 import pytest
 import torch
@@ -11,7 +14,7 @@ from hotfloat.slots import Role, get_slot
 from ..conftest import EXAMPLES
 
 GOOD = {"rank": 0, "world": 2, "op": "collective.all_reduce:default", "identity": "ab", "backend": "gloo",
-        "group_size": 2, "cases_done": 3, "error": None}
+        "group_size": 2}
 
 
 def test_rank_report_refuses_extra_keys_and_oversized_fields():
@@ -19,15 +22,18 @@ def test_rank_report_refuses_extra_keys_and_oversized_fields():
     with pytest.raises(ValidationError):
         RankReport.model_validate({**GOOD, "verdict": "PASS"})
     with pytest.raises(ValidationError):
-        RankReport.model_validate({**GOOD, "error": "x" * 10_000})
+        RankReport.model_validate({**GOOD, "op": "x" * 10_000})
 
 
-def test_burst_descends_then_ascends_per_dtype():
+def test_burst_descends_then_ascends_per_dtype_with_secret_counts_and_a_drawn_shape():
     op = load_bundle(EXAMPLES / "allreduce_torch").ops[0]
-    cases = burst(op, ["fp16", "fp32"], "cpu")
-    sizes = [c["T"] * c["H"] for c in cases[:7]]
-    assert sizes == sorted(sizes[:4], reverse=True) + sorted(sizes[:4])[1:]
-    assert [c["dtype"] for c in cases] == ["fp16"] * 7 + ["fp32"] * 7
+    cases = burst(op, ["fp16", "fp32"], "cpu", random.Random(1))
+    public = {(s.dims["T"], s.dims["H"]) for s in get_slot("collective.all_reduce").shapes}
+    sizes = [c["T"] * c["H"] for c in cases[:9]]
+    assert sizes == sorted(sizes[:5], reverse=True) + sorted(sizes[:5])[1:]
+    assert [c["dtype"] for c in cases] == ["fp16"] * 9 + ["fp32"] * 9
+    assert {c["H"] for c in cases} - {h for _, h in public}, "one hidden size is drawn, not published"
+    assert burst(op, ["fp16"], "cpu", random.Random(2)) != cases[:9]
 
 
 def test_slot_reference_is_the_fp32_sum_over_ranks():

@@ -8,6 +8,7 @@ import sys
 from click.testing import CliRunner
 
 from hotfloat.cli.compat_cmd import chain_compat, compat
+from hotfloat.compat import SGLANG_PIN
 
 
 
@@ -38,7 +39,7 @@ def test_a_pin_mismatch_prints_fail_rows_and_exits_nonzero(tmp_path):
     (tmp_path / "sglang-0.5.22.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.22\n")
     done = run("compat", "--python", sys.executable, env={"PYTHONPATH": str(tmp_path)})
     assert done.returncode == 1
-    assert "[FAIL]" in done.stdout and "0.5.22 DIFFERS from pin 0.5.23" in done.stdout
+    assert "[FAIL]" in done.stdout and f"0.5.22 DIFFERS from pin {SGLANG_PIN}" in done.stdout
     assert done.stderr.startswith("error: sglang compat failed: sglang version")
 
 

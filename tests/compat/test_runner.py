@@ -76,7 +76,7 @@ def test_an_altered_seam_signature_fails(tmp_path, pythonpath):
             """,
         "sglang/srt/layers/layernorm.py": """
             class RMSNorm:
-                def forward_cuda(self, x, post_residual_addition=None, residual=None, quant_linear=None):
+                def forward_cuda(self, x, post_residual_addition=None, residual=None):
                     pass
             """,
     }))

@@ -1,48 +1,72 @@
-"""judge: infrastructure first, then the gate, then whether the bundle ran, then the speed rule."""
+"""judge: baseline faults first (infrastructure), then the candidate's own faults, the gate, whether the bundle ran,
+then the speed rule over the three resident engines' pass times."""
+
+import pytest
 
 from hotfloat.qualify.decision import judge
 from hotfloat.qualify.records import RuleConfig, RunFrame
 
-RULE = RuleConfig(bootstrap=200)
+RULE = RuleConfig(look_rounds=4, max_looks=1, process_floor=0.001)
 ROUTED = {"activation.silu_and_mul": 10}
 
 
-def ok(index, role, scale=1.0, tokens=(1, 2), routed=None):
-    lat = [[0.5 * scale, 1.0 * scale, 1.5 * scale, 2.0 * scale]] * 2
-    toks = [[list(tokens)] * 4] * 2
-    return RunFrame(index=index, role=role, ok=True, latency_s=lat, tokens=toks, logprobs=[[[-1.0, -1.0]] * 4] * 2,
-                    margins=[[[0.5, 0.5]] * 4] * 2, routed=routed if routed is not None else (ROUTED if role == "C" else {}))
+def ok(index, role, scale=1.0, tokens=(1, 2), routed=None, rounds=4):
+    jitter = [1.0, 1.001, 0.999, 1.0005][:rounds]
+    return RunFrame(index=index, role=role, ok=True, pass_s=[scale * j for j in jitter], latency_s=[[scale] * 2] * rounds,
+                    tokens=[[list(tokens)] * 2] * rounds, logprobs=[[[-1.0, -1.0]] * 2] * rounds,
+                    margins=[[[0.5, 0.5]] * 2] * rounds,
+                    routed=routed if routed is not None else (ROUTED if role == "C" else {}))
 
 
-def test_failed_baseline_run_is_no_decision():
-    d = judge([RunFrame(index=0, role="B", ok=False, error="timeout")], RULE)
+def failed(index, role, error, raised=False):
+    return RunFrame(index=index, role=role, ok=False, raised=raised, error=error)
+
+
+@pytest.mark.parametrize("which", [0, 2])
+def test_a_failed_baseline_engine_is_no_decision_even_when_it_raised(which):
+    frames = [ok(0, "B"), ok(1, "C"), ok(2, "B")]
+    frames[which] = failed(which, "B", "engine raised RuntimeError", raised=True)
+    d = judge(frames, RULE)
     assert d.status == "NO_DECISION" and "infrastructure" in d.reason
 
 
-def test_candidate_that_raises_fails():
-    d = judge([ok(0, "B"), RunFrame(index=1, role="C", ok=False, raised=True, error="engine raised ZeroDivisionError")], RULE)
-    assert d.status == "FAIL" and d.score == 0
+def test_a_candidate_engine_at_fault_fails():
+    d = judge([ok(0, "B"), failed(1, "C", "engine sent a malformed completion for request 0", raised=True), ok(2, "B")], RULE)
+    assert d.status == "FAIL" and d.gate == "FAIL" and d.score == 0 and "malformed" in d.reason
 
 
-def test_candidate_that_dies_silently_is_no_decision():
-    d = judge([ok(0, "B"), RunFrame(index=1, role="C", ok=False, error="closed the connection")], RULE)
-    assert d.status == "NO_DECISION"
+def test_a_candidate_engine_that_dies_silently_is_no_decision():
+    d = judge([ok(0, "B"), failed(1, "C", "the engine process closed the connection"), ok(2, "B")], RULE)
+    assert d.status == "NO_DECISION" and "infrastructure" in d.reason
 
 
 def test_wrong_tokens_fail_before_any_timing():
-    d = judge([ok(0, "B"), ok(1, "C", tokens=(1, 3))], RULE)
+    d = judge([ok(0, "B"), ok(1, "C", tokens=(1, 3)), ok(2, "B")], RULE)
     assert d.status == "FAIL" and d.gate == "FAIL"
 
 
+def test_nan_logprobs_from_the_candidate_fail_the_gate():
+    c = ok(1, "C").model_copy(update={"logprobs": [[[-1.0, float("nan")]] * 2] * 4})
+    d = judge([ok(0, "B"), c, ok(2, "B")], RULE)
+    assert d.status == "FAIL" and "non-finite" in d.reason
+
+
 def test_bundle_that_never_ran_is_not_applicable():
-    d = judge([ok(0, "B"), ok(1, "C", routed={"activation.silu_and_mul": 0})], RULE)
+    d = judge([ok(0, "B"), ok(1, "C", routed={"activation.silu_and_mul": 0}), ok(2, "B")], RULE)
     assert d.status == "N/A"
 
 
-def test_needs_the_closing_baseline_run():
-    assert judge([ok(0, "B"), ok(1, "C")], RULE) is None
+def test_undecided_before_the_first_look():
+    assert judge([ok(0, "B", rounds=3), ok(1, "C", 0.9, rounds=3), ok(2, "B", rounds=3)], RULE) is None
 
 
 def test_clearly_faster_candidate_passes_with_its_score():
     d = judge([ok(0, "B"), ok(1, "C", 0.9), ok(2, "B")], RULE)
-    assert d.status == "PASS" and abs(d.score - 0.1) < 1e-9 and d.pairs == 1
+    assert d.status == "PASS" and d.score == pytest.approx(0.1, abs=1e-3) and d.rounds == 4
+
+
+def test_frames_must_be_b_c_b_prime_with_equal_rounds():
+    with pytest.raises(ValueError):
+        judge([ok(0, "B"), ok(1, "C")], RULE)
+    with pytest.raises(ValueError):
+        judge([ok(0, "B"), ok(1, "C", rounds=3), ok(2, "B")], RULE)

@@ -11,18 +11,20 @@ from hotfloat.qualify.records import Decision, EngineSpec, Evidence, RuleConfig,
 from hotfloat.qualify.workload import make_workload
 
 
-def synthetic(scales=(1.0, 0.9, 1.0)):
+def synthetic(scales=(1.0, 0.9, 1.0), logprob=-1.0, rounds=4):
     rng = np.random.default_rng(0)
-    base = rng.uniform(0.1, 1.0, 8)
-    frames = [RunFrame(index=i, role="BC"[i % 2], ok=True, latency_s=[(base * s).tolist()], tokens=[[[1, 2]] * 8],
-                       logprobs=[[[-1.0, -1.0]] * 8], margins=[[[0.5, 0.5]] * 8],
-                       routed={"activation.silu_and_mul": 4} if i % 2 else {}) for i, s in enumerate(scales)]
-    rule = RuleConfig(bootstrap=200)
+    jitter = 1 + 0.001 * rng.standard_normal((3, rounds))
+    frames = [RunFrame(index=i, role="BCB"[i], ok=True, pass_s=(s * jitter[i]).tolist(), latency_s=[[s] * 8] * rounds,
+                       tokens=[[[1, 2]] * 8] * rounds, logprobs=[[[-1.0, logprob if i == 1 else -1.0]] * 8] * rounds,
+                       margins=[[[0.5, 0.5]] * 8] * rounds, routed={"activation.silu_and_mul": 4} if i == 1 else {})
+              for i, s in enumerate(scales)]
+    rule = RuleConfig(look_rounds=4, max_looks=1, process_floor=0.001)
     from hotfloat.qualify.decision import judge
 
     return Evidence(bundle_identity="0" * 64, engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
                     engine_identity="e" * 64, workload=make_workload("tiny", 512, seed=5), rule=rule, sandboxed=True,
-                    frames=frames, decision=judge(frames, rule), started="2026-01-01T00:00:00+00:00", seconds=1.0)
+                    order=[[0, 1, 2]] * rounds, frames=frames, decision=judge(frames, rule),
+                    started="2026-01-01T00:00:00+00:00", seconds=1.0)
 
 
 def test_round_trip_and_recompute(tmp_path):
@@ -83,5 +85,17 @@ def test_reordered_frames_are_refused():
 
 def test_incomplete_evidence_is_refused():
     ev = synthetic()
-    with pytest.raises(InputError):
-        recompute(ev.model_copy(update={"frames": ev.frames[:2], "decision": Decision(status="PASS", reason="")}))
+    short = [f.model_copy(update={k: getattr(f, k)[:3] for k in ("pass_s", "latency_s", "tokens", "logprobs", "margins")})
+             for f in ev.frames]
+    with pytest.raises(InputError, match="before the protocol reached a decision"):
+        recompute(ev.model_copy(update={"frames": short, "decision": Decision(status="PASS", reason="")}))
+
+
+def test_evidence_with_nan_logprobs_round_trips_and_recomputes_to_fail(tmp_path):
+    """A candidate's NaN logprobs are evidence of its FAIL: they must be written, read back and recomputed."""
+    ev = synthetic(logprob=float("nan"))
+    assert ev.decision.status == "FAIL" and "non-finite" in ev.decision.reason
+    save_evidence(ev, tmp_path / "nan.json")
+    assert "NaN" in (tmp_path / "nan.json").read_text()
+    back = load_evidence(tmp_path / "nan.json")
+    assert np.isnan(back.frames[1].logprobs[0][0][1]) and recompute(back) == ev.decision

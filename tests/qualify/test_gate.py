@@ -7,7 +7,8 @@ from hotfloat.qualify.records import RunFrame
 def frame(index, role, tokens, logprobs=None, margins=None):
     lp = logprobs or [-1.0] * len(tokens)
     mg = margins or [0.5] * len(tokens)
-    return RunFrame(index=index, role=role, ok=True, latency_s=[[0.1]], tokens=[[tokens]], logprobs=[[lp]], margins=[[mg]])
+    return RunFrame(index=index, role=role, ok=True, pass_s=[0.1], latency_s=[[0.1]], tokens=[[tokens]], logprobs=[[lp]],
+                    margins=[[mg]])
 
 
 def test_identical_completions_agree_exactly():
@@ -44,3 +45,17 @@ def test_gate_fails_a_wrong_candidate_and_passes_a_right_one():
 def test_nondeterministic_baseline_is_no_decision():
     status, why = gate([frame(0, "B", [1, 2]), frame(1, "C", [1, 2]), frame(2, "B", [1, 3])], 0.0)
     assert status == "NO_DECISION" and "baseline" in why
+
+
+def test_non_finite_logprobs_never_pass_any_tolerance():
+    ref = frame(0, "B", [1, 2])
+    for bad in (float("nan"), float("inf"), float("-inf")):
+        why = compare(ref, frame(1, "C", [1, 2], [-1.0, bad]), 10.0)
+        assert why and "non-finite" in why and "token 1" in why
+    assert "non-finite" in compare(ref, frame(1, "C", [1, 2], margins=[0.5, float("nan")]), 10.0)
+
+
+def test_a_baseline_with_nan_logprobs_is_no_decision():
+    nan = frame(2, "B", [1, 2], [-1.0, float("nan")])
+    status, why = gate([frame(0, "B", [1, 2]), frame(1, "C", [1, 2]), nan], 0.1)
+    assert status == "NO_DECISION" and "non-finite" in why

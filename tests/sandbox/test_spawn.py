@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hotfloat.errors import SandboxUnavailable
-from hotfloat.sandbox import Bind, GiB, SandboxPolicy, child_env, ensure_available, spawn
+from hotfloat.sandbox import Bind, GiB, SandboxPolicy, bwrap_argv, child_env, ensure_available, spawn
 from hotfloat.sandbox import process as spawn_module
 from hotfloat.sandbox.mounts import python_runtime_dirs
 
@@ -166,3 +166,14 @@ def test_the_probe_uses_real_namespaces():
     r = subprocess.run(["bwrap", "--version"], capture_output=True, text=True)
     assert r.returncode == 0
     ensure_available(POLICY)
+
+
+def test_a_bubblewrap_outside_the_system_path_is_used_by_its_absolute_path(tmp_path, monkeypatch):
+    """Device hosts carry bwrap unpacked from a .deb into a payload directory; the launcher's own PATH is minimal."""
+    carried = tmp_path / "payload" / "usr" / "bin"
+    carried.mkdir(parents=True)
+    (carried / "bwrap").symlink_to(subprocess.run(["which", "bwrap"], capture_output=True, text=True).stdout.strip())
+    monkeypatch.setenv("PATH", f"{carried}:/usr/bin:/bin")
+    assert bwrap_argv(POLICY, ["true"], binds=[], env={})[0] == str(carried / "bwrap")
+    rc, out = _run(tmp_path, "print('inside')")
+    assert rc == 0 and "inside" in out

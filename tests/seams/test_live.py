@@ -1,60 +1,82 @@
-"""The live serving tier's orchestration, against a stand-in server speaking SGLang's /health and /generate API."""
+"""The live tier's orchestration and judging, against a stand-in engine speaking the offline driver's spec/result
+protocol with the same seam environment (the real SGLang boots run on the H200: tools/device/seams_live.sh)."""
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
+from hotfloat.bundle import load_bundle
 from hotfloat.errors import BundleError, InfrastructureError
-from hotfloat.seams.live import LiveConfig, run_live
+from hotfloat.seams.live import ArmSpec, Expect, LiveConfig, run_live
 from hotfloat.verdict import Status
 
 HERE = Path(__file__).parent
-STANDIN = (sys.executable, str(HERE / "standin_server.py"), "{port}", "{tp}")
+FIXTURES = HERE / "fixtures"
+STANDIN = (sys.executable, str(HERE / "standin_engine.py"), "{spec}")
+SILU = "activation.silu_and_mul"
+NULL = ArmSpec("null", None, Expect.REFERENCE, (SILU,))
+EXACT = ArmSpec("exact", str(FIXTURES / "silu_exact"), Expect.EQUAL, (SILU,))
+BROKEN = ArmSpec("broken", str(FIXTURES / "silu_broken"), Expect.DIFFER, (SILU,))
+MISSING = ArmSpec("missing", "/nonexistent/bundle", Expect.BOOT_FAILS)
 
 
-def config(tmp_path, **kw):
+def config(tmp_path, arms, **kw):
     model = tmp_path / "model"
     model.mkdir(exist_ok=True)
-    base = dict(engine_python=sys.executable, model_path=str(model), exact_bundle=str(HERE / "fixtures/silu_exact"),
-                broken_bundle=str(HERE / "fixtures/silu_broken"), server_cmd=STANDIN, boot_timeout_s=60, max_new_tokens=12)
+    base = dict(engine_python=sys.executable, model_path=str(model), arms=tuple(arms), command=STANDIN,
+                boot_timeout_s=60, max_new_tokens=12, prompts=((1, 2, 3), (40, 50, 60, 70)), workdir=str(tmp_path / "w"))
     return LiveConfig(**{**base, **kw})
 
 
-def test_exact_reproduces_and_broken_corrupts_on_every_rank(tmp_path):
-    tp = 2
-    result = run_live(config(tmp_path, tp=tp, gpus="0,1"))
+def by_name(result):
+    return {a.name: a for a in result.arms}
+
+
+def test_exact_reproduces_broken_corrupts_and_a_missing_bundle_refuses_to_boot(tmp_path):
+    result = run_live(config(tmp_path, [NULL, EXACT, BROKEN, MISSING]))
     assert result.status is Status.PASS, result.reason
-    base, exact, broken = result.arms
-    assert base.completion == exact.completion != broken.completion
-    assert base.reported == (None,) * tp and set(exact.reported) == {exact.identity} and len(exact.reported) == tp
+    arms = by_name(result)
+    assert arms["null"].output_ids == arms["exact"].output_ids != arms["broken"].output_ids
+    assert len(arms["null"].output_ids) == 2 and len(arms["null"].output_ids[0]) == 12
+    assert arms["null"].routed[SILU] == 0 and arms["null"].stock[SILU] == 24
+    assert arms["exact"].routed[SILU] == 24 and arms["broken"].routed[SILU] == 24
+    assert arms["exact"].reported == (load_bundle(FIXTURES / "silu_exact").identity,) and arms["null"].reported == (None,)
+    assert arms["missing"].returncode != 0 and "hotfloat seams: FATAL" in arms["missing"].reason
+    assert (tmp_path / "w" / "broken" / "engine.log").exists() and (tmp_path / "w" / "exact" / "spec.json").exists()
 
 
 def test_an_unwired_seam_fails(tmp_path, monkeypatch):
     monkeypatch.setenv("STANDIN_BYPASS_SEAM", "1")
-    result = run_live(config(tmp_path))
-    assert result.status is Status.FAIL and "not active" in result.reason
+    result = run_live(config(tmp_path, [NULL, BROKEN], parallel=1))
+    arms = by_name(result)
+    assert result.status is Status.FAIL
+    assert "no stock calls counted" in arms["null"].reason and "the seam did not run" in arms["broken"].reason
+
+
+def test_an_engine_that_boots_despite_a_broken_prerequisite_fails(tmp_path):
+    booted = ArmSpec("should-refuse", str(FIXTURES / "silu_exact"), Expect.BOOT_FAILS)
+    result = run_live(config(tmp_path, [NULL, booted]))
+    assert result.status is Status.FAIL and "booted and served" in by_name(result)["should-refuse"].reason
+
+
+def test_a_hung_boot_is_killed_with_its_process_group_at_the_timeout(tmp_path, monkeypatch):
+    monkeypatch.setenv("STANDIN_HANG", "1")
+    result = run_live(config(tmp_path, [NULL], boot_timeout_s=3))
+    null = by_name(result)["null"]
+    assert result.status is Status.FAIL and "no result within" in null.reason and null.returncode < 0
+    for pid in map(int, (tmp_path / "w" / "null" / "hang.pids").read_text().split()):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 def test_missing_prerequisites_fail_loudly(tmp_path):
-    with pytest.raises(InfrastructureError, match="HOTFLOAT_SERVE_MODEL"):
-        run_live(config(tmp_path, model_path=str(tmp_path / "absent")))
-    with pytest.raises(InfrastructureError, match="must be 1 or 2"):
-        run_live(config(tmp_path, tp=4, gpus="0,1,2,3"))
-    with pytest.raises(InfrastructureError, match="must name 2"):
-        run_live(config(tmp_path, tp=2, gpus="0"))
+    with pytest.raises(InfrastructureError, match="model path"):
+        run_live(config(tmp_path, [NULL, EXACT], model_path=str(tmp_path / "absent")))
+    with pytest.raises(InfrastructureError, match="exactly one null-armed reference"):
+        run_live(config(tmp_path, [EXACT, BROKEN]))
+    with pytest.raises(InfrastructureError, match="does not exist"):
+        run_live(config(tmp_path, [NULL], command=None, engine_python=str(tmp_path / "python")))
     with pytest.raises(BundleError):
-        run_live(config(tmp_path, broken_bundle=str(tmp_path)))
-
-
-def test_a_server_dying_at_boot_is_an_infrastructure_fault(tmp_path):
-    cmd = (sys.executable, "-c", "import sys; sys.exit('no GPU here')")
-    with pytest.raises(InfrastructureError, match="exited with 1 while booting: no GPU here"):
-        run_live(config(tmp_path, server_cmd=cmd))
-
-
-def test_from_env_reads_the_documented_variables():
-    env = {"HOTFLOAT_SERVE_TP": "2", "HOTFLOAT_SERVE_MODEL": "/m", "HOTFLOAT_SERVE_BOOT_TIMEOUT_S": "99",
-           "HOTFLOAT_SERVE_EXTRA_ARGS": "--disable-cuda-graph"}
-    cfg = LiveConfig.from_env(env, exact_bundle="e", broken_bundle="b", engine_python="/py")
-    assert (cfg.tp, cfg.gpus, cfg.model_path, cfg.boot_timeout_s, cfg.extra_args) == (2, "0,1", "/m", 99.0, ("--disable-cuda-graph",))
+        run_live(config(tmp_path, [NULL, ArmSpec("bad", str(tmp_path), Expect.DIFFER)]))

@@ -23,8 +23,8 @@ def test_registered_with_two_outputs_and_read_only_inputs():
     assert SLOTS["norm.fused_add_rmsnorm"] is SLOT
     assert [a.name for a in SLOT.of_role(Role.INPUT)] == ["x", "residual", "weight"]
     assert [a.name for a in SLOT.of_role(Role.OUTPUT)] == ["out", "residual_out"]
-    assert SLOT.signature() == ("norm.fused_add_rmsnorm(x[T,H], residual[T,H], weight[H], eps=1e-06) "
-                                "-> out[T,H], residual_out[T,H]")
+    assert SLOT.signature() == ("norm.fused_add_rmsnorm(x[T,H], residual[T,H], weight[H], out[T,H], "
+                                "residual_out[T,H], eps=1e-06)")
 
 
 def test_shapes_cover_decode_and_prefill_at_every_hidden_size():

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 import torch
 
 from hotfloat.bundle import load_bundle
 from hotfloat.slots import get_slot
-from hotfloat.verify.plan import POISON_BITS, make_cases, padded_stride, poison, prepare, schedule
+from hotfloat.verify.plan import PAD_STEP, QUIET_NAN, make_cases, padded_stride, poison, prepare, schedule
 
 SILU = get_slot("activation.silu_and_mul")
 
@@ -43,7 +45,7 @@ def test_counts_are_jittered_around_each_shape_and_a_secret_shape_is_added(make_
         t = shape.dims["T"]
         spread = max(2, t // 4)
         assert all(max(1, t - spread) <= n <= t + spread for n in case.counts)
-        assert case.pads[0] == 0 and case.pads[1] > 0
+        assert 0 in case.pads and any(case.pads)
 
 
 def test_counts_stay_inside_the_variants_token_range(make_bundle):
@@ -62,12 +64,16 @@ def test_cpu_budget_scales_the_count_dim_but_not_the_hidden_dim(make_bundle):
     assert big.dims["D"] == 1440 and "cpu-scaled from T=333" in big.label
 
 
-def test_poison_is_a_nan_payload_no_arithmetic_produces():
-    for dtype, bits in POISON_BITS.items():
-        p = poison(dtype, 3)
-        assert torch.isnan(p).all()
-        raw = p.view(torch.int16 if p.element_size() == 2 else torch.int32)[0].item()
-        assert raw % (1 << (8 * p.element_size())) == bits
+def test_poison_is_drawn_per_call_and_its_nans_are_never_arithmetics_own():
+    for dtype, (width, quiet) in QUIET_NAN.items():
+        draws = [poison(dtype, 4096, torch.Generator().manual_seed(s)) for s in range(12)]
+        nans = [p for p in draws if bool(torch.isnan(p).all())]
+        assert nans and len(nans) < len(draws), "NaN and non-NaN poison both occur"
+        for p in nans:
+            raw = p.view(torch.int16 if p.element_size() == 2 else torch.int32).long() & ((1 << width) - 1)
+            assert not bool((raw == quiet).any()) and len(set(raw.tolist())) > 100, "random payloads, never canonical"
+        nonzero = [p.view(torch.uint8).numpy().tobytes() for p in draws if bool(p.view(torch.uint8).any())]
+        assert len(set(nonzero)) == len(nonzero), "each call draws its own poison"
 
 
 def test_padded_strides():
@@ -76,21 +82,48 @@ def test_padded_strides():
     assert padded_stride((7,), 8) == (1,)
 
 
-def test_prepared_calls_reuse_storage_poison_outputs_and_pad_odd_trials(make_bundle):
+def test_prepared_calls_reuse_storage_poison_outputs_and_pad_some_trials(make_bundle):
     op = _op(make_bundle)
     case = make_cases(SILU, op, ["fp32"], "cpu", random.Random(4), 3, 2, None)[1]
-    preps = [prepare(SILU, case, t, 100 + t, 0.0) for t in range(3)]
+    preps = [prepare(SILU, case, t, 100 + t) for t in range(3)]
     storages = {tuple(h.storage for h, _ in p.sent) for p in preps}
     assert len(storages) == 1, "each trial must fit the same buffers, so pointers repeat across calls"
-    strides = [p.outputs["out"].stride for p in preps]
-    assert strides[0][0] == case.dims["D"] and strides[1][0] == case.dims["D"] + case.pads[1]
+    strides = [p.outputs["out"].stride[0] for p in preps]
+    assert strides == [case.dims["D"] + pad for pad in case.pads]
     assert not torch.equal(preps[0].inputs["x"][:1], preps[2].inputs["x"][:1]), "fresh inputs per trial"
-    out_bytes = dict((h.name, d) for h, d in preps[1].sent)["out"]
-    assert out_bytes == poison("fp32", preps[1].outputs["out"].storage).view(torch.uint8).numpy().tobytes()
     ref = preps[0].expected["out"]
     x = preps[0].inputs["x"].float()
     d = x.shape[1] // 2
     assert torch.allclose(ref, torch.nn.functional.silu(x[:, :d]) * x[:, d:])
+
+
+@pytest.mark.parametrize("trials", [1, 2, 3])
+def test_padded_rows_of_a_multi_row_case_occur_per_dtype_at_any_trial_count(make_bundle, trials):
+    op = _op(make_bundle)
+    for seed in range(6):
+        cases = make_cases(SILU, op, ["bf16", "fp32"], "cpu", random.Random(seed), trials, 1, None)
+        for dtype in ("bf16", "fp32"):
+            mine = [c for c in cases if c.dtype == dtype]
+            assert any(p and n > 1 for c in mine for p, n in zip(c.pads, c.counts)), (trials, seed)
+            assert all(p % PAD_STEP == 0 for c in mine for p in c.pads)
+            if trials > 1:
+                assert all(0 in c.pads and any(c.pads) for c in mine), "both layouts in every case"
+
+
+def test_paddings_and_drawn_shapes_are_secret_over_the_slots_whole_range(make_bundle):
+    op = _op(make_bundle)
+    pads, hidden, counts = set(), set(), set()
+    for seed in range(30):
+        for case in make_cases(SILU, op, ["bf16"], "cuda", random.Random(seed), 3, 1, None):
+            pads |= set(case.pads) - {0}
+            if case.drawn:
+                hidden.add(case.dims["D"])
+                counts |= set(case.counts)
+    assert len(pads) > 10, "paddings are drawn, not a published pair"
+    published = {s.dims["D"] for s in (*SILU.shapes, *SILU.bench_shapes)}
+    assert len(hidden - published) > 20 and min(hidden) < 512 and max(hidden) > 4096
+    assert all(d % SILU.ranges["D"].multiple == 0 for d in hidden)
+    assert min(counts) < 8 and max(counts) > 1024, "token counts span the range, not a pool"
 
 
 def test_schedule_shuffles_every_call_once():

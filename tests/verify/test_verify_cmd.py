@@ -34,22 +34,22 @@ def test_silu_triton_passes_end_to_end_on_cpu():
     assert "FAIL" not in r.stdout
 
 
-def test_json_report_and_exit_2_for_a_failing_bundle(capsys):
+def test_json_report_and_exit_1_for_a_failing_bundle(capsys):
     code, out, _ = _main(capsys, "verify", str(EXAMPLES / "silu_broken"), "--json", "--dtype", "fp16", "--seed", "5",
                          "--trials", "3")
-    assert code == 2
+    assert code == 1
     report = json.loads(out)
     assert report["status"] == "FAIL" and report["seed"] == 5 and report["sandboxed"] is True
     assert {row["status"] for row in report["rows"]} == {"FAIL"}
     assert all(row["dtype"] == "fp16" and row["trials"] == 3 for row in report["rows"])
 
 
-def test_nothing_applicable_exits_2(capsys, make_bundle):
+def test_nothing_applicable_exits_4(capsys, make_bundle):
     gpu_only = make_bundle(manifest='bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\n'
                                     'slot = "activation.silu_and_mul"\nsource = "kernels/k.py"\nentry = "run"\n'
                                     'architectures = ["sm_90"]\n')
     code, out, _ = _main(capsys, "verify", str(gpu_only))
-    assert code == 2 and "N/A" in out and "not built for cpu" in out
+    assert code == 4 and "N/A" in out and "not built for cpu" in out
 
 
 def test_bad_bundle_is_one_error_line_and_exit_2(capsys, tmp_path):

@@ -21,7 +21,7 @@ for ex in silu_triton_aot silu_cute_aot; do
   dir=".device-carry/native/$ex"
   [ -f "$dir/index.json" ] || { echo "MISSING $dir/index.json: run make device-carry-native and carry .device-carry"; fail=1; continue; }
   PYTHONPATH=libs/hotfloat timeout 150 python3 - "$dir" "$OUT/native/$ex.json" <<'PY' || fail=1
-import copy, json, os, subprocess, sys, tempfile
+import copy, json, os, subprocess, sys, threading
 from hotfloat.native import elf, params
 
 build_dir, result_file = sys.argv[1], sys.argv[2]
@@ -38,13 +38,18 @@ for k in index["kernels"]:
 bad = copy.deepcopy(arts[0]); bad["cubin"] = "tampered-" + bad["cubin"]; bad["layout"] = bad["layout"][:-1]
 wrong = copy.deepcopy(arts[0]); wrong["cubin"] = "wrong-name-" + wrong["cubin"]; wrong["symbol"] = "not_the_kernel"
 
-def run(artifacts):
-    with tempfile.TemporaryDirectory() as tmp:
-        req = {"artifacts": artifacts, "seed": 20261202, "result_path": os.path.join(tmp, "r.json")}
-        p = subprocess.run([sys.executable, "libs/hotfloat/hotfloat/native/worker.py"], input=json.dumps(req).encode(),
-                           env={**os.environ, "PYTHONPATH": "libs/hotfloat"}, timeout=120)
-        assert p.returncode == 0, f"worker exit {p.returncode}"
-        return json.load(open(req["result_path"]))
+def run(artifacts):  # the worker's channel (hotfloat.sandbox.channel), unsandboxed here; admit() below sandboxes it
+    r, w = os.pipe()
+    p = subprocess.Popen([sys.executable, "libs/hotfloat/hotfloat/native/worker.py"], stdin=subprocess.PIPE,
+                         pass_fds=(w,), env={**os.environ, "PYTHONPATH": "libs/hotfloat", "HOTFLOAT_RESULT_FD": str(w)})
+    os.close(w)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(os.fdopen(r, "rb").read()))
+    reader.start()
+    p.communicate(json.dumps({"artifacts": artifacts, "seed": 20261202}).encode(), timeout=120)
+    reader.join(10)
+    assert p.returncode == 0 and got and got[0].startswith(b"ready\n"), f"worker exit {p.returncode}"
+    return json.loads(got[0][len(b"ready\n"):])
 
 report = run(arts + [bad, wrong])
 json.dump(report, open(result_file, "w"), indent=1)
@@ -60,9 +65,11 @@ assert len(negs) == 2 and not any(r["ok"] for r in negs), "a tampered declaratio
 print("LIVE NATIVE OK", build_dir, "on", report["device"], f"{report['elapsed_s']:.2f}s")
 PY
 done
+# admit() runs the worker sandboxed: bwrap and the libseccomp binding come from the engine payload when it is there
+[ -f "${HOTFLOAT_ENGINE_ROOT:-/tmp/hotfloat-engine}/.payload" ] && . tools/device/sglang_env.sh
 if python3 -c "import pydantic, tomllib" 2>/dev/null; then
   for ex in silu_triton_aot silu_cute_aot; do
-    PYTHONPATH=libs/hotfloat timeout 150 python3 - "$ex" <<'PY' || fail=1
+    PYTHONPATH=libs/hotfloat${PYTHONPATH:+:$PYTHONPATH} timeout 150 python3 - "$ex" <<'PY' || fail=1
 import json, pathlib, sys
 from hotfloat.build import load_build
 from hotfloat.bundle import load_bundle

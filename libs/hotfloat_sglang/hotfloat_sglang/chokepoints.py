@@ -35,11 +35,11 @@ def silu_hook(router: SeamRouter):
     return around
 
 
-def _plain_layer(layer, post_residual_addition, quant_linear) -> bool:
-    """No quantisation, partial variance, HF casting or fp32 residual stream: the layer computes the slots' math."""
+def _plain_layer(layer, post_residual_addition) -> bool:
+    """No post-residual addition, partial variance, HF casting or fp32 residual stream: the layer computes the
+    slots' math."""
     return (
-        post_residual_addition is None and quant_linear is None
-        and getattr(layer, "_quant_linear", None) is None and layer.variance_size_override is None
+        post_residual_addition is None and layer.variance_size_override is None
         and not layer.cast_x_before_out_mul and layer.override_orig_dtype is None and layer.has_weight
         and not layer.fp32_residual
     )
@@ -49,12 +49,12 @@ def norm_hook(router: SeamRouter):
     """An AROUND hook for RMSNorm's forward methods: a plain call is norm.rmsnorm, one with a residual is
     norm.fused_add_rmsnorm (its two outputs are fresh tensors; SGLang's callers use the pair forward returns)."""
 
-    def around(original, layer, x, residual=None, post_residual_addition=None, quant_linear=None):
-        args = (residual, post_residual_addition, quant_linear)
+    def around(original, layer, x, residual=None, post_residual_addition=None):
+        args = (residual, post_residual_addition)
         if getattr(_inside, "depth", 0):
             return original(layer, x, *args)
         slot = "norm.rmsnorm" if residual is None else "norm.fused_add_rmsnorm"
-        if not _plain_layer(layer, post_residual_addition, quant_linear):
+        if not _plain_layer(layer, post_residual_addition):
             router.count_stock(slot)
             return _stock(original, layer, x, *args)
         if residual is None:

@@ -8,7 +8,8 @@ once torch.distributed is up every rank compares what it armed and all exit unle
 Selected by environment: nothing happens unless HOTFLOAT_SEAMS=1 (set SGLANG_PLUGINS=hotfloat to load only this
 plugin). HOTFLOAT_ARMED_BUNDLE / HOTFLOAT_ARMED_IDENTITY name the bundle; without a bundle the engine is null-armed
 (all calls stock, still counted). HOTFLOAT_SEAMS_REPORT_DIR, when set, receives one JSON file per process with
-the armed identity and the routed/stock counts, written at activation and at a clean exit.
+the armed identity and the routed/stock counts, written at activation, whenever the counts changed (checked every
+0.5 s: SGLang kills its scheduler processes at shutdown, so an exit hook alone would lose them) and at a clean exit.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import json
 import logging
 import os
 import sys
+import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -25,13 +28,16 @@ from hotfloat.seams import SeamRouter, arm_from_env, check_ranks_armed
 from hotfloat.errors import HotfloatError
 
 from .chokepoints import NORM_TARGETS, SILU_TARGETS, norm_hook, silu_hook
+from . import decode_attention
 
 ENV_ENABLE = "HOTFLOAT_SEAMS"
 ENV_REPORT_DIR = "HOTFLOAT_SEAMS_REPORT_DIR"
-RANK_CHECK_TARGET = "sglang.srt.distributed.bootstrap._init_parallel_groups"
+RANK_CHECK_TARGET = "sglang.srt.distributed.parallel_state.initialize_model_parallel"
+REPORT_INTERVAL_S = 0.5
 
 log = logging.getLogger("hotfloat.seams")
 _router: SeamRouter | None = None
+_report_lock = threading.Lock()
 
 
 def router() -> SeamRouter | None:
@@ -59,14 +65,21 @@ def activate() -> None:
 
     hooks = [(t, silu_hook(_router)) for t in SILU_TARGETS] + [(t, norm_hook(_router)) for t in NORM_TARGETS]
     hooks.append((RANK_CHECK_TARGET, _after_parallel_init))
+    after = {RANK_CHECK_TARGET}
+    if _router.bundle and any(op.entry.slot == decode_attention.SLOT for op in _router.bundle.ops):
+        # only a bundle that offers the slot pulls in SGLang's triton backend module here
+        hooks.append((decode_attention.TARGET, decode_attention.backend_init_hook(_router)))
+        after.add(decode_attention.TARGET)
     for target, hook in hooks:
-        HookRegistry.register(target, hook, HookType.AFTER if hook is _after_parallel_init else HookType.AROUND)
+        HookRegistry.register(target, hook, HookType.AFTER if target in after else HookType.AROUND)
     HookRegistry.apply_hooks()
     missing = [t for t, _ in hooks if t not in HookRegistry._patched]
     if missing:
         abort(f"could not hook {', '.join(missing)} (run `hotfloat compat`)")
     _report()
     atexit.register(_report)
+    if os.environ.get(ENV_REPORT_DIR):
+        threading.Thread(target=_report_changes, name="hotfloat-seams-report", daemon=True).start()
 
 
 def _after_parallel_init(result, *args, **kwargs):
@@ -80,12 +93,23 @@ def _after_parallel_init(result, *args, **kwargs):
     return result
 
 
+def _report_changes() -> None:
+    last = None
+    while True:
+        time.sleep(REPORT_INTERVAL_S)
+        now = _router.counts()
+        if now != last:
+            _report()
+            last = now
+
+
 def _report() -> None:
     directory = os.environ.get(ENV_REPORT_DIR)
     if not directory or _router is None:
         return
     counts = {slot: asdict(c) for slot, c in _router.counts().items()}
     path = Path(directory) / f"seams-{os.getpid()}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"pid": os.getpid(), "identity": _router.identity, "counts": counts}))
-    tmp.replace(path)
+    with _report_lock:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"pid": os.getpid(), "identity": _router.identity, "counts": counts}))
+        tmp.replace(path)

@@ -8,6 +8,7 @@ import json
 from pydantic import BaseModel
 
 from hotfloat.bundle import Bundle, unpack
+from hotfloat.bundle.bounded import load_json
 from hotfloat.errors import InputError
 from hotfloat.verdict import Status
 
@@ -20,6 +21,9 @@ _STATUS = {
     Status.N_A: common_pb2.NOT_APPLICABLE,
 }
 _FROM_WIRE = {v: k for k, v in _STATUS.items()}
+MAX_EVIDENCE_CHARS = 32 << 20
+"""A verdict's evidence JSON: at most the message limit."""
+MAX_REASONS = 4096
 
 
 def bundle_from_proto(msg: common_pb2.BundleArchive) -> Bundle:
@@ -46,10 +50,14 @@ def verdict_from_proto(msg: common_pb2.Verdict) -> tuple[Status, list[str], dict
     """A reply's verdict as (status, reasons, evidence); an unset or unknown status is the server's fault."""
     if msg.status not in _FROM_WIRE:
         raise InputError(f"reply carries no verdict status ({msg.status})")
+    if len(msg.reasons) > MAX_REASONS:
+        raise InputError(f"verdict carries {len(msg.reasons)} reasons, over the {MAX_REASONS} limit")
     try:
-        evidence = json.loads(msg.evidence_json or "{}")
-    except json.JSONDecodeError as e:
-        raise InputError(f"reply evidence is not JSON: {e}") from None
+        evidence = load_json(msg.evidence_json or "{}", max_chars=MAX_EVIDENCE_CHARS, allow_nan=True)
+    except ValueError as e:
+        raise InputError(f"verdict evidence: {e}") from None
+    if not isinstance(evidence, dict):
+        raise InputError("verdict evidence must be a JSON object")
     return _FROM_WIRE[msg.status], list(msg.reasons), evidence
 
 

@@ -14,10 +14,9 @@ from .convert import qualify_result
 class QualificationServicer(qualification_pb2_grpc.QualificationServicer):
     def __init__(self, worker: Worker, config):
         self._worker = worker
-        self._options = QualifyOptions(device=config.device, passes=config.qualify_passes,
-                                       warmup_passes=config.qualify_warmup_passes,
-                                       extra_passes=dict(config.qualify_extra_passes),
-                                       **({"rule": config.qualify_rule} if config.qualify_rule else {}))
+        options = QualifyOptions.for_device(config.device, warmup_passes=config.qualify_warmup_passes,
+                                            extra_passes=dict(config.qualify_extra_passes))
+        self._options = options.model_copy(update={"rule": config.qualify_rule}) if config.qualify_rule else options
 
     def Qualify(self, request, context):
         bundle = bundle_from_proto(request.bundle)

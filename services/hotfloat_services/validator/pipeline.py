@@ -107,6 +107,9 @@ class Pipeline:
             return self._retry(sub, stage, f"{code.name}: {e.details()}")
         except HotfloatError as e:
             return self._retry(sub, stage, str(e))
+        except Exception as e:  # one submission's fault is counted against it alone; the others go on
+            log.error("#%d %s: internal fault: %s: %s", sub.id, stage, type(e).__name__, e)
+            return self._retry(sub, stage, f"internal fault: {type(e).__name__}: {e}")
         return self._record(sub, stage, result)
 
     def _call(self, stage: str, sub: Submission) -> Outcome:

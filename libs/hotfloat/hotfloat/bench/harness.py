@@ -15,10 +15,10 @@ from ..errors import InfrastructureError, InputError
 from ..slots import DTYPES, Role, Shape, SlotSpec, get_slot
 from . import ceilings as ceil
 from .load import LoadedBundle
-from .records import Ceilings, Impl, Report, Row
+from .records import Ceilings, Impl, Report, Row, Skipped
 from .shapes import select
-from .stock import stock_kernels
-from .timing import GRAPH_CALLS, CudaTimer, cold_cpu
+from .stock import LIBRARIES, Stock, stock_kernels
+from .timing import GRAPH_CALLS, CudaTimer, Prepare, cold_cpu
 
 CPU_NOTE = ("CPU run through the Triton interpreter: the times are meaningless for speed; "
             "this exercises the harness and the output checks only. Use --device cuda for numbers.")
@@ -41,6 +41,8 @@ class Options:
     budget_s: float | None = None
     """Seconds per measurement before the RSE rule gives up; defaults to 0.25 on CUDA and 0.02 on CPU."""
     seed: int = 0
+    stock: tuple[str, ...] = LIBRARIES
+    """Stock libraries to time beside the torch paths (sgl-kernel / FlashInfer calling convention) when they load."""
 
 
 def bench_in_process(path: str, options: Options, progress: Progress | None = None) -> Report:
@@ -69,6 +71,9 @@ class _Run:
         self.l2 = ceil.l2_bytes() if self.cuda else 0
         self.timer = CudaTimer(self.l2) if self.cuda else None
         self.arch = "cpu"
+        self.skipped: dict[tuple[str, str], str] = {}
+        """(slot, library) -> why it is left out; filled as slots are met, so a failed build is tried once."""
+        self._probed: set[tuple[str, str]] = set()
         if self.cuda:
             major, minor = torch.cuda.get_device_capability(0)
             self.arch = f"sm_{major}{minor}"
@@ -102,7 +107,8 @@ class _Run:
         b = self.loaded.bundle
         return Report(bundle_id=b.manifest.bundle_id, identity=b.identity, device=self.opt.device, meaningful=self.cuda,
                       note=CUDA_NOTE if self.cuda else CPU_NOTE, environment=ceil.environment(self.opt.device),
-                      method=self.method(), ceilings=c, rows=rows, status="FAIL" if failed else "PASS")
+                      method=self.method(), ceilings=c, rows=rows, status="FAIL" if failed else "PASS",
+                      skipped=[Skipped(slot=k[0], name=k[1], reason=v) for k, v in self.skipped.items()])
 
     def method(self) -> dict[str, str]:
         """How this run took its numbers, recorded beside them."""
@@ -127,7 +133,7 @@ class _Run:
         """Ours (the routed variant) and every stock kernel on the same rotated input sets, against the ceilings."""
         dims, dt = dict(shape.dims), DTYPES[dtype]
         nbytes = slot.bytes_moved(dims, dt.itemsize)
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator(device=self.opt.device).manual_seed(seed)
         n_sets = 2 if not self.cuda else max(2, min(MAX_SETS, math.ceil(3 * self.l2 / nbytes), MAX_SET_BYTES // nbytes))
         sets = [self.make_set(slot, dims, dt, gen) for _ in range(n_sets)]
         tokens = dims[slot.count_dim]
@@ -135,22 +141,32 @@ class _Run:
         impls = []
         if op is not None:
             impls.append(self.time_impl(f"ours:{op.entry.variant}", self.ours(slot, op, dims, dt, sets), slot, dtype, dims, sets, gen))
-        for name, fn in stock_kernels(slot.name, self.opt.device):
-            impls.append(self.time_impl(name, [lambda s=s, fn=fn: _outputs(fn(s)) for s in sets], slot, dtype, dims, sets,
-                                        gen))
+        stocks, skipped = stock_kernels(slot.name, self.opt.stock)
+        for name, reason in skipped.items():
+            self.skipped.setdefault((slot.name, name), reason)
+        for s in stocks:
+            if s.probe and not self.probe(slot, s, sets[0]):
+                continue
+            calls, prepare, refill = self.stock_calls(s, sets)
+            impls.append(self.time_impl(s.name, calls, slot, dtype, dims, sets, gen, prepare, refill))
         head = {i.name: (i.graph or i.cold).median_us for i in impls if i.cold is not None}
         t = head.get(impls[0].name) if op is not None else None
+        ratio = {i.name: t / head[i.name] for i in impls
+                 if t and i.check == "PASS" and i.name in head and not i.name.startswith("ours")}
+        best = max(ratio, key=ratio.get, default=None)  # the fastest stock: the largest ours/stock
         floor = c.floor_graph_us if self.cuda else c.floor_cold_us
         bw = nbytes / (t * 1e-6) if t else None
         fl = slot.flops(dims) / (t * 1e-6) if t else None
         return Row(slot=slot.name, dtype=dtype, dims=dims, tokens=tokens, bytes=nbytes, flops=slot.flops(dims),
-                   impls=impls, time_us=t, speedup={n: v / t for n, v in head.items() if t and not n.startswith("ours")},
+                   impls=impls, time_us=t, ratio=ratio, best_stock=best, ratio_best=ratio[best] if best else None,
                    bandwidth_Bps=bw, frac_copy_bw=bw / c.copy_Bps if bw else None, flops_per_s=fl,
                    frac_gemm=fl / c.gemm_flops if fl else None, floor_multiple=t / floor if t and floor else None)
 
     def make_set(self, slot: SlotSpec, dims, dt, gen) -> dict:
-        """One input set from the slot's own generator, on the bench device, with the slot's scalars."""
-        t = {k: v.to(self.opt.device) for k, v in slot.make_inputs(dims, dt, gen).items()}
+        """One input set from the slot's own generator, drawn on the bench device (drawing 8192 x 16384 on the host
+        took seconds per set, and the checks draw every set again), with the slot's scalars."""
+        with torch.device(self.opt.device):
+            t = {k: v.to(self.opt.device) for k, v in slot.make_inputs(dims, dt, gen).items()}
         return t | {a.name: float(a.default) for a in slot.of_role(Role.SCALAR)}
 
     def ours(self, slot: SlotSpec, op: Op, dims, dt, sets) -> list[Callable[[], tuple]]:
@@ -164,34 +180,79 @@ class _Run:
             calls.append(lambda args=args, outs=tuple(outs.values()): (entry(*args), outs)[1])
         return calls
 
-    def time_impl(self, name: str, calls, slot: SlotSpec, dtype: str, dims, sets, gen) -> Impl:
+    def probe(self, slot: SlotSpec, s: Stock, inputs: dict) -> bool:
+        """Calls a library kernel once per slot on a private copy of one input set: its first call may build it
+        (FlashInfer's JIT), and a library that cannot build or run here is skipped with the reason, not failed."""
+        key = (slot.name, s.name)
+        if key not in self.skipped and key not in self._probed:
+            try:
+                s.fn(inputs | {n: inputs[n].clone() for n in s.overwrites})
+                if self.cuda:
+                    torch.cuda.synchronize()
+                self._probed.add(key)
+            except Exception as e:  # missing nvcc, a failed JIT build, no kernel for this GPU: the library is absent
+                if self.cuda:
+                    torch.cuda.synchronize()
+                self.skipped[key] = f"first call failed: {type(e).__name__}: {e}"[:300]
+        return key in self._probed
+
+    def stock_calls(self, s: Stock, sets) -> tuple[list[Callable[[], tuple]], Prepare | None, Callable[[], None] | None]:
+        """One call per input set; for a kernel that overwrites inputs, one call per graph position instead, each on
+        its own copies, with `prepare(i)` refilling call i's copies and `refill()` all of them (outside timing)."""
+        if not s.overwrites:
+            return [lambda t=t: _outputs(s.fn(t)) for t in sets], None, None
+        per_call = sum(sets[0][n].numel() * sets[0][n].element_size() for n in s.overwrites)
+        n = max(len(sets), min(GRAPH_CALLS, MAX_SET_BYTES // per_call)) if self.cuda else len(sets)
+        src = [sets[i % len(sets)] for i in range(n)]
+        work = [{k: src[i][k].clone() for k in s.overwrites} for i in range(n)]
+        dst_all = [w[k] for w in work for k in s.overwrites]
+        src_all = [src[i][k] for i in range(n) for k in s.overwrites]
+
+        def prepare(i: int) -> None:
+            for k in s.overwrites:
+                work[i][k].copy_(src[i][k])
+
+        calls = [lambda i=i: _outputs(s.fn(src[i] | work[i])) for i in range(n)]
+        return calls, prepare, lambda: torch._foreach_copy_(dst_all, src_all)
+
+    def time_impl(self, name: str, calls, slot: SlotSpec, dtype: str, dims, sets, gen,
+                  prepare: Prepare | None = None, refill: Callable[[], None] | None = None) -> Impl:
         """Times one implementation; a kernel that raises (or cannot be captured in a graph) fails its row."""
         try:
-            return self._time_impl(name, calls, slot, dtype, dims, sets, gen)
+            return self._time_impl(name, calls, slot, dtype, dims, sets, gen, prepare, refill)
         except Exception as e:  # the kernel's own fault, reported as data like any wrong output
             if self.cuda:
                 torch.cuda.synchronize()
             return Impl(name=name, graph=None, cold=None, check="FAIL", reason=f"raised {type(e).__name__}: {e}"[:500])
 
-    def _time_impl(self, name: str, calls, slot: SlotSpec, dtype: str, dims, sets, gen) -> Impl:
-        """Times one implementation and checks it three times: first call, last timed calls, fresh inputs after."""
+    def _time_impl(self, name: str, calls, slot: SlotSpec, dtype: str, dims, sets, gen, prepare: Prepare | None,
+                   refill: Callable[[], None] | None) -> Impl:
+        """Times one implementation and checks it three times: first call, last timed calls, fresh inputs after.
+        With `refill` (a kernel that overwrites its inputs) every call has its own copies, refilled before it runs
+        and outside the timed region, and the graph holds one call per copy instead of GRAPH_CALLS."""
         refs = [slot.reference(s) for s in sets]
+        refill = refill or (lambda: None)
+        refill()
         reason = _check(slot, dtype, [c() for c in calls], refs, "first call")
         graph = None
         if self.cuda:
-            cold, last = self.timer.cold(calls, self.budget)
+            cold, last = self.timer.cold(calls, self.budget, prepare)
             reason = reason or _check(slot, dtype, last, refs, "after the cold loop")
-            g, captured = self.timer.capture(calls)
-            graph = self.timer.replay(g, GRAPH_CALLS, self.budget)
+            k = GRAPH_CALLS if prepare is None else len(calls)
+            refill()
+            g, captured = self.timer.capture(calls, k)
+            graph = self.timer.replay(g, k, self.budget, refill if prepare else None)
             refs = self.refresh(slot, dims, dtype, sets, gen, captured)
+            refill()
             g.replay()
             torch.cuda.synchronize()
             reason = reason or _check(slot, dtype, captured, refs, "graph replay on fresh inputs")
             del g, captured
         else:
-            cold, last = cold_cpu(calls, self.budget)
+            cold, last = cold_cpu(calls, self.budget, prepare)
             reason = reason or _check(slot, dtype, last, refs, "after the timed loop")
             refs = self.refresh(slot, dims, dtype, sets, gen, last)
+            refill()
             reason = reason or _check(slot, dtype, [c() for c in calls], refs, "fresh inputs after the timed loop")
         return Impl(name=name, graph=graph, cold=cold, check="FAIL" if reason else "PASS", reason=reason)
 

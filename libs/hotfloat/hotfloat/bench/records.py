@@ -58,8 +58,13 @@ class Row(Record):
     """Ours first, then each stock kernel that could run."""
     time_us: float | None
     """Our headline time: the graph median on CUDA, the cold median on CPU; None when no variant covers the shape."""
-    speedup: dict[str, float]
-    """Stock time / our time per stock kernel (same timing mode as time_us); > 1 means ours is faster."""
+    ratio: dict[str, float]
+    """Our time / the stock kernel's time, per stock kernel that passed its checks (same timing mode as time_us);
+    < 1 means ours is faster."""
+    best_stock: str | None
+    """The fastest stock kernel on this shape among those that passed their checks."""
+    ratio_best: float | None
+    """Our time / best_stock's time: the number the targets are judged by."""
     bandwidth_Bps: float | None
     """Achieved bytes per second at time_us."""
     frac_copy_bw: float | None
@@ -84,6 +89,14 @@ class Ceilings(Record):
     """One empty-kernel launch timed alone (a Python call in the CPU interpreter)."""
 
 
+class Skipped(Record):
+    """A stock library that was asked for but could not run a slot here, and why (not installed, build failed)."""
+
+    slot: str
+    name: str
+    reason: str
+
+
 class Report(Record):
     """Everything one `hotfloat bench` run measured."""
 
@@ -101,5 +114,7 @@ class Report(Record):
     """How the numbers were taken (flush size, buffer sets, graph length, stopping rule)."""
     ceilings: Ceilings
     rows: list[Row]
+    skipped: list[Skipped]
+    """Stock libraries left out of the run, each with its reason."""
     status: str
     """PASS when every check of our kernels passed, FAIL otherwise."""

@@ -1,19 +1,39 @@
 """The stock kernels the engine runs today for each slot, timed beside the candidate in the same run.
 
-torch-eager is SGLang's `forward_native` path; flashinfer and sgl_kernel are its CUDA path and join the run when
-they import (carried to the device as wheels where they fit). Each returns its outputs, as the engine uses them."""
+torch-eager is SGLang's `forward_native` path. The libraries SGLang's CUDA path calls (sgl-kernel, FlashInfer) share
+one calling convention: `silu_and_mul(x)` and `rmsnorm(x, weight, eps)` return their output, `fused_add_rmsnorm(x,
+residual, weight, eps)` overwrites x with the normalised sum and residual with the sum. A library joins the run when
+it imports here; FlashInfer builds its kernels on the first call (JIT, nvcc), so that first call is the harness's
+probe. The library is called with its own defaults, as SGLang calls it (PDL on Hopper)."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-Stock = Callable[[Mapping[str, object]], "torch.Tensor | tuple[torch.Tensor, ...]"]
-"""Returns the slot's outputs in ABI order: one tensor, or a tuple when the slot has several."""
+LIBRARIES = ("sgl_kernel", "flashinfer")
+"""Modules following the sgl-kernel / FlashInfer calling convention that a CUDA bench adds when they load."""
+FUNCTIONS = {"activation.silu_and_mul": ("silu_and_mul", "activation"), "norm.rmsnorm": ("rmsnorm", "norm"),
+             "norm.fused_add_rmsnorm": ("fused_add_rmsnorm", "norm")}
+"""Slot -> (function name, submodule that holds it when the package's top level does not export it)."""
+
+
+@dataclass(frozen=True)
+class Stock:
+    """One stock implementation of a slot. `fn` returns the slot's outputs in ABI order. A kernel that writes over
+    some of its inputs names them in `overwrites`: the harness then gives every call its own copies, refilled from the
+    pristine input set before the call and outside its timed region."""
+
+    name: str
+    fn: Callable[[Mapping[str, object]], "torch.Tensor | tuple[torch.Tensor, ...]"]
+    overwrites: tuple[str, ...] = ()
+    probe: bool = False
+    """True for a library kernel: its first call may build it, and a failure there skips it with the reason."""
 
 
 def _silu_eager(t):
@@ -49,39 +69,45 @@ def _fused_torch(t):
     return F.rms_norm(residual, (x.shape[-1],), t["weight"], t["eps"]), residual
 
 
-def _optional(module: str, slot: str) -> Stock | None:
-    """A library kernel for the slot, or None when the library is not installed or fails to load here."""
+BUILTIN: dict[str, tuple[Stock, ...]] = {
+    "activation.silu_and_mul": (Stock("torch-eager", _silu_eager),),
+    "norm.rmsnorm": (Stock("torch-eager", _rmsnorm_eager), Stock("torch.rms_norm", _rmsnorm_torch)),
+    "norm.fused_add_rmsnorm": (Stock("torch-eager", _fused_eager), Stock("torch add+rms_norm", _fused_torch)),
+}
+
+
+def library(module: str, slot: str) -> Stock | str:
+    """The module's kernel for the slot as a Stock, or the reason it cannot run here."""
     if importlib.util.find_spec(module) is None:
-        return None
+        return "not installed"
+    name, sub = FUNCTIONS[slot]
     try:
         lib = importlib.import_module(module)
-    except Exception:  # a library that cannot load on this host (no libcuda, ABI mismatch) is simply absent
-        return None
+        fn = getattr(lib, name, None) or getattr(importlib.import_module(f"{module}.{sub}"), name)
+    except Exception as e:  # a library that cannot load on this host (no libcuda, ABI mismatch) is skipped
+        return f"import failed: {type(e).__name__}: {e}"[:300]
     if slot == "activation.silu_and_mul":
-        fn = getattr(lib, "silu_and_mul", None) or importlib.import_module(f"{module}.activation").silu_and_mul
-        return lambda t: fn(t["x"])
-    fn = getattr(lib, "rmsnorm", None) or importlib.import_module(f"{module}.norm").rmsnorm
-    return lambda t: fn(t["x"], t["weight"], t["eps"])
+        return Stock(module, lambda t: fn(t["x"]), probe=True)
+    if slot == "norm.rmsnorm":
+        return Stock(module, lambda t: fn(t["x"], t["weight"], t["eps"]), probe=True)
+
+    def fused(t):
+        fn(t["x"], t["residual"], t["weight"], t["eps"])
+        return t["x"], t["residual"]
+
+    return Stock(module, fused, overwrites=("x", "residual"), probe=True)
 
 
-BUILTIN: dict[str, tuple[tuple[str, Stock], ...]] = {
-    "activation.silu_and_mul": (("torch-eager", _silu_eager),),
-    "norm.rmsnorm": (("torch-eager", _rmsnorm_eager), ("torch.rms_norm", _rmsnorm_torch)),
-    "norm.fused_add_rmsnorm": (("torch-eager", _fused_eager), ("torch add+rms_norm", _fused_torch)),
-}
-LIBRARIES = ("sgl_kernel", "flashinfer")
-LIBRARY_SLOTS = ("activation.silu_and_mul", "norm.rmsnorm")
-"""Slots whose library kernels return their outputs. The libraries' fused_add_rmsnorm overwrites x and residual in
-place, so on the bench's reused input sets it would compute on its own previous results and fail every check;
-timing it on fresh copies would add two copies the engine does not run."""
-
-
-def stock_kernels(slot: str, device: str) -> list[tuple[str, Stock]]:
-    """Every stock kernel that can run the slot on this device, torch first."""
-    found = list(BUILTIN.get(slot, ()))
-    if device == "cuda" and slot in LIBRARY_SLOTS:
-        for lib in LIBRARIES:
-            fn = _optional(lib, slot)
-            if fn is not None:
-                found.append((lib, fn))
-    return found
+def stock_kernels(slot: str, libraries: tuple[str, ...]) -> tuple[list[Stock], dict[str, str]]:
+    """Every stock kernel that can run the slot here, torch first, and why each named library cannot (libraries
+    have no kernel for slots outside FUNCTIONS; those are not reported)."""
+    found, skipped = list(BUILTIN.get(slot, ())), {}
+    if slot not in FUNCTIONS:
+        return found, skipped
+    for module in libraries:
+        s = library(module, slot)
+        if isinstance(s, Stock):
+            found.append(s)
+        else:
+            skipped[module] = s
+    return found, skipped

@@ -20,6 +20,8 @@ GRAPH_CALLS = 64
 """Calls captured back to back in one graph: enough that the per-replay launch cost is spread thin."""
 
 Call = Callable[[], object]
+Prepare = Callable[[int], None]
+"""Refills call i's private copies of the inputs it overwrites; runs before that call, outside its timed region."""
 
 
 def stat(samples_us: Sequence[float]) -> Stat:
@@ -44,7 +46,7 @@ def repeat(measure: Callable[[int], list[float]], budget_s: float, batch: int, m
             return s
 
 
-def cold_cpu(calls: Sequence[Call], budget_s: float) -> tuple[Stat, list[object]]:
+def cold_cpu(calls: Sequence[Call], budget_s: float, prepare: Prepare | None = None) -> tuple[Stat, list[object]]:
     """Wall-clock time of single calls, rotating over the input sets; returns the last result of each set."""
     last: list[object] = [None] * len(calls)
     turn = [0]
@@ -54,6 +56,8 @@ def cold_cpu(calls: Sequence[Call], budget_s: float) -> tuple[Stat, list[object]
         for _ in range(n):
             i = turn[0] % len(calls)
             turn[0] += 1
+            if prepare:
+                prepare(i)
             t0 = time.perf_counter()
             last[i] = calls[i]()
             out.append((time.perf_counter() - t0) * 1e6)
@@ -69,7 +73,7 @@ class CudaTimer:
         self.flush = torch.empty(max(2 * l2_bytes, 1 << 20) // 4, dtype=torch.int32, device="cuda")
         self.persisting_reset = _reset_persisting_l2()
 
-    def cold(self, calls: Sequence[Call], budget_s: float) -> tuple[Stat, list[object]]:
+    def cold(self, calls: Sequence[Call], budget_s: float, prepare: Prepare | None = None) -> tuple[Stat, list[object]]:
         """One call at a time after overwriting the flush buffer, so no input or output is in L2 when it starts."""
         last: list[object] = [None] * len(calls)
         turn = [0]
@@ -79,6 +83,8 @@ class CudaTimer:
             for start, end in ev:
                 i = turn[0] % len(calls)
                 turn[0] += 1
+                if prepare:
+                    prepare(i)
                 self.flush.zero_()
                 torch.cuda._sleep(SPIN_CYCLES)
                 start.record()
@@ -103,15 +109,20 @@ class CudaTimer:
             results = [calls[i % len(calls)]() for i in range(k)]
         return graph, results
 
-    def replay(self, graph: torch.cuda.CUDAGraph, k: int, budget_s: float) -> Stat:
-        """Per-call time of the captured calls: each replay's time over k."""
+    def replay(self, graph: torch.cuda.CUDAGraph, k: int, budget_s: float, before: Callable[[], None] | None = None) -> Stat:
+        """Per-call time of the captured calls: each replay's time over k. `before` (refilling overwritten inputs)
+        runs ahead of each replay's start event, so its work is queued outside the timed region."""
         for _ in range(3):
+            if before:
+                before()
             graph.replay()
         torch.cuda.synchronize()
 
         def measure(n: int) -> list[float]:
             ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
             for start, end in ev:
+                if before:
+                    before()
                 start.record()
                 graph.replay()
                 end.record()

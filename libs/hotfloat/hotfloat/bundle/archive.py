@@ -1,16 +1,30 @@
-"""Deterministic bundle archives and their bounded, in-memory extraction: archives are always hostile."""
+"""Deterministic bundle archives and their bounded, in-memory extraction: archives are always hostile.
+
+Accepted: a plain tar or a gzip-compressed one (what `pack` writes). Every bound holds before the bytes it guards
+are allocated: the compressed size, the decompressed size (a 1 MB gzip of a 1 GiB long name stops at the bound, in
+a fraction of a second), the declared size of each extended header (GNU long names, pax records) before tarfile reads it, the
+member count, each file's size and the total. Only regular files and directories are accepted.
+"""
 
 from __future__ import annotations
 
 import gzip
 import io
 import tarfile
+import zlib
 
 from ..errors import BundleError
 from .layout import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, Bundle, bundle_from_files, check_path
 
 MAX_ARCHIVE_BYTES = 16 << 20
 MAX_MEMBERS = 4 * MAX_FILES
+MAX_HEADER_BYTES = 8 << 10
+"""Largest extended header (GNU long name or link, pax record set) read into memory."""
+MAX_TAR_BYTES = MAX_TOTAL_BYTES + MAX_MEMBERS * 2 * tarfile.BLOCKSIZE + tarfile.RECORDSIZE
+"""Decompressed tar stream: the bundle's bytes plus a header block and padding per member, and the end record."""
+_EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+             tarfile.SOLARIS_XHDTYPE)
+_REFUSED_FORMATS = {b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"}
 
 
 def pack(bundle: Bundle) -> bytes:
@@ -30,10 +44,11 @@ def unpack(data: bytes) -> Bundle:
     """Extracts an untrusted archive into memory with hard bounds, then validates it as a bundle."""
     if len(data) > MAX_ARCHIVE_BYTES:
         raise BundleError(f"archive is {len(data)} bytes, over the {MAX_ARCHIVE_BYTES}-byte limit")
+    raw = _tar_bytes(bytes(data))
     files: dict[str, bytes] = {}
     total = members = 0
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:", tarinfo=_BoundedInfo) as tar:
             for m in tar:
                 members += 1
                 if members > MAX_MEMBERS:
@@ -41,8 +56,8 @@ def unpack(data: bytes) -> Bundle:
                 name = m.name.removeprefix("./").rstrip("/")
                 if m.isdir():
                     continue
-                if not m.isreg():
-                    raise BundleError(f"archive member {m.name!r}: links and special files are refused")
+                if m.type not in (tarfile.REGTYPE, tarfile.AREGTYPE) or m.sparse is not None:
+                    raise BundleError(f"archive member {name[:255]!r}: links and special files are refused")
                 check_path(name)
                 if m.size > MAX_FILE_BYTES:
                     raise BundleError(f"archive member {name}: {m.size} bytes exceeds the file limit")
@@ -55,6 +70,44 @@ def unpack(data: bytes) -> Bundle:
                 files[name] = fh.read(m.size + 1) if fh else b""
                 if len(files[name]) != m.size:
                     raise BundleError(f"archive member {name}: size does not match its header")
-    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile, ValueError) as e:
+    except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         raise BundleError(f"not a valid bundle archive: {e}") from None
     return bundle_from_files(files)
+
+
+def _tar_bytes(data: bytes) -> bytes:
+    """The tar stream: gzip is decompressed up to MAX_TAR_BYTES and no further; other compressions are refused."""
+    for magic, kind in _REFUSED_FORMATS.items():
+        if data.startswith(magic):
+            raise BundleError(f"{kind} archives are not accepted (a bundle is a tar or tar.gz)")
+    if not data.startswith(b"\x1f\x8b"):
+        if len(data) > MAX_TAR_BYTES:
+            raise BundleError(f"tar archive is {len(data)} bytes, over the {MAX_TAR_BYTES}-byte limit")
+        return data
+    inflate = zlib.decompressobj(wbits=31)
+    try:
+        out = inflate.decompress(data, MAX_TAR_BYTES + 1)
+    except zlib.error as e:
+        raise BundleError(f"not a valid bundle archive: gzip: {e}") from None
+    if len(out) > MAX_TAR_BYTES or inflate.unconsumed_tail:
+        raise BundleError(f"archive expands beyond {MAX_TAR_BYTES} bytes when decompressed (refused)")
+    if not inflate.eof:
+        raise BundleError("not a valid bundle archive: the gzip stream is truncated")
+    if inflate.unused_data.strip(b"\0"):
+        raise BundleError("not a valid bundle archive: data after the gzip stream")
+    return out
+
+
+class _BoundedInfo(tarfile.TarInfo):
+    """Reads each header block first and refuses an extended header whose declared size is over MAX_HEADER_BYTES,
+    before tarfile would read all of it into memory (a GNU long name can claim gigabytes)."""
+
+    @classmethod
+    def fromtarfile(cls, tar):
+        start = tar.fileobj.tell()
+        head = cls.frombuf(tar.fileobj.read(tarfile.BLOCKSIZE), tar.encoding, tar.errors)
+        if head.type in _EXTENDED and head.size > MAX_HEADER_BYTES:
+            raise BundleError(f"archive extended header of {head.size} bytes (long name or pax) is over the "
+                              f"{MAX_HEADER_BYTES}-byte limit")
+        tar.fileobj.seek(start)
+        return super().fromtarfile(tar)

@@ -53,9 +53,11 @@ class Bundle:
 
 def check_path(rel: str) -> None:
     """Refuses paths that are hidden, escaping, oddly named, compiled or of a type bundles never carry."""
+    if len(rel) > 255:
+        raise BundleError(f"{rel[:64]!r}...: refused path (longer than 255 characters)")
     if rel.endswith(COMPILED_SUFFIXES) or "__pycache__" in rel.split("/"):
-        raise BundleError(f"{rel}: compiled files are refused (ship sources only)")
-    if len(rel) > 255 or not _PATH_RE.match(rel) or rel.count("/") >= MAX_DEPTH:
+        raise BundleError(f"{rel!r}: compiled files are refused (ship sources only)")
+    if not _PATH_RE.match(rel) or rel.count("/") >= MAX_DEPTH:
         raise BundleError(f"{rel!r}: refused path (hidden, escaping, too deep or unusual characters)")
     if not rel.endswith(ALLOWED_SUFFIXES):
         raise BundleError(f"{rel}: file type not allowed in a bundle (allowed: {' '.join(ALLOWED_SUFFIXES)})")
@@ -91,7 +93,10 @@ def read_bundle_dir(root: Path) -> dict[str, bytes]:
                 total += st.st_size
                 if len(files) >= MAX_FILES or total > MAX_TOTAL_BYTES:
                     raise BundleError(f"bundle exceeds {MAX_FILES} files or {MAX_TOTAL_BYTES} bytes")
-                files[rel] = Path(e.path).read_bytes()
+                with open(e.path, "rb") as f:  # bounded: the file may have grown since stat()
+                    files[rel] = f.read(MAX_FILE_BYTES + 1)
+                if len(files[rel]) > MAX_FILE_BYTES:
+                    raise BundleError(f"{rel}: more than {MAX_FILE_BYTES} bytes (refused)")
     return files
 
 
@@ -108,12 +113,22 @@ def bundle_from_files(files: dict[str, bytes]) -> Bundle:
         check_path(rel)
         if len(data) > MAX_FILE_BYTES:
             raise BundleError(f"{rel}: {len(data)} bytes exceeds the {MAX_FILE_BYTES}-byte file limit")
+    _refuse_file_dir_clashes(files)
     if "manifest.toml" not in files:
         raise BundleError("manifest.toml is missing at the bundle root")
     manifest = parse_manifest(_text("manifest.toml", files["manifest.toml"]))
     ops = tuple(_resolve_op(e, files) for e in manifest.ops)
     _refuse_overlaps(ops)
     return Bundle(manifest=manifest, ops=ops, files=dict(sorted(files.items())), identity=bundle_identity(files))
+
+
+def _refuse_file_dir_clashes(files: dict[str, bytes]) -> None:
+    """An archive can hold `k.py` and `k.py/x.py`; no directory can, and writing both out would fail mid-verify."""
+    for rel in files:
+        parts = rel.split("/")
+        for i in range(1, len(parts)):
+            if (parent := "/".join(parts[:i])) in files:
+                raise BundleError(f"{parent} is both a file and a directory (refused)")
 
 
 def _text(rel: str, data: bytes) -> str:
@@ -139,11 +154,21 @@ def _resolve_op(entry: OpEntry, files: dict[str, bytes]) -> Op:
         if entry.metadata not in files:
             raise BundleError(f"{where}: metadata {entry.metadata!r} is not in the bundle")
         metadata = parse_metadata(entry.metadata, _text(entry.metadata, files[entry.metadata]))
+        _check_token_range(metadata, slot, where)
         if metadata.dtypes is not None and not set(metadata.dtypes) <= set(entry.dtypes):
             raise BundleError(f"{where}: metadata dtypes {metadata.dtypes} widen the op's dtypes {entry.dtypes}")
     if entry.kernel is not None:
         _check_kernel(entry, slot, where)
     return Op(entry=entry, metadata=metadata)
+
+
+def _check_token_range(metadata: OpMetadata, slot, where: str) -> None:
+    """Metadata narrows where a variant runs; it cannot make the validator build inputs beyond the slot's largest
+    token count (the verifier clamps its counts to min_num_tokens)."""
+    top = max(s.dims[slot.count_dim] for s in (*slot.shapes, *slot.bench_shapes))
+    if metadata.min_num_tokens > top:
+        raise BundleError(f"{where}: metadata min_num_tokens {metadata.min_num_tokens} is beyond the slot's largest "
+                          f"token count {top}")
 
 
 def kernel_names(slot) -> tuple[set[str], set[str]]:

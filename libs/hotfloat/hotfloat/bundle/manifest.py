@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import tomllib
 from pathlib import PurePosixPath
 from typing import Annotated
 
@@ -12,8 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .. import ABI_VERSION
 from ..errors import BundleError
 from ..slots import DTYPES
+from .bounded import load_json, load_toml
 
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
+MAX_MANIFEST_CHARS = 64 << 10
+MAX_METADATA_CHARS = 16 << 10
 ARCHITECTURES = ("cpu", "sm_80", "sm_89", "sm_90", "sm_90a", "sm_100")
 
 
@@ -25,6 +26,8 @@ class Record(BaseModel):
 
 def contained_path(value: str) -> str:
     """A relative POSIX path that stays inside the bundle."""
+    if len(value) > 255:
+        raise ValueError("path longer than 255 characters")
     p = PurePosixPath(value)
     if not value or value.startswith("/") or "\\" in value or ".." in p.parts or p.parts[0] in (".", ""):
         raise ValueError(f"path {value!r} must be relative and inside the bundle")
@@ -89,7 +92,7 @@ class KernelDecl(Record):
 class OpEntry(Record):
     """One kernel offered for one slot."""
 
-    slot: str
+    slot: Annotated[str, Field(max_length=128)]
     """Registered slot name, e.g. activation.silu_and_mul."""
     source: str
     """Python file inside the bundle, e.g. kernels/silu.py."""
@@ -164,11 +167,11 @@ def _first_error(exc: ValidationError) -> str:
 
 
 def parse_manifest(text: str) -> Manifest:
-    """Parses manifest.toml text from an untrusted bundle."""
+    """Parses manifest.toml text from an untrusted bundle, bounded before the TOML parser runs."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise BundleError(f"manifest.toml is not valid TOML: {e}") from None
+        data = load_toml(text, max_chars=MAX_MANIFEST_CHARS)
+    except ValueError as e:
+        raise BundleError(f"manifest.toml: {e}") from None
     try:
         return Manifest.model_validate(data)
     except ValidationError as e:
@@ -176,15 +179,14 @@ def parse_manifest(text: str) -> Manifest:
 
 
 def parse_metadata(name: str, text: str) -> OpMetadata:
-    """Parses an op's metadata JSON from an untrusted bundle."""
+    """Parses an op's metadata JSON from an untrusted bundle, bounded before the JSON parser runs."""
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise BundleError(f"{name} is not valid JSON: {e}") from None
+        data = load_json(text, max_chars=MAX_METADATA_CHARS)
+    except ValueError as e:
+        raise BundleError(f"{name}: {e}") from None
     if not isinstance(data, dict):
         raise BundleError(f"{name} must hold a JSON object")
     try:
         return OpMetadata.model_validate(data)
     except ValidationError as e:
         raise BundleError(f"{name}: {_first_error(e)}") from None
-

@@ -5,7 +5,8 @@ The validator's pipeline calls it at the top of every loop, so both steps cost o
 intake runs when the finalized block moved, weights when the head entered a window with no publication yet. The
 window is the publication round (`every-N-<head // N>`), journaled by `publish`: a restarted validator reconciles the
 window's publication instead of sending it twice, and crowns that change inside a window wait for the next one.
-A chain that cannot be reached is reported and tried again next cycle; scoring goes on meanwhile.
+A chain that cannot be reached is reported and tried again next cycle; scoring goes on meanwhile. Intake and weights
+are isolated from each other, and the intake isolates each commitment, so no input can stop weights being set.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 
 import bittensor as bt
 
-from ..errors import InfrastructureError, InputError
+from ..errors import HotfloatError, InputError
 from ..ledger import Ledger
 from ..score.standings import crowns
 from .client import Chain
@@ -46,11 +47,13 @@ class ChainCycle:
             raise InputError(f"subnet {self.netuid} uses commit-reveal weights; the journal cannot confirm them")
 
     def __call__(self) -> None:
-        try:
-            self.intake()
-            self.weights()
-        except InfrastructureError as e:
-            self.report(f"chain: {e}; trying again next cycle")
+        """Intake, then weights, each on its own: a fault in one is reported and never keeps the other from running."""
+        for step in (self.intake, self.weights):
+            try:
+                step()
+            except Exception as e:  # a validator that stops setting weights over one fault is worse than a report
+                kind = "" if isinstance(e, HotfloatError) else f"{type(e).__name__}: "
+                self.report(f"chain: {step.__name__}: {kind}{e}; trying again next cycle")
 
     def intake(self) -> list[Decision]:
         """Decides the commitments finalized since the last intake; a transient fetch failure is retried at the next

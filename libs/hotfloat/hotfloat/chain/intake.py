@@ -4,7 +4,9 @@ Rules, in order: the committing hotkey must hold a uid; the payload must parse (
 an identity goes to its first committer in chain order (a later commitment of it by another hotkey is a duplicate,
 by the same hotkey a replay), and is only decided once every earlier commitment of it is decided; a fee payment
 reference pays for one commitment only; the archive is fetched under `FetchPolicy` bounds and its recomputed identity
-must equal the committed one. A transient fetch failure is retried on later runs, up to `max_attempts`.
+must equal the committed one. A transient fetch failure is retried on later runs, up to `max_attempts`. Any other
+fault while deciding one commitment is recorded against that commitment alone (bad input: refused; anything else:
+retried like a transient failure, then refused), and the intake goes on to the next.
 
 Each decision is one ledger transaction, written after the ledger has received the archive; receiving is idempotent
 by identity, so a crash between the two only repeats the fetch on the next run and never enqueues twice.
@@ -18,6 +20,7 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict
 
+from ..errors import InputError
 from ..ledger import Ledger
 from .client import Chain, ChainCommitment
 from .fetch import FetchPolicy, FetchRefused, fetch_bundle
@@ -63,7 +66,11 @@ def run_intake(chain: Chain, ledger: Ledger, netuid: int, policy: FetchPolicy = 
         row = _observation(ledger, netuid, c)
         if row is not None and row[0] != Outcome.RETRY.value:
             continue
-        d = _decide(ledger, netuid, c, policy, attempts=(row[1] if row else 0) + 1, max_attempts=max_attempts)
+        attempts = (row[1] if row else 0) + 1
+        try:
+            d = _decide(ledger, netuid, c, policy, attempts=attempts, max_attempts=max_attempts)
+        except Exception as e:  # one commitment's fault never stops the others, and is never retried forever
+            d = _fault(ledger, netuid, c, e, attempts, max_attempts)
         if d is not None:
             decisions.append(d)
     return decisions
@@ -111,6 +118,26 @@ def _decide(ledger: Ledger, netuid: int, c: ChainCommitment, policy: FetchPolicy
         return done(Outcome.REFUSED, f"duplicate identity: the ledger already holds it from {sub.submitter or sub.source}",
                     **refs)
     return done(Outcome.ACCEPTED, "fetched, identity verified, enqueued", payment=p.p, sid=sub.id, **refs)
+
+
+def _fault(ledger: Ledger, netuid: int, c: ChainCommitment, e: Exception, attempts: int, max_attempts: int) -> Decision:
+    """A commitment whose decision raised: refused at once when its input is to blame, otherwise tried again on
+    later runs and refused after `max_attempts`, so a poisoned commitment is decided exactly once."""
+    try:
+        p = parse_payload(c.data)
+        refs = {"identity": p.h, "url": p.u}
+    except ValueError:
+        refs = {"identity": None, "url": None}
+    reason = f"{type(e).__name__}: {e}"[:500]
+    if isinstance(e, InputError):
+        outcome = Outcome.REFUSED
+    elif attempts < max_attempts:
+        outcome, reason = Outcome.RETRY, f"fault while deciding: {reason} (attempt {attempts} of {max_attempts})"
+    else:
+        outcome, reason = Outcome.REFUSED, f"fault while deciding, {attempts} attempts: {reason}"
+    d = Decision(netuid=netuid, hotkey=c.hotkey, uid=c.uid, block=c.block, outcome=outcome, reason=reason, **refs)
+    _record(ledger, d, digest(c.data), None, attempts)
+    return d
 
 
 def _observation(ledger: Ledger, netuid: int, c: ChainCommitment) -> tuple[str, int] | None:

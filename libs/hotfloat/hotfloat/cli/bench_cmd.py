@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
-import torch
 
-from ..bench import Options, plot, run_bench
-from ..bench.records import Report
-from ..bench.shapes import SETS, parse_shape
+from ..errors import ExitCode
 from ..slots import DTYPES
+from .options import bundle_argument, device_option, resolve_device
 from .output import emit_json, json_option, progress, table
+
+SETS = ("bench", "decode", "all")
+"""hotfloat.bench.shapes.SETS, spelled out so `--help` needs no torch (a test keeps them equal)."""
 
 
 @click.command("bench")
-@click.argument("bundle", type=click.Path(path_type=str))
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None,
-              help="Where to run (default: cuda when visible, else cpu; CPU numbers are meaningless, interpreter mode).")
+@bundle_argument
+@device_option("Where to run (CPU numbers are meaningless: interpreter mode).")
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(sorted(DTYPES)), default=("bf16",), show_default=True,
               help="Dtypes to time (repeatable).")
 @click.option("--shapes", "shape_set", type=click.Choice(SETS), default="all", show_default=True,
@@ -26,17 +27,25 @@ from .output import emit_json, json_option, progress, table
 @click.option("--budget", type=click.FloatRange(min=0.0), default=None,
               help="Seconds per measurement before the 1% relative-standard-error rule gives up.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@click.option("--stock", "stock", multiple=True, metavar="MODULE",
+              help="Stock library timed beside torch's paths (repeatable; default: sgl_kernel and flashinfer when they "
+                   "load; 'none' for torch only).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="Also write a PNG of speedup and fraction of copy bandwidth per shape.")
 @click.option("--save", "save_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="Also write the JSON report to this file (the table still goes to stdout).")
 @json_option
-def bench(bundle: str, device: str | None, dtypes: tuple[str, ...], shape_set: str, shapes: tuple[str, ...],
-          budget: float | None, seed: int, plot_path: str | None, save_path: str | None, as_json: bool) -> None:
+def bench(bundle: str, device: str, dtypes: tuple[str, ...], shape_set: str, shapes: tuple[str, ...],
+          budget: float | None, seed: int, stock: tuple[str, ...], plot_path: str | None, save_path: str | None,
+          as_json: bool) -> None:
     """Time BUNDLE's kernels on each slot's shapes beside the stock kernels, checking outputs before and after."""
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    opts = Options(device=device, dtypes=dtypes, shape_set=shape_set, shapes=tuple(map(parse_shape, shapes)),
+    from ..bench import Options, plot, run_bench
+    from ..bench.shapes import parse_shape
+
+    opts = Options(device=resolve_device(device), dtypes=dtypes, shape_set=shape_set, shapes=tuple(map(parse_shape, shapes)),
                    budget_s=budget, seed=seed)
+    if stock:
+        opts = dataclasses.replace(opts, stock=tuple(s for s in stock if s != "none"))
     with progress() as bar:
         task = bar.add_task("bench", total=None)
         report = run_bench(bundle, opts, lambda done, total, label: bar.update(task, completed=done, total=total,
@@ -50,26 +59,28 @@ def bench(bundle: str, device: str | None, dtypes: tuple[str, ...], shape_set: s
     else:
         _render(report)
     if report.status != "PASS":
-        raise click.exceptions.Exit(1)
+        raise click.exceptions.Exit(ExitCode.FAIL)
 
 
-def _render(r: Report) -> None:
+def _render(r) -> None:
     c = r.ceilings
     click.echo(f"note: {r.note}", err=True)
     floor = f"{c.floor_graph_us:.2f} us (graph)" if c.floor_graph_us else f"{c.floor_cold_us:.1f} us (cold)"
     click.echo(f"ceilings: copy {c.copy_Bps / 1e9:.0f} GB/s, GEMM {c.gemm_flops / 1e12:.1f} TFLOP/s, launch floor {floor}"
                f" | {' '.join(f'{k}={v}' for k, v in r.environment.items())}", err=True)
+    for s in r.skipped:
+        click.echo(f"stock {s.name} skipped for {s.slot}: {s.reason}", err=True)
     rows = []
     for row in r.rows:
-        stock = [(i.name, (i.graph or i.cold).median_us) for i in row.impls if i.cold and not i.name.startswith("ours")]
-        best = min(stock, key=lambda s: s[1]) if stock else None
+        stock = {i.name: (i.graph or i.cold).median_us for i in row.impls if i.cold and not i.name.startswith("ours")}
+        best = row.best_stock or min(stock, key=stock.get, default=None)
         ours = row.impls[0] if row.impls and row.impls[0].name.startswith("ours") else None
         rows.append((
             row.slot, row.dtype, "x".join(str(v) for v in row.dims.values()),
             f"{row.time_us:.2f}" if row.time_us else ("raised" if ours else "stock"),
             f"{ours.cold.median_us:.2f}" if ours and ours.cold else "",
-            f"{best[0]} {best[1]:.2f}" if best else "",
-            f"{row.speedup[best[0]]:.2f}x" if best and row.time_us else "",
+            f"{best} {stock[best]:.2f}" if best else "",
+            f"{row.ratio_best:.2f}" if row.ratio_best else "",
             f"{row.bandwidth_Bps / 1e9:.0f}" if row.bandwidth_Bps else "",
             f"{100 * row.frac_copy_bw:.1f}%" if row.frac_copy_bw else "",
             f"{100 * row.frac_gemm:.2f}%" if row.frac_gemm else "",
@@ -77,5 +88,5 @@ def _render(r: Report) -> None:
             ours.check if ours else "N/A",
         ))
     table(f"hotfloat bench {r.bundle_id} ({r.device}, status {r.status})",
-          ["slot", "dtype", "shape", "us", "cold us", "best stock us", "speedup", "GB/s", "% copy", "% GEMM",
+          ["slot", "dtype", "shape", "us", "cold us", "best stock us", "ours/best", "GB/s", "% copy", "% GEMM",
            "x floor", "check"], rows)

@@ -7,24 +7,24 @@ from pathlib import Path
 
 import click
 
-from ..build import build_bundle, load_build
-from ..bundle import load_bundle
 from ..errors import InputError
-from ..native.admission import admit
-from .output import emit_json, json_option, table
+from .options import bundle_argument, open_bundle
+from .output import emit_json, exit_with, json_option, table
 
 INDEX = "index.json"
 
 
 @click.command("build")
-@click.argument("bundle", type=click.Path(file_okay=False, path_type=str))
+@bundle_argument
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Directory for the cubins and index.json (the build record).")
 @click.option("--arch", default="sm_90a", show_default=True, help="Target CUDA architecture.")
 @json_option
 def build(bundle: str, out_dir: Path, arch: str, as_json: bool) -> None:
-    """Compile BUNDLE's triton/cute kernels to cubins without a GPU, in a sandbox; exit 1 unless the build passed."""
-    record = build_bundle(load_bundle(bundle), arch=arch)
+    """Compile BUNDLE's triton/cute kernels to cubins without a GPU, in a sandbox; exit 0 PASS, 1 FAIL."""
+    from ..build import build_bundle
+
+    record = build_bundle(open_bundle(bundle), arch=arch)
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, data in record.cubins.items():
         (out_dir / name).write_bytes(data)
@@ -34,28 +34,29 @@ def build(bundle: str, out_dir: Path, arch: str, as_json: bool) -> None:
     else:
         table(f"build {record.status.value}: {'; '.join(record.reasons)}", ["op", "dtype", "kernel", "cubin sha256"],
               [(k.op, k.dtype, k.symbol, k.cubin_sha256[:16]) for k in record.kernels])
-    if record.status.value == "FAIL":
-        raise SystemExit(1)
+    exit_with(record.status)
 
 
 @click.command("admit")
-@click.argument("bundle", type=click.Path(file_okay=False, path_type=str))
+@bundle_argument
 @click.option("--build", "build_dir", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="A directory written by `hotfloat build`.")
 @click.option("--seed", type=int, default=None, help="Replay a run; default: a fresh secret seed.")
 @json_option
 def admit_cmd(bundle: str, build_dir: Path, seed: int | None, as_json: bool) -> None:
     """Gate, load (Driver API) and verify BUNDLE's built cubins; without a GPU the verdict says the load was skipped."""
+    from ..build import load_build
+    from ..native.admission import admit
+
     try:
         evidence = (build_dir / INDEX).read_text()
         names = json.loads(evidence).get("kernels", [])
         artifacts = {k["cubin"]: (build_dir / Path(k["cubin"]).name).read_bytes() for k in names}
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
         raise InputError(f"{build_dir}: not a readable build directory: {e}") from None
-    report = admit(load_bundle(bundle), load_build(evidence, artifacts), seed=seed)
+    report = admit(open_bundle(bundle), load_build(evidence, artifacts), seed=seed)
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
         table(f"admission {report.status.value} on {report.device}", ["reason"], [(r,) for r in report.reasons])
-    if report.status.value == "FAIL":
-        raise SystemExit(1)
+    exit_with(report.status)

@@ -18,6 +18,7 @@ from ..chain.payload import parse_payload
 from ..chain.weights import crown_weights
 from ..errors import InputError
 from ..score import Crown
+from .options import bundle_argument, ledger_option as _ledger_option, writable_ledger
 from .output import emit_json, json_option, table
 
 
@@ -40,9 +41,19 @@ def wallet_options(fn):
 
 
 def ledger_option(fn):
-    """--ledger, required: intake decisions and the publication journal live in the validator ledger."""
-    return click.option("--ledger", "ledger_path", type=click.Path(dir_okay=False), required=True,
-                        help="The validator ledger database (SQLite).")(fn)
+    """--ledger: intake decisions and the publication journal live in the validator ledger (the per-user one)."""
+    return _ledger_option("The validator ledger database (SQLite).")(fn)
+
+
+def _package(path: str):
+    """The bundle and its deterministic archive, from a bundle directory or an archive (repacked canonically)."""
+    if Path(path).is_dir():
+        return package(path)
+    from ..bundle import pack
+    from .options import open_bundle
+
+    b = open_bundle(path)
+    return b, pack(b)
 
 
 @click.group("chain")
@@ -51,12 +62,12 @@ def chain() -> None:
 
 
 @chain.command("package")
-@click.argument("bundle", type=click.Path(file_okay=False, path_type=str))
+@bundle_argument
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Archive path (default ./<bundle_id>.tar.gz).")
 @json_option
 def package_cmd(bundle: str, out: str | None, as_json: bool) -> None:
     """Write BUNDLE's deterministic archive and print its identity (the value to commit)."""
-    b, archive = package(bundle)
+    b, archive = _package(bundle)
     path = Path(out or f"{b.manifest.bundle_id}.tar.gz")
     try:
         path.write_bytes(archive)
@@ -70,7 +81,7 @@ def package_cmd(bundle: str, out: str | None, as_json: bool) -> None:
 
 
 @chain.command("submit")
-@click.argument("bundle", type=click.Path(file_okay=False, path_type=str))
+@bundle_argument
 @click.option("--url", required=True, help="HTTPS URL where the archive from `chain package` is served.")
 @click.option("--payment", default=None, help="Optional fee payment reference <block>-<index>.")
 @netuid_option
@@ -81,7 +92,7 @@ def package_cmd(bundle: str, out: str | None, as_json: bool) -> None:
 def submit_cmd(bundle: str, url: str, payment: str | None, netuid: int, network: str, wallet_name: str, hotkey: str,
                wallet_path: str | None, dry_run: bool, as_json: bool) -> None:
     """Commit BUNDLE's identity and archive URL on the subnet, signed by the hotkey."""
-    b, _ = package(bundle)
+    b, _ = _package(bundle)
     payload, raw = commitment(b.identity, url, payment)
     info = {"netuid": netuid, "network": network, "payload": raw.decode(), "bytes": len(raw), "dry_run": dry_run}
     if not dry_run:
@@ -121,7 +132,7 @@ def intake_cmd(netuid: int, network: str, ledger_path: str, deadline: float, caf
     from ..chain.tables import open_ledger
 
     policy = FetchPolicy(deadline_s=deadline, cafile=cafile, allow_private=allow_private)
-    client, ledger = Chain(network), open_ledger(ledger_path)
+    client, ledger = Chain(network), open_ledger(writable_ledger(ledger_path))
     try:
         decisions = run_intake(client, ledger, netuid, policy)
     finally:
@@ -196,7 +207,7 @@ def weights_cmd(crowns_path: str, netuid: int, network: str, wallet_name: str, h
     from ..chain.tables import open_ledger
 
     crowns = _read_crowns(crowns_path)
-    client, ledger = Chain(network), open_ledger(ledger_path)
+    client, ledger = Chain(network), open_ledger(writable_ledger(ledger_path))
     try:
         weights = crown_weights(crowns, owners(ledger, netuid), client.hotkeys(netuid))
         if not weights:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..compat import check
-from ..errors import HotfloatError
+from ..errors import ExitCode, HotfloatError
 from ..verdict import Status
 from .output import emit_json, json_option, table
 
@@ -13,7 +13,7 @@ from .output import emit_json, json_option, table
 class CompatFailed(HotfloatError):
     """A canary row failed: the installed stack is not the pinned one hotfloat's seams were written against."""
 
-    exit_code = 1
+    exit_code = ExitCode.FAIL
     grpc_status = "FAILED_PRECONDITION"
 
 

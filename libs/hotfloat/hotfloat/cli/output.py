@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -11,6 +12,9 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from ..errors import ExitCode
+from ..verdict import Status
 
 STATUS_STYLE = {"PASS": "green", "FAIL": "bold red", "NO_DECISION": "yellow", "N/A": "dim", "ok": "green", "FAIL!": "bold red"}
 
@@ -24,17 +28,31 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """Prints a table to stdout, colouring status words."""
+def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], width: int | None = None) -> None:
+    """Prints a table to stdout, colouring status words; `width` fixes the layout (else the terminal's, or 200)."""
     t = Table(title=title, title_justify="left", header_style="bold")
     for c in columns:
         t.add_column(c)
     for row in rows:
         t.add_row(*(_cell(v) for v in row))
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
+    console = Console(width=width)
+    if not console.is_terminal and width is None:
+        console = Console(width=int(os.environ.get("COLUMNS") or 200))
     console.print(t)
+
+
+def stderr_is_tty() -> bool:
+    """Progress lines go to stderr only for a person watching; logs and pipes stay quiet."""
+    return sys.stderr.isatty()
+
+
+STATUS_EXIT = {Status.PASS: ExitCode.OK, Status.FAIL: ExitCode.FAIL, Status.N_A: ExitCode.NOT_APPLICABLE,
+               Status.NO_DECISION: ExitCode.NO_DECISION}
+
+
+def exit_with(status: Status | str) -> None:
+    """Ends the command with the exit code of a verdict (the table in hotfloat.errors.ExitCode)."""
+    sys.exit(int(STATUS_EXIT[Status(status)]))
 
 
 def _cell(v: Any) -> str:

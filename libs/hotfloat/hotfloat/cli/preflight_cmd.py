@@ -3,24 +3,26 @@
 import click
 
 from ..env.preflight import QUESTIONS, preflight
-from ..errors import HotfloatError
+from ..errors import ExitCode, HotfloatError
+from .options import DEVICES
 from .output import emit_json, json_option, table
 
 
 class PreflightFailed(HotfloatError):
     """At least one preflight question did not pass; the message names which."""
 
-    exit_code = 1
+    exit_code = ExitCode.FAIL
     grpc_status = "FAILED_PRECONDITION"
 
 
 @click.command("preflight")
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), help="Device to check (default: cuda when a GPU is visible).")
+@click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
+              help="Device to check; auto = cuda when a GPU is visible, else cpu.")
 @click.option("--only", "only", multiple=True, type=click.Choice(QUESTIONS), help="Ask only these questions (repeatable).")
 @json_option
-def preflight_cmd(device: str | None, only: tuple[str, ...], as_json: bool) -> None:
+def preflight_cmd(device: str, only: tuple[str, ...], as_json: bool) -> None:
     """Check this host before trusting it: exit 1 naming each question (device, static, behavioral) that failed."""
-    report = preflight(device, tuple(only) or QUESTIONS)
+    report = preflight(None if device == "auto" else device, tuple(only) or QUESTIONS)
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:

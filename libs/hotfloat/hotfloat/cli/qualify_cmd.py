@@ -7,7 +7,8 @@ import logging
 import click
 
 from ..errors import InputError
-from .output import emit_json, json_option, progress, table
+from .options import DEVICES, bundle_argument, open_bundle, resolve_device
+from .output import emit_json, exit_with, json_option, progress, table
 
 
 class _DefaultRun(click.Group):
@@ -21,19 +22,28 @@ class _DefaultRun(click.Group):
 
 def _engine_options(fn):
     for opt in reversed((
-        click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True, help="Engine device."),
-        click.option("--preset", default=None, help="Engine model preset [default: tiny on cpu, qwen2-0.5b on cuda]."),
+        click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
+                     help="Engine device; auto = cuda when a GPU is visible, else cpu."),
+        click.option("--engine", "engine_kind", type=click.Choice(["sglang", "transformers"]), default=None,
+                     help="Serving engine [default: sglang on cuda, the transformers stand-in on cpu]."),
+        click.option("--model", "model_path", type=click.Path(file_okay=False, exists=True), default=None,
+                     help="SGLang: a checkpoint directory instead of the generated random-weight model."),
+        click.option("--preset", default=None, help="Model shape of the generated model [default: tiny on cpu, "
+                                                     "qwen2-0.5b on cuda]."),
         click.option("--dtype", type=click.Choice(["fp32", "bf16", "fp16"]), default=None,
                      help="Engine dtype [default: fp32 on cpu, bf16 on cuda]."),
         click.option("--decode", type=click.Choice(["eager", "static", "graph"]), default=None,
-                     help="Decode steps: eager, static KV cache, or CUDA-graph replay "
+                     help="Transformers engine decode steps: eager, static KV cache, or CUDA-graph replay "
                           "[default: graph on cuda, eager on cpu]."),
-        click.option("--shapes", default=None, help="Workload request mix [default: tiny on cpu, gpu on cuda]."),
-        click.option("--passes", type=click.IntRange(1, 64), default=2, show_default=True, help="Timed passes per run."),
-        click.option("--max-pairs", type=click.IntRange(1, 32), default=3, show_default=True,
-                     help="Budget of candidate runs (each between two baseline runs)."),
-        click.option("--noise-floor", type=click.FloatRange(0, 1), default=0.003, show_default=True,
-                     help="Smallest run-to-run noise the rule assumes (from calibrate)."),
+        click.option("--shapes", default=None, help="Workload request mix [default: tiny on cpu, sglang on cuda]."),
+        click.option("--look-rounds", type=click.IntRange(3, 512), default=None,
+                     help="Rounds (one pass on each of B, C, B') between looks of the rule [default: per device]."),
+        click.option("--max-looks", type=click.IntRange(1, 64), default=None,
+                     help="Budget of looks [default: per device]."),
+        click.option("--noise-floor", type=click.FloatRange(0, 1), default=None,
+                     help="Smallest per-pass noise the rule assumes [default: per device, from calibration]."),
+        click.option("--drift-bound", type=click.FloatRange(0, 10, min_open=True), default=None,
+                     help="Largest B vs B' bias the rule accepts [default: per device]."),
         click.option("--logprob-tol", type=click.FloatRange(0), default=None,
                      help="Gate tolerance on per-token logprobs; 0 = exact [default: 1e-3 fp32, 0.1 bf16/fp16]."),
         click.option("--unsandboxed", is_flag=True,
@@ -44,28 +54,25 @@ def _engine_options(fn):
     return fn
 
 
-def _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, unsandboxed, seed=None):
-    from ..qualify import QualifyOptions, RuleConfig
-    from ..qualify.engine import PRESETS
-    from ..qualify.workload import SHAPES
+def _options(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
+             drift_bound, logprob_tol, unsandboxed, seed=None):
+    from pydantic import ValidationError
 
-    preset = preset or ("tiny" if device == "cpu" else "qwen2-0.5b")
-    shapes = shapes or ("tiny" if device == "cpu" else "gpu")
-    if preset not in PRESETS or shapes not in SHAPES:
-        raise InputError(f"unknown --preset {preset!r} or --shapes {shapes!r}; presets: {', '.join(PRESETS)}; "
-                         f"shapes: {', '.join(SHAPES)}")
+    from ..qualify import QualifyOptions
+
+    device = resolve_device(device)
     if unsandboxed:
         logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
         click.secho("WARNING: --unsandboxed: candidate code runs with your files, environment and network.",
                     fg="red", bold=True, err=True)
-    dtype = dtype or ("fp32" if device == "cpu" else "bf16")
-    tol = logprob_tol if logprob_tol is not None else (1e-3 if dtype == "fp32" else 0.1)
+    rule = {k: v for k, v in dict(look_rounds=look_rounds, max_looks=max_looks, noise_floor=noise_floor,
+                                  drift_bound=drift_bound).items() if v is not None}
     try:
-        return QualifyOptions(
-            preset=preset, device=device, dtype=dtype, decode=decode, shapes=shapes, passes=passes, seed=seed,
-            sandboxed=not unsandboxed, rule=RuleConfig(max_pairs=max_pairs, noise_floor=noise_floor, logprob_tol=tol))
-    except ValueError as e:
-        raise InputError(f"bad qualification options: {e}") from None
+        return QualifyOptions.for_device(device, engine_kind, model_path=model_path, preset=preset, dtype=dtype,
+                                         decode=decode, shapes=shapes, seed=seed, sandboxed=not unsandboxed,
+                                         logprob_tol=logprob_tol, rule=rule)
+    except ValidationError as e:
+        raise InputError(f"bad qualification options: {e.errors()[0]['msg']}") from None
 
 
 @click.group("qualify", cls=_DefaultRun)
@@ -74,22 +81,27 @@ def qualify() -> None:
 
 
 @qualify.command("run")
-@click.argument("bundle", type=click.Path(file_okay=False, path_type=str))
+@bundle_argument
 @_engine_options
 @click.option("--seed", type=int, default=None, help="Workload prompt seed (default: a fresh secret one).")
 @click.option("--evidence", "evidence_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the evidence (every raw frame) to this JSON file.")
+@click.option("--boot-timeout", type=click.FloatRange(1, 3600), default=None,
+              help="Seconds the three engines get to boot, arm and warm up [default: 900].")
 @json_option
-def run_cmd(bundle, device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, unsandboxed,
-            seed, evidence_path, as_json):
-    """Qualify BUNDLE against the stock engine: correctness gate, then the speed decision. Exit 0 PASS, 2 FAIL."""
-    from ..bundle import load_bundle
+def run_cmd(bundle, device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
+            drift_bound, logprob_tol, unsandboxed, seed, evidence_path, boot_timeout, as_json):
+    """Qualify BUNDLE against the stock engine: correctness gate, then the speed decision. Exit 0 PASS, 1 FAIL,
+    5 NO_DECISION."""
     from ..qualify import qualify_bundle, save_evidence
 
-    opts = _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, unsandboxed, seed)
-    b = load_bundle(bundle)
+    opts = _options(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
+                    drift_bound, logprob_tol, unsandboxed, seed)
+    if boot_timeout:
+        opts = opts.model_copy(update={"startup_timeout_s": boot_timeout})
+    b = open_bundle(bundle)
     with progress() as bar:
-        task = bar.add_task("qualify", total=2 * max_pairs + 1)
+        task = bar.add_task("qualify", total=opts.rule.max_rounds)
         result = qualify_bundle(b, opts, progress=lambda d, i, n: bar.update(task, description=d, completed=i))
     if evidence_path:
         save_evidence(result.evidence, evidence_path)
@@ -100,12 +112,12 @@ def run_cmd(bundle, device, preset, dtype, decode, shapes, passes, max_pairs, no
                    "sandboxed": result.evidence.sandboxed, "evidence": evidence_path})
     else:
         sandbox = "on" if result.evidence.sandboxed else "NONE (--unsandboxed)"
-        table(f"qualify {b.manifest.bundle_id}  sandbox={sandbox}", ["run", "role", "ok", "median latency ms", "tok/s", "routed"], [
-            (f.index, f.role, "ok" if f.ok else "FAIL!", _median_ms(f), f"{f.tokens_per_s:.0f}",
-             sum(f.routed.values())) for f in result.evidence.frames])
+        table(f"qualify {b.manifest.bundle_id}  sandbox={sandbox}", ["engine", "role", "ok", "boot s", "median pass ms",
+                                                                      "tok/s", "routed"], [
+            (f.index, "B'" if f.index == 2 else f.role, "ok" if f.ok else "FAIL!", f"{f.boot_s:.1f}", _median_ms(f),
+             f"{f.tokens_per_s:.0f}", sum(f.routed.values())) for f in result.evidence.frames])
         _decision_table(d)
-    if result.status == "FAIL":
-        raise SystemExit(2)
+    exit_with(result.status)
 
 
 @qualify.command("recompute")
@@ -127,48 +139,77 @@ def recompute_cmd(evidence, as_json):
         raise InputError(f"recomputed decision {d.status} ({d.reason}) differs from the recorded {ev.decision.status}")
 
 
-@qualify.command("calibrate")
-@_engine_options
-@click.option("--levels", default="0,1,2,4", show_default=True, help="Injected differences (activation passes removed).")
-@click.option("--base-passes", type=click.IntRange(0, 256), default=8, show_default=True,
-              help="Extra activation passes in the baseline engine.")
-@click.option("--rounds", type=click.IntRange(1, 100), default=2, show_default=True, help="Cycles over the levels.")
-@click.option("--trials", type=click.IntRange(10, 100000), default=2000, show_default=True,
-              help="Qualifications drawn from the run pool per level.")
-@json_option
-def calibrate_cmd(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, unsandboxed,
-                  levels, base_passes, rounds, trials, as_json):
-    """Measure the rule's false PASS rate (B against B) and the smallest speed-up it detects at 95% power."""
-    from ..qualify.calibrate import analyse, pool_runs
-    from ..qualify.engine import PRESETS
-    from ..qualify.workload import make_workload
+@qualify.group("calibrate")
+def calibrate() -> None:
+    """Calibrate the rule: `collect` raw pass timings of resident stock engines (on the device), then `analyse`."""
 
-    opts = _options(device, preset, dtype, decode, shapes, passes, max_pairs, noise_floor, logprob_tol, unsandboxed)
+
+@calibrate.command("collect")
+@_engine_options
+@click.option("--stock", type=click.IntRange(3, 8), default=3, show_default=True, help="Stock engines to boot.")
+@click.option("--candidate", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Also boot a candidate engine with this bundle armed (its measured effect is reported).")
+@click.option("--budget", type=click.FloatRange(10, 36000), default=300, show_default=True,
+              help="Wall seconds for the whole collection, boots included; the last round ends before it.")
+@click.option("--seed", type=int, default=None, help="Workload prompt and order seed.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), required=True,
+              help="Raw JSON, rewritten after every round.")
+def collect_cmd(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
+                drift_bound, logprob_tol, unsandboxed, stock, candidate, budget, seed, out_path):
+    """Boot STOCK stock engines (and a candidate) as resident engines and time rounds until the budget is spent."""
+    import sys
+    from pathlib import Path
+
+    from ..qualify.calibrate import collect
+
+    opts = _options(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
+                    drift_bound, logprob_tol, unsandboxed, seed)
+    raw = collect(opts, Path(out_path), stock=stock, candidate=candidate, budget_s=budget,
+                  progress=lambda m: click.echo(m, err=True), command=" ".join(["hotfloat", *sys.argv[1:]]))
+    click.echo(f"{len(raw.rounds)} rounds of {len(raw.stock) + bool(raw.candidate)} engines -> {out_path}")
+
+
+@calibrate.command("analyse")
+@click.argument("raw", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the calibration record (e.g. docs/calibration-h200.json).")
+@click.option("--logprob-tol", type=click.FloatRange(0), default=0.1, show_default=True,
+              help="Gate tolerance recorded in the chosen rule.")
+@click.option("--boot-draws", type=click.IntRange(0, 1000000), default=1000, show_default=True,
+              help="Round-bootstrap qualifications per rule and effect (a model; 0 skips).")
+@json_option
+def analyse_cmd(raw, out_path, logprob_tol, boot_draws, as_json):
+    """Decisions of every rule in the grid on RAW files: false PASS (B vs B'), power at injected 1/2/5%, minutes."""
+    import sys
+
+    from pydantic import ValidationError
+
+    from ..qualify.calibrate import analyse, default_grid, load_raw
+
     try:
-        lv = sorted({int(x) for x in levels.split(",")})
-    except ValueError:
-        raise InputError(f"--levels must be comma-separated integers, got {levels!r}") from None
-    if not lv or min(lv) < 0 or max(lv) > base_passes:
-        raise InputError(f"--levels must lie in [0, --base-passes={base_passes}]")
-    engine = opts.engine()
-    workload = make_workload(opts.shapes, PRESETS[opts.preset]["vocab_size"], passes=opts.passes)
-    with progress() as bar:
-        task = bar.add_task("calibrate", total=rounds * 2 * len(lv) + 1)
-        pool = pool_runs(engine, workload, lv, rounds, base_passes, sandboxed=opts.sandboxed,
-                         progress=lambda d, i, n: bar.update(task, description=d, completed=i))
-    report = analyse(pool, opts.rule, trials)
+        raws = [load_raw(p) for p in raw]
+        record = analyse(raws, default_grid(logprob_tol), boot_draws=boot_draws, sources=[str(p) for p in raw],
+                         command=" ".join(["hotfloat", *sys.argv[1:]]))
+    except (ValidationError, ValueError, OSError) as e:
+        raise InputError(f"cannot analyse {', '.join(raw)}: {str(e).splitlines()[0]}") from None
+    if out_path:
+        from pathlib import Path
+
+        Path(out_path).write_text(record.model_dump_json(indent=1) + "\n")
     if as_json:
-        emit_json(report.model_dump(mode="json"))
+        emit_json(record.model_dump(mode="json"))
         return
-    table("calibration: the rule on real engine runs", ["level", "true improvement", "PASS", "FAIL", "NO_DECISION",
-                                                       "mean pairs", "PASS (noise model)"], [
-        (r.level, f"{r.true_improvement:+.2%}", f"{r.pass_rate:.1%}", f"{r.fail_rate:.1%}", f"{r.no_decision_rate:.1%}",
-         f"{r.mean_pairs:.2f}", f"{r.model_pass_rate:.1%}") for r in report.levels])
-    click.echo(f"runs {report.runs}, {report.run_seconds:.1f} s each; sigma_run {report.sigma_run:.3%}, "
-               f"sigma_request {report.sigma_request:.3%}; false PASS {report.false_pass_rate:.2%} "
-               f"(model {report.model_false_pass_rate:.2%}); smallest detected at 95% power: "
-               f"{'none' if report.smallest_detected is None else f'{report.smallest_detected:.2%}'}; "
-               f"one qualification ~{report.qualification_minutes:.1f} min")
+    pct = lambda v: f"{v:.1%}"  # noqa: E731
+    table("calibration: rules on the raw rounds", ["look", "looks", "process floor", "false PASS", "boot FP", "power 1%",
+                                                   "power 2%", "power 5%", "min", "ok"], [
+        (c.rule.look_rounds, c.rule.max_looks, c.rule.process_floor, f"{pct(c.rows[0].pass_rate)} of {c.rows[0].draws}",
+         pct(c.rows[0].bootstrap_pass_rate), pct(c.rows[1].pass_rate), pct(c.rows[2].pass_rate), pct(c.rows[3].pass_rate),
+         f"{c.minutes:.1f}", "yes" if c.meets_targets else "") for c in record.candidates])
+    click.echo(f"chosen: look_rounds={record.rule.look_rounds} max_looks={record.rule.max_looks} "
+               f"process_floor={record.rule.process_floor}; false PASS {pct(record.false_pass_rate)} over "
+               f"{record.draws_b_vs_b} draws ({record.independent_draws} independent, upper 95% "
+               f"{pct(record.false_pass_upper_95)}); power 2% {pct(record.power_at_2pct)}; "
+               f"{record.minutes_per_qualification:.1f} min per qualification")
 
 
 def _median_ms(frame) -> str:
@@ -176,10 +217,10 @@ def _median_ms(frame) -> str:
         return frame.error or ""
     import statistics
 
-    return f"{1000 * statistics.median(x for row in frame.latency_s for x in row):.1f}"
+    return f"{1000 * statistics.median(frame.pass_s):.1f}" if frame.pass_s else ""
 
 
 def _decision_table(d) -> None:
     pct = lambda v: "" if v is None else f"{v:+.2%}"  # noqa: E731
-    table("decision", ["status", "gate", "score", "improvement", "lower", "upper", "B drift", "pairs", "reason"], [
-        (d.status, d.gate, f"{d.score:.4f}", pct(d.improvement), pct(d.lower), pct(d.upper), pct(d.drift), d.pairs, d.reason)])
+    table("decision", ["status", "gate", "score", "improvement", "lower", "upper", "B vs B'", "rounds", "reason"], [
+        (d.status, d.gate, f"{d.score:.4f}", pct(d.improvement), pct(d.lower), pct(d.upper), pct(d.drift), d.rounds, d.reason)])

@@ -1,20 +1,20 @@
 """`hotfloat scan`: the static policy verdict per op, without importing the bundle."""
 
-import sys
-
 import click
 
-from ..bundle import load_bundle
-from ..scan import scan_bundle
+from ..errors import ExitCode
+from .options import bundle_argument, open_bundle
 from .output import emit_json, json_option
 
 
 @click.command("scan")
-@click.argument("bundle", type=click.Path(file_okay=False, path_type=str))
+@bundle_argument
 @json_option
 def scan(bundle: str, as_json: bool) -> None:
-    """Check BUNDLE's code against the import/builtin/introspection policy. Exit 0 clean, 2 findings."""
-    report = scan_bundle(load_bundle(bundle))
+    """Check BUNDLE's code against the import/builtin/introspection policy. Exit 0 clean, 1 findings."""
+    from ..scan import scan_bundle
+
+    report = scan_bundle(open_bundle(bundle))
     if as_json:
         emit_json(report.model_dump() | {"clean": report.clean})
     else:
@@ -23,4 +23,4 @@ def scan(bundle: str, as_json: bool) -> None:
             click.echo(f"  {op.op:<40} [{'clean' if op.clean else 'VIOLATIONS'}]")
             for f in op.findings:
                 click.echo(f"      {f}")
-    sys.exit(0 if report.clean else 2)
+    raise SystemExit(ExitCode.OK if report.clean else ExitCode.FAIL)

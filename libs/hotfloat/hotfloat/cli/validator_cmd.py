@@ -16,10 +16,10 @@ from ..errors import InputError
 from ..ledger import ORDER, Ledger, State
 from ..score.standings import crowns, scores
 from .chain_cmd import wallet_options
+from .options import DEVICES, ledger_option, resolve_device, writable_ledger
 from .output import emit_json, json_option, table
 
-LEDGER = click.option("--ledger", "ledger_path", type=click.Path(dir_okay=False), default="hotfloat-ledger.db",
-                      show_default=True, help="The validator's SQLite ledger (created if missing).")
+LEDGER = ledger_option()
 THROUGH = ("scanned", "built", "admitted", "qualified", "scored")
 
 
@@ -36,7 +36,7 @@ def validator() -> None:
 def submit(bundles, ledger_path, submitter, as_json) -> None:
     """Add bundle directories or .tar.gz archives to the ledger as received submissions."""
     rows = []
-    with Ledger(ledger_path) as led:
+    with Ledger(writable_ledger(ledger_path)) as led:
         for path in bundles:
             p = Path(path)
             archive = pack(load_bundle(p)) if p.is_dir() else p.read_bytes()
@@ -58,8 +58,8 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 @click.option("--qualification", help="Qualification runner address; without it the run stops at admitted.")
 @click.option("--token-file", type=click.Path(exists=True, dir_okay=False),
               help="Deployment token for the services (default: $HOTFLOAT_TOKEN); --spawn makes its own.")
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
-              help="Device of the spawned admission worker.")
+@click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
+              help="Device of the spawned admission worker; auto = cuda when a GPU is visible, else cpu.")
 @click.option("--quick", is_flag=True, help="Spawned admission verifies one shape per op in fp32 (smoke runs only).")
 @click.option("--through", type=click.Choice(THROUGH), help="Last state to reach (default: scored with a "
               "qualification service, else admitted).")
@@ -91,10 +91,12 @@ def run(ledger_path, spawn, compiler, admission, qualification, token_file, devi
     if network is not None and netuid is None:
         raise InputError("--chain needs --netuid")
     start = time.monotonic()
+    writable_ledger(ledger_path)
     with contextlib.ExitStack() as stack:
         if spawn:
             click.echo("starting compiler and admission services ...", err=True)
-            targets, token = stack.enter_context(spawned(("compiler", "admission"), device=device, quick=quick))
+            targets, token = stack.enter_context(spawned(("compiler", "admission"), device=resolve_device(device),
+                                                         quick=quick))
             compiler, admission = targets["compiler"], targets["admission"]
         else:
             token = load_token(token_file)

@@ -1,23 +1,21 @@
 """`hotfloat verify`: run a bundle's kernels in sandboxed children and judge them against the trusted references."""
 
+from __future__ import annotations
+
 import logging
-import sys
+import shutil
+import textwrap
 
 import click
 
-from ..bundle import load_bundle
 from ..slots import DTYPES
-from ..verdict import Status
-from ..verify import VerifyOptions, verify_bundle
-from .output import emit_json, json_option, table
-
-EXIT = {Status.PASS: 0, Status.FAIL: 2, Status.N_A: 2, Status.NO_DECISION: 1}
+from .options import bundle_argument, device_option, open_bundle, resolve_device
+from .output import emit_json, exit_with, json_option, stderr_is_tty, table
 
 
 @click.command("verify")
-@click.argument("bundle", type=click.Path(file_okay=False, path_type=str))
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
-              help="cpu runs Triton through its interpreter; cuda adds CUDA-graph capture and replays.")
+@bundle_argument
+@device_option("cpu runs Triton through its interpreter; cuda adds CUDA-graph capture and replays.")
 @click.option("--seed", type=click.IntRange(0, (1 << 63) - 1), default=None,
               help="Replay a run's secret seed (default: a fresh secret, printed in the report).")
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(sorted(DTYPES)), help="Only these dtypes.")
@@ -31,8 +29,13 @@ EXIT = {Status.PASS: 0, Status.FAIL: 2, Status.N_A: 2, Status.NO_DECISION: 1}
 @json_option
 def verify(bundle: str, device: str, seed: int | None, dtypes: tuple[str, ...], trials: int, timeout_s: float,
            unsandboxed: bool, world_size: int, as_json: bool) -> None:
-    """Verify BUNDLE's ops: exit 0 all applicable pass, 2 any fail or nothing applicable, 1 infrastructure error."""
-    b = load_bundle(bundle)
+    """Verify BUNDLE's ops: exit 0 all applicable pass, 1 any FAIL, 4 nothing applicable, 3 infrastructure error.
+
+    With a terminal on stderr, one line per row is printed there as soon as its verdict is final."""
+    from ..verify import VerifyOptions, verify_bundle
+
+    b = open_bundle(bundle)
+    device = resolve_device(device)
     if world_size > 1:
         _verify_collective(b, world_size, device, seed, list(dtypes) or None, timeout_s, not unsandboxed, as_json)
         return
@@ -42,20 +45,43 @@ def verify(bundle: str, device: str, seed: int | None, dtypes: tuple[str, ...], 
                     fg="red", bold=True, err=True)
     options = VerifyOptions(device=device, seed=seed, trials=trials, timeout_s=timeout_s, sandboxed=not unsandboxed,
                             dtypes=list(dtypes) or None)
-    report = verify_bundle(b, options)
+    report = verify_bundle(b, options, on_row=_stream if stderr_is_tty() else None)
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
-        sandbox = "+".join(report.bounds) if report.sandboxed else "NONE (--unsandboxed)"
-        title = (f"verify {report.bundle_id} {report.identity[:12]}  device={report.device} ({report.arch})  "
-                 f"seed={report.seed}  sandbox={sandbox}")
-        table(title, ["slot", "variant", "dtype", "shape", "tokens", "max err", "trials", "status", "reason"], [
-            (r.slot, r.variant, r.dtype, r.shape, " ".join(map(str, r.counts)),
-             "" if r.max_abs_err is None else f"{r.max_abs_err:.3g}", r.trials, r.status.value, r.reason)
-            for r in report.rows
-        ])
-        click.echo(f"{report.status.value} in {report.seconds:.1f}s (replay with --seed {report.seed})")
-    sys.exit(EXIT[report.status])
+        render(report)
+    exit_with(report.status)
+
+
+def _stream(row) -> None:
+    """One stderr line per finished row, so a 30-second CPU run shows its progress."""
+    err = "" if row.max_abs_err is None else f" err {row.max_abs_err:.2g}"
+    line = f"{row.status.value:<4} {row.slot} {row.dtype} {row.shape}{err} {row.reason}".rstrip()
+    click.echo(line[:shutil.get_terminal_size((80, 24)).columns - 1], err=True)
+
+
+def render(report, width: int | None = None) -> None:
+    """The verdict for people: fits 80 columns, and every non-PASS row's reason is printed whole beneath the table."""
+    width = width or min(shutil.get_terminal_size((80, 24)).columns, 120)
+    sandbox = "+".join(report.bounds) if report.sandboxed else "NONE (--unsandboxed)"
+    head = (f"verify {report.bundle_id} {report.identity[:12]}  device={report.device} ({report.arch})  "
+            f"seed={report.seed}  sandbox={sandbox}")
+    ops = list(dict.fromkeys(r.slot if r.variant == "default" else f"{r.slot}:{r.variant}" for r in report.rows))
+    if len(ops) == 1:  # one op: name it once, so the columns that vary keep the width
+        head += f"  op={ops[0]}"
+    click.echo(textwrap.fill(head, width, subsequent_indent="  "))
+    columns = ["#", "op", "dtype", "shape", "tokens", "max err", "status"]
+    rows = [(i, r.slot if r.variant == "default" else f"{r.slot}:{r.variant}", r.dtype, r.shape,
+             " ".join(map(str, r.counts)), "" if r.max_abs_err is None else f"{r.max_abs_err:.3g}", r.status.value)
+            for i, r in enumerate(report.rows, 1)]
+    if len(ops) == 1:
+        columns.remove("op")
+        rows = [(row[0], *row[2:]) for row in rows]
+    table(None, columns, rows, width=width)
+    for i, r in enumerate(report.rows, 1):
+        if r.reason:
+            click.echo(textwrap.fill(f"#{i} {r.status.value}: {r.reason}", width, subsequent_indent="    "))
+    click.echo(f"{report.status.value} in {report.seconds:.1f}s (replay with --seed {report.seed})")
 
 
 def _verify_collective(b, world_size, device, seed, dtypes, timeout_s, sandboxed, as_json) -> None:
@@ -72,4 +98,4 @@ def _verify_collective(b, world_size, device, seed, dtypes, timeout_s, sandboxed
               [(r.index, r.dtype, r.shape, "" if r.max_abs_err is None else f"{r.max_abs_err:.3g}", r.status.value,
                 r.reason) for r in report.rows])
         click.echo(f"{report.status.value} in {report.seconds:.1f}s: {'; '.join(report.reasons)}")
-    sys.exit(EXIT[report.status])
+    exit_with(report.status)

@@ -1,4 +1,4 @@
-"""Records of a multi-rank verification: what each rank may report (bounded, schema-checked) and the run's verdict."""
+"""Records of a multi-rank verification: what each rank may say (bounded, schema-checked) and the run's verdict."""
 
 from __future__ import annotations
 
@@ -8,26 +8,22 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..verdict import Status
 
-MAX_RANK_REPORT = 8 << 10
-
 
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class RankReport(Record):
-    """Written by a rank after every case; untrusted, so strict and small."""
+    """The hello a rank sends once it joined the group and imported the candidate; untrusted, so strict and small."""
 
     rank: Annotated[int, Field(ge=0, le=1023)]
     world: Annotated[int, Field(ge=2, le=1024)]
     op: Annotated[str, Field(max_length=200)] | None
-    """The op key the rank loaded (None until the candidate imported)."""
+    """The op key the rank loaded."""
     identity: Annotated[str, Field(max_length=64)]
     backend: Annotated[str, Field(max_length=16)]
     group_size: Annotated[int, Field(ge=0, le=1024)]
     """Size of the group the candidate received: must be the validator's world."""
-    cases_done: Annotated[int, Field(ge=0, le=10_000)]
-    error: Annotated[str, Field(max_length=600)] | None
 
 
 class CaseRow(Record):

@@ -1,13 +1,20 @@
 """Multi-rank verification of collective ops: N ranks in one sandbox (they share its private loopback), every rank
 running the same candidate and variant on the validator's group, a descending-then-ascending burst of shapes per
-dtype, and the fp32 reference computed here from the inputs the parent wrote. Any rank that raises, hangs, loads
-something else or answers wrongly aborts the whole run with the reason; it passes only if every rank passes."""
+dtype (token counts jittered and one shape drawn over the slot's whole range, all from the secret), and the fp32
+reference computed here. Each rank gets its own pipes: a case's input reaches a rank only when that case is due, so
+there is no directory of everyone's inputs to read instead of communicating. Every rank's reply is judged like a
+single-op call (poisoned output fully written, input and output identity unchanged, no deferred writes, every element
+within tolerance); on CUDA the op is also captured in a CUDA graph and replayed with fresh inputs. Any rank that
+raises, hangs, loads something else or answers wrongly aborts the whole run with the reason."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import random
 import secrets
+import select
 import sys
 import tempfile
 import time
@@ -19,21 +26,40 @@ from pydantic import ValidationError
 from ..bundle import Bundle, Op
 from ..errors import InputError
 from ..sandbox import JOIN_FAILED, Bind, SandboxPolicy, child_env, spawn
-from ..slots import DTYPES, Role, get_slot
+from ..scan import scan_bundle
+from ..slots import Role, get_slot
 from ..verdict import Status
-from .records import MAX_RANK_REPORT, CaseRow, CollectiveReport, RankReport
+from ..verify import burst as timing
+from ..verify import wire
+from ..verify.check import Outcome, judge
+from ..verify.plan import Case, Prepared, drawn_shape, jitter, prepare
+from .records import CaseRow, CollectiveReport, RankReport
 
 RANK = Path(__file__).with_name("rank.py")
-WORK, TOOL = "/coll", "/hotfloat-collective"
+CODEC = Path(wire.__file__).resolve()
+WORK, TOOL, CODEC_DIR = "/coll", "/hotfloat-collective", "/hotfloat-codec"
 BACKENDS = {"cpu": "gloo", "cuda": "nccl"}
+CPU_MAX_ELEMENTS = 1 << 18
+"""The drawn shape's budget on CPU, as for single-op verify."""
+SETTLE_S = 0.02
+GRAPH_REPLAYS = 3
+
+
+class Abort(Exception):
+    """A rank's fault that ends the run: the reason, and whether it is the infrastructure's rather than the bundle's."""
+
+    def __init__(self, reason: str, infrastructure: bool = False):
+        super().__init__(reason)
+        self.infrastructure = infrastructure
 
 
 def verify_collective(bundle: Bundle, *, world_size: int, device: str = "cpu", seed: int | None = None,
                       dtypes: list[str] | None = None, timeout_s: float = 60.0, startup_s: float = 180.0,
-                      sandboxed: bool = True) -> CollectiveReport:
+                      sandboxed: bool = True, scan: bool = True) -> CollectiveReport:
     """Verifies every collective op of `bundle` on `world_size` ranks; other ops are not this verifier's.
 
-    `startup_s` bounds interpreter start, imports and joining the group; `timeout_s` the burst once all are ready."""
+    Scan's policy gates first, as in the validator. `startup_s` bounds interpreter start, imports and joining the
+    group; `timeout_s` the burst once all are ready."""
     if world_size < 2:
         raise InputError("a collective verification needs --world-size of at least 2")
     if device == "cuda" and torch.cuda.device_count() < world_size:
@@ -44,6 +70,9 @@ def verify_collective(bundle: Bundle, *, world_size: int, device: str = "cpu", s
             "backend": BACKENDS[device], "device": device, "seed": seed, "ops": [op.key for op in ops]}
     if not ops:
         return CollectiveReport(**base, status=Status.N_A, reasons=["no collective ops in the bundle"])
+    if scan and not (report := scan_bundle(bundle)).clean:
+        findings = [f for o in report.ops for f in o.findings]
+        return CollectiveReport(**base, status=Status.FAIL, reasons=[f"scan refused the bundle: {f}" for f in findings])
     started, rows, reasons = time.monotonic(), [], []
     for op in ops:
         op_dtypes = [d for d in op.dtypes if dtypes is None or d in dtypes]
@@ -60,154 +89,226 @@ def verify_collective(bundle: Bundle, *, world_size: int, device: str = "cpu", s
     return CollectiveReport(**base, status=status, reasons=reasons, rows=rows, seconds=time.monotonic() - started)
 
 
-def burst(op: Op, dtypes: list[str], device: str) -> list[dict]:
-    """Per dtype, the shapes largest to smallest then back up: a buffer kept from a bigger call shows up as wrong."""
+def burst(op: Op, dtypes: list[str], device: str, rng: random.Random) -> list[dict]:
+    """Per dtype, the published shapes with secretly jittered token counts plus one shape drawn over the slot's whole
+    range, largest to smallest then back up: a buffer kept from a bigger call shows up as wrong."""
     slot = get_slot(op.entry.slot)
-    shapes = sorted((s.dims for s in slot.shapes if device == "cuda" or s.cpu), key=lambda d: d["T"] * d["H"], reverse=True)
-    shapes = [d for d in shapes if op.metadata.max_num_tokens is None or d["T"] <= op.metadata.max_num_tokens]
-    order = shapes + shapes[::-1][1:]
-    return [{"dtype": dt, "T": d["T"], "H": d["H"]} for dt in dtypes for d in order]
+    lo, hi = op.metadata.min_num_tokens, op.metadata.max_num_tokens
+    budget = CPU_MAX_ELEMENTS if device == "cpu" else None
+    public = [s for s in slot.shapes if (device == "cuda" or s.cpu) and (hi is None or s.dims["T"] <= hi)]
+    cases = []
+    for dt in dtypes:
+        shapes = [{"T": jitter(s.dims["T"], rng, lo, hi), "H": s.dims["H"]} for s in public]
+        shapes.append(drawn_shape(slot, rng, 1, lo, hi, list(slot.shapes), budget)[0])
+        shapes.sort(key=lambda d: d["T"] * d["H"], reverse=True)
+        cases += [{"dtype": dt, "T": d["T"], "H": d["H"]} for d in shapes + shapes[::-1][1:]]
+    return cases
 
 
-def _inputs(slot, seed: int, case: int, rank: int, c: dict) -> torch.Tensor:
-    """Rank `rank`'s input for case `case`: its own generator, seeded from the run's secret seed."""
-    key = int.from_bytes(hashlib.sha256(f"{seed}:{case}:{rank}".encode()).digest()[:8], "big") >> 1
-    return slot.make_inputs({"T": c["T"], "H": c["H"]}, DTYPES[c["dtype"]], torch.Generator().manual_seed(key))["x"]
+def _prepare(slot, i: int, c: dict, world: int, seed: int, settle_s: float) -> list[Prepared]:
+    """Every rank's call for case `i`: its own input (its own generator from the secret) and poisoned output, and the
+    fp32 sum over all ranks as the expected output, with the summed magnitudes as the tolerance's scale."""
+    case = Case(i, c["dtype"], {"T": c["T"], "H": c["H"]}, (c["T"],), (0,))
+    preps = []
+    for r in range(world):
+        key = int.from_bytes(hashlib.sha256(f"{seed}:{i}:{r}".encode()).digest()[:8], "big") >> 1
+        prep = prepare(slot, case, 0, key, expect=False)
+        prep.meta["settle_s"] = settle_s
+        preps.append(prep)
+    xs = torch.stack([p.inputs["x"] for p in preps])
+    expected, scale = slot.reference({"x": xs})["out"], xs.float().abs().sum(0)
+    for p in preps:
+        p.expected, p.scales = {"out": expected}, {"out": scale}
+    return preps
+
+
+class _Ranks:
+    """The parent's ends of every rank's pipes, and the sandboxed launcher holding the ranks."""
+
+    def __init__(self, world: int):
+        self.to, self.frm, self.rank_fds = [], [], []
+        for _ in range(world):
+            r_in, w_in = os.pipe()
+            r_out, w_out = os.pipe()
+            os.set_blocking(w_in, False)
+            os.set_blocking(r_out, False)
+            self.to.append(w_in)
+            self.frm.append(r_out)
+            self.rank_fds.append([r_in, w_out])
+        self.proc = None
+
+    def send(self, r: int, kind: str, meta: dict, tensors, deadline: float) -> None:
+        wire.write_frame(self.to[r], wire.encode(kind, meta, list(tensors)), deadline)
+
+    def collect(self, kinds: set[str], max_payload: int, deadline: float) -> dict[int, wire.Frame]:
+        """One frame from every rank, in whatever order they answer; a rank that raises ends the wait at once."""
+        frames: dict[int, wire.Frame] = {}
+        poller = select.poll()
+        for r, fd in enumerate(self.frm):
+            poller.register(fd, select.POLLIN)
+        while len(frames) < len(self.frm):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(sorted(set(range(len(self.frm))) - set(frames)))
+            for fd, _ in poller.poll(min(left, 1.0) * 1000):
+                r = self.frm.index(fd)
+                try:
+                    frames[r] = wire.read_frame(fd, kinds=kinds | {"raised"}, max_payload=max_payload, deadline=deadline)
+                except wire.ProtocolError as e:
+                    raise Abort(f"rank {r}: {self._died() or f'protocol violation on its channel: {e}'}") from None
+                poller.unregister(fd)
+                if frames[r].kind == "raised":
+                    raise Abort(f"rank {r} raised: {_clean(frames[r].meta.get('error'))}")
+        return frames
+
+    def _died(self) -> str:
+        for _ in range(50):
+            if self.proc is not None and self.proc.popen.poll() is not None:
+                if self.proc.popen.returncode == JOIN_FAILED:
+                    raise Abort("the sandbox could not join its cgroup", infrastructure=True)
+                return f"the ranks exited (status {self.proc.popen.returncode})"
+            time.sleep(0.01)
+        return ""
+
+    def drop_rank_ends(self) -> None:
+        """The ranks hold their ends now; closing ours lets a dead rank show up as end-of-file."""
+        for fd in (fd for pair in self.rank_fds for fd in pair):
+            os.close(fd)
+        self.rank_fds = []
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+        for fd in (*self.to, *self.frm, *(fd for pair in self.rank_fds for fd in pair)):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _run_op(bundle, op, dtypes, world, device, seed, timeout_s, startup_s, sandboxed) -> tuple[Status, str, list[CaseRow]]:
-    cases = burst(op, dtypes, device)
+    slot = get_slot(op.entry.slot)
+    rng = random.Random(f"{seed}:{op.key}")
+    cases = burst(op, dtypes, device, rng)
+    ranks = _Ranks(world)
+    rows: list[CaseRow] = []
     with tempfile.TemporaryDirectory(prefix="hotfloat-collective-") as tmp:
         work = Path(tmp)
         for rel, data in bundle.files.items():
             (work / "bundle" / rel).parent.mkdir(parents=True, exist_ok=True)
             (work / "bundle" / rel).write_bytes(data)
-        (work / "in").mkdir()
-        (work / "out").mkdir()
-        inputs = {}
-        for i, c in enumerate(cases):
-            for r in range(world):
-                inputs[i, r] = _inputs(get_slot(op.entry.slot), seed, i, r, c)
-                (work / "in" / f"r{r}_c{i}.bin").write_bytes(inputs[i, r].view(torch.uint8).numpy().tobytes())
         root = WORK if sandboxed else str(work)
         plan = {"world": world, "backend": BACKENDS[device], "device": device, "op": op.key, "identity": bundle.identity,
-                "source": f"bundle/{op.entry.source}", "entry": op.entry.entry, "cases": cases,
+                "source": op.entry.source, "entry": op.entry.entry, "fds": ranks.rank_fds,
+                "codec": CODEC_DIR if sandboxed else str(CODEC.parent),
                 "init": f"file://{root}/rendezvous", "pg_timeout_s": max(5, int(timeout_s))}
         (work / "plan.json").write_text(json.dumps(plan))
-        code = _launch(work, root, device, timeout_s, startup_s, sandboxed, world, len(cases))
-        reports = _read_reports(work, world)
-        fault = _fault(reports, world, len(cases), op.key, bundle.identity, code, timeout_s)
-        if fault and any(isinstance(rep, str) for rep in reports.values()):
-            fault += f"; last output: {_tail(work / 'log.txt')}"
-        if fault:
-            return (Status.NO_DECISION if code == JOIN_FAILED else Status.FAIL), f"aborted: {fault}", []
-        rows = [_judge(get_slot(op.entry.slot), work, i, c, world, inputs) for i, c in enumerate(cases)]
-        bad = [r for r in rows if r.status is not Status.PASS]
-        why = f"case {bad[0].index} {bad[0].dtype} {bad[0].shape}: {bad[0].reason}" if bad else \
-            f"{world} ranks x {len(cases)} cases matched the fp32 sum"
-        return (Status.FAIL if bad else Status.PASS), why, rows
+        try:
+            ranks.proc = _launch(work, root, device, timeout_s, sandboxed, ranks.rank_fds)
+            ranks.drop_rank_ends()
+            _hello(ranks, world, op.key, bundle.identity, time.monotonic() + startup_s)
+            deadline = time.monotonic() + timeout_s
+            for i, c in enumerate(cases):
+                rows.append(_call(ranks, slot, i, c, world, seed, rng, deadline, i, len(cases)))
+                if rows[-1].status is not Status.PASS:
+                    return Status.FAIL, f"case {i} {c['dtype']} {rows[-1].shape}: {rows[-1].reason}", rows
+            if device == "cuda":
+                rows += _graphs(ranks, slot, cases, world, seed, rng, deadline)
+                bad = [r for r in rows if r.status is not Status.PASS]
+                if bad:
+                    return Status.FAIL, f"{bad[0].shape}: {bad[0].reason}", rows
+        except Abort as e:
+            return (Status.NO_DECISION if e.infrastructure else Status.FAIL), f"aborted: {e}", rows
+        finally:
+            ranks.close()
+    return Status.PASS, f"{world} ranks x {len(rows)} cases matched the fp32 sum", rows
 
 
-def _launch(work: Path, root: str, device: str, timeout_s: float, startup_s: float, sandboxed: bool,
-            world: int, n_cases: int) -> int | None:
-    """Exit code of the rank launcher, or None when killed: at `startup_s` if the ranks never all became ready (op
-    imported, group joined), else `timeout_s` after they did."""
+def _hello(ranks: _Ranks, world: int, op: str, identity: str, deadline: float) -> None:
+    """Every rank joined the group and imported the same candidate before the start-up limit."""
+    try:
+        hellos = ranks.collect({"hello"}, 0, deadline)
+    except TimeoutError as e:
+        raise Abort(f"hang: ranks {e.args[0]} never got ready, killed at the start-up limit") from None
+    for r, frame in sorted(hellos.items()):
+        try:
+            rep = RankReport.model_validate(frame.meta)
+        except ValidationError as e:
+            raise Abort(f"rank {r}: malformed hello ({str(e).splitlines()[0][:120]})") from None
+        if rep.rank != r or rep.world != world or rep.identity != identity:
+            raise Abort(f"rank {r}: reports another rank, world or bundle (divergence)")
+        if rep.op != op:
+            raise Abort(f"rank {r}: ran {rep.op}, not {op} (every rank must run the same candidate and variant)")
+        if rep.group_size != world:
+            raise Abort(f"rank {r}: the candidate received a group of {rep.group_size}, not the validator's {world}")
+
+
+def _call(ranks: _Ranks, slot, i: int, c: dict, world: int, seed: int, rng: random.Random, deadline: float,
+          done: int, total: int, kind: str = "call", label: str = "") -> CaseRow:
+    """Delivers case `i` to every rank (only now), collects every reply and judges each like a single-op call."""
+    preps = _prepare(slot, i, c, world, seed, timing.settle(rng, SETTLE_S))
+    try:
+        for r, prep in enumerate(preps):
+            ranks.send(r, kind, prep.meta, prep.sent, deadline)
+        size = sum(h.nbytes for h in preps[0].outputs.values())
+        frames = ranks.collect({"result"}, size, deadline)
+    except TimeoutError as e:
+        who = f"ranks {e.args[0]}" if e.args and isinstance(e.args[0], list) else "the ranks"
+        raise Abort(f"hang: {who} gave no answer to case {done} of {total}, killed at the time limit") from None
+    except wire.ProtocolError as e:
+        raise Abort(f"a rank stopped reading its channel: {ranks._died() or e}") from None
+    outcomes = {r: judge(slot, c["dtype"], preps[r], frames[r]) for r in range(world)}
+    return _row(i, c, outcomes, label)
+
+
+def _row(i: int, c: dict, outcomes: dict[int, Outcome], label: str) -> CaseRow:
+    shape = label or f"T={c['T']},H={c['H']}"
+    errs = [o.max_abs_err for o in outcomes.values() if o.max_abs_err is not None]
+    worst = max(errs) if errs else None
+    bad = next(((r, o) for r, o in sorted(outcomes.items()) if not o.ok), None)
+    if bad:
+        return CaseRow(index=i, dtype=c["dtype"], shape=shape, status=Status.FAIL, max_abs_err=worst,
+                       reason=f"rank {bad[0]}: {bad[1].reason}")
+    return CaseRow(index=i, dtype=c["dtype"], shape=shape, status=Status.PASS, max_abs_err=worst)
+
+
+def _graphs(ranks: _Ranks, slot, cases: list[dict], world: int, seed: int, rng: random.Random,
+            deadline: float) -> list[CaseRow]:
+    """Per dtype, the first shape captured in a CUDA graph on every rank and replayed with fresh inputs copied in."""
+    rows = []
+    firsts = {c["dtype"]: c for c in reversed(cases)}
+    for n, c in enumerate(firsts.values()):
+        index = 10_000 + 100 * n
+        preps = _prepare(slot, index, c, world, seed, 0.0)
+        try:
+            for r, prep in enumerate(preps):
+                ranks.send(r, "capture", prep.meta, prep.sent, deadline)
+            ranks.collect({"captured"}, 0, deadline)
+        except TimeoutError:
+            raise Abort(f"hang: graph capture of T={c['T']},H={c['H']} gave no answer by the time limit") from None
+        except Abort as e:
+            rows.append(CaseRow(index=index, dtype=c["dtype"], shape=f"graph T={c['T']},H={c['H']}",
+                                status=Status.FAIL, reason=f"graph capture failed: {e}"))
+            continue
+        for replay in range(GRAPH_REPLAYS):
+            rows.append(_call(ranks, slot, index + 1 + replay, c, world, seed, rng, deadline, replay, GRAPH_REPLAYS,
+                              kind="replay", label=f"graph T={c['T']},H={c['H']}"))
+    return rows
+
+
+def _launch(work: Path, root: str, device: str, timeout_s: float, sandboxed: bool, rank_fds: list[list[int]]):
+    """Starts the rank launcher in one sandbox; every rank's pipe ends travel in and only reach their own rank."""
     policy = SandboxPolicy(gpu=device == "cuda", address_space_bytes=None if device == "cuda" else 16 << 30,
                            cpu_seconds=max(60, int(timeout_s) * 4))
     tool = TOOL if sandboxed else str(RANK.parent)
-    binds = [Bind(work, WORK, writable=True), Bind(RANK.parent, TOOL)]
+    binds = [Bind(work, WORK, writable=True), Bind(RANK.parent, TOOL), Bind(CODEC, f"{CODEC_DIR}/{CODEC.name}")]
     env = child_env({"OMP_NUM_THREADS": "1"}, home=root)
     argv = [sys.executable, "-I", f"{tool}/{RANK.name}", root, "launch"]
+    fds = tuple(fd for pair in rank_fds for fd in pair)
     with open(work / "log.txt", "wb") as log:
-        proc = spawn(argv, policy, sandboxed=sandboxed, binds=binds, env=env, cwd=str(work), stdout=log)
-        try:
-            deadline = time.monotonic() + startup_s
-            ready = False
-            while time.monotonic() < deadline:
-                if proc.popen.poll() is not None:
-                    return proc.popen.returncode
-                reports = _read_reports(work, world)
-                if _all(reports, lambda rep: rep.cases_done == n_cases):
-                    return 0  # every rank answered every case; process-group teardown is not worth waiting for
-                if not ready and _all(reports, lambda rep: rep.op is not None):
-                    ready, deadline = True, time.monotonic() + timeout_s
-                time.sleep(0.1)
-            return None
-        finally:
-            proc.kill()
+        return spawn(argv, policy, sandboxed=sandboxed, binds=binds, env=env, cwd=str(work), stdout=log, pass_fds=fds)
 
 
-def _all(reports: dict, predicate) -> bool:
-    return all(isinstance(rep, RankReport) and not rep.error and predicate(rep) for rep in reports.values())
-
-
-def _read_reports(work: Path, world: int) -> dict[int, RankReport | str]:
-    out: dict[int, RankReport | str] = {}
-    for r in range(world):
-        path = work / f"rank{r}.json"
-        try:
-            raw = path.read_bytes()[: MAX_RANK_REPORT + 1]
-            if len(raw) > MAX_RANK_REPORT:
-                raise ValueError("report too large")
-            out[r] = RankReport.model_validate_json(raw)
-        except FileNotFoundError:
-            out[r] = "never started"
-        except (ValidationError, ValueError) as e:
-            out[r] = f"malformed report ({str(e).splitlines()[0][:120]})"
-    return out
-
-
-def _fault(reports: dict, world: int, n_cases: int, op: str, identity: str, code: int | None,
-           timeout_s: float) -> str | None:
-    """The first reason to abort the run: a bad report, a rank on another candidate or group, a raise, or a hang."""
-    for r, rep in reports.items():
-        if isinstance(rep, str):
-            return f"rank {r}: {rep}" + (" (killed at its time limit)" if code is None else "")
-        if rep.rank != r or rep.world != world or rep.identity != identity:
-            return f"rank {r}: reports another rank, world or bundle (divergence)"
-        if rep.op not in (None, op):
-            return f"rank {r}: ran {rep.op}, not {op} (every rank must run the same candidate and variant)"
-        if rep.group_size and rep.group_size != world:
-            return f"rank {r}: the candidate received a group of {rep.group_size}, not the validator's {world}"
-        if rep.error:
-            return f"rank {r} raised: {rep.error}"
-    if code == JOIN_FAILED:
-        return "the sandbox could not join its cgroup"
-    if code is None:
-        progress = ", ".join(f"rank {r}: {rep.cases_done}/{n_cases} cases" for r, rep in reports.items())
-        if any(rep.op is None for rep in reports.values()):
-            return f"hang: the ranks never all got ready, killed at the start-up limit ({progress})"
-        return f"hang: killed {timeout_s:g}s after all ranks were ready ({progress})"
-    unfinished = [r for r, rep in reports.items() if rep.cases_done != n_cases or rep.op is None]
-    if code != 0 or unfinished:
-        return f"ranks {unfinished or list(reports)} did not complete (exit {code})"
-    return None
-
-
-def _tail(path: Path) -> str:
-    lines = [ln for ln in path.read_bytes()[-4096:].decode("utf-8", "replace").splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else "none"
-
-
-def _judge(slot, work: Path, i: int, c: dict, world: int, inputs: dict) -> CaseRow:
-    """Every rank's output against the fp32 sum; the bound scales with the summed magnitudes (rounding per add)."""
-    dtype = DTYPES[c["dtype"]]
-    tol = slot.tolerances[c["dtype"]]
-    xs = torch.stack([inputs[i, r].float() for r in range(world)])
-    expected, scale = xs.sum(0), xs.abs().sum(0)
-    label, worst = f"T={c['T']},H={c['H']}", 0.0
-    nbytes = c["T"] * c["H"] * dtype.itemsize
-    for r in range(world):
-        raw = (work / "out" / f"r{r}_c{i}.bin").read_bytes()
-        if len(raw) != nbytes:
-            return CaseRow(index=i, dtype=c["dtype"], shape=label, status=Status.FAIL, reason=f"rank {r}: wrong output size")
-        got = torch.frombuffer(bytearray(raw), dtype=dtype).reshape(c["T"], c["H"]).float()
-        if not torch.isfinite(got).all():
-            return CaseRow(index=i, dtype=c["dtype"], shape=label, status=Status.FAIL,
-                           reason=f"rank {r}: non-finite or unwritten output elements")
-        err = (got - expected).abs()
-        worst = max(worst, float(err.max()))
-        if (err > tol.atol + tol.rtol * scale).any():
-            return CaseRow(index=i, dtype=c["dtype"], shape=label, status=Status.FAIL, max_abs_err=worst,
-                           reason=f"rank {r}: max error {float(err.max()):.3g} beyond atol={tol.atol:g} rtol={tol.rtol:g}")
-    return CaseRow(index=i, dtype=c["dtype"], shape=label, status=Status.PASS, max_abs_err=worst)
+def _clean(text: object) -> str:
+    """Rank-supplied text is shown, never trusted: printable, one line, bounded."""
+    return "".join(ch if ch.isprintable() else " " for ch in str(text))[:300]

@@ -4,7 +4,7 @@ Each row names a symbol hotfloat hooks or calls and the parameters it passes; an
 them fails here, before a validator arms a bundle against a seam that no longer exists.
 """
 
-SGLANG_PIN = "0.5.23"
+SGLANG_PIN = "0.5.13.post1"
 BITTENSOR_PIN = "11.3.0"
 
 _ACT = "sglang.srt.layers.activation.SiluAndMul"
@@ -15,21 +15,30 @@ SGLANG: list[dict] = [
     {"name": "SiluAndMul.forward_cuda", "kind": "callable", "target": f"{_ACT}.forward_cuda", "params": ["self", "x"], "order": True},
     {"name": "SiluAndMul.forward_native", "kind": "callable", "target": f"{_ACT}.forward_native", "params": ["self", "x"], "order": True},
     {"name": "RMSNorm.forward_cuda", "kind": "callable", "target": f"{_NORM}.forward_cuda",
-     "params": ["self", "x", "residual", "post_residual_addition", "quant_linear"], "order": True},
+     "params": ["self", "x", "residual", "post_residual_addition"], "order": True},
     {"name": "RMSNorm.forward_native", "kind": "callable", "target": f"{_NORM}.forward_native",
-     "params": ["self", "x", "residual", "post_residual_addition", "quant_linear"], "order": True},
+     "params": ["self", "x", "residual", "post_residual_addition"], "order": True},
     {"name": "RMSNorm.__init__", "kind": "callable", "target": f"{_NORM}.__init__",
      "params": ["hidden_size", "eps", "var_hidden_size", "cast_x_before_out_mul", "fp32_residual", "has_weight",
                 "override_orig_dtype"]},
     {"name": "RadixAttention.forward", "kind": "callable", "target": "sglang.srt.layers.radix_attention.RadixAttention.forward",
      "params": ["self", "q", "k", "v", "forward_batch"], "order": True},
+    {"name": "TritonAttnBackend.__init__", "kind": "callable",
+     "target": "sglang.srt.layers.attention.triton_backend.TritonAttnBackend.__init__",
+     "params": ["self", "model_runner"], "order": True},
+    {"name": "decode_attention_fwd", "kind": "callable",
+     "target": "sglang.srt.layers.attention.triton_ops.decode_attention.decode_attention_fwd",
+     "params": ["q", "k_buffer", "v_buffer", "o", "kv_indptr", "kv_indices", "attn_logits", "attn_lse",
+                "num_kv_splits", "max_kv_splits", "sm_scale", "k_scale", "v_scale", "logit_cap", "sinks",
+                "xai_temperature_len", "has_mla", "use_pdl"], "order": True},
     {"name": "GroupCoordinator.all_reduce", "kind": "callable",
      "target": "sglang.srt.distributed.parallel_state.GroupCoordinator.all_reduce", "params": ["self", "input_"], "order": True},
     {"name": "GroupCoordinator.cpu_group", "kind": "fields",
      "target": "sglang.srt.distributed.parallel_state.GroupCoordinator", "fields": ["cpu_group", "world_size", "rank_in_group"]},
     {"name": "get_world_group", "kind": "callable", "target": "sglang.srt.distributed.parallel_state.get_world_group", "params": []},
-    {"name": "bootstrap._init_parallel_groups", "kind": "callable", "target": "sglang.srt.distributed.bootstrap._init_parallel_groups",
-     "params": ["backend", "dist_init_method", "server_args", "gpu_id"]},
+    {"name": "initialize_model_parallel", "kind": "callable",
+     "target": "sglang.srt.distributed.parallel_state.initialize_model_parallel",
+     "params": ["tensor_model_parallel_size", "pipeline_model_parallel_size"]},
     {"name": "plugins.load_plugins", "kind": "callable", "target": "sglang.srt.plugins.load_plugins", "params": []},
     {"name": "plugins.GENERAL_PLUGINS_GROUP", "kind": "attrs", "target": "sglang.srt.plugins", "attrs": ["GENERAL_PLUGINS_GROUP"]},
     {"name": "HookRegistry.register", "kind": "callable", "target": "sglang.srt.plugins.hook_registry.HookRegistry.register",
@@ -37,12 +46,16 @@ SGLANG: list[dict] = [
     {"name": "HookRegistry.apply_hooks", "kind": "attrs", "target": "sglang.srt.plugins.hook_registry.HookRegistry",
      "attrs": ["apply_hooks", "_patched"]},
     {"name": "HookType", "kind": "attrs", "target": "sglang.srt.plugins.hook_registry.HookType", "attrs": ["AROUND", "AFTER"]},
+    {"name": "Engine.__init__", "kind": "callable", "target": "sglang.srt.entrypoints.engine.Engine.__init__",
+     "params": ["self", "kwargs"]},
     {"name": "Engine.generate", "kind": "callable", "target": "sglang.srt.entrypoints.engine.Engine.generate",
      "params": ["self", "prompt", "sampling_params", "input_ids"], "order": True},
     {"name": "Engine.shutdown", "kind": "callable", "target": "sglang.srt.entrypoints.engine.Engine.shutdown", "params": ["self"]},
     {"name": "ServerArgs fields", "kind": "fields", "target": "sglang.srt.server_args.ServerArgs",
      "fields": ["model_path", "tp_size", "dtype", "random_seed", "host", "port", "mem_fraction_static",
-                "disable_cuda_graph", "attention_backend", "sampling_backend", "skip_server_warmup", "log_level"]},
+                "disable_cuda_graph", "attention_backend", "sampling_backend", "skip_server_warmup", "log_level",
+                "skip_tokenizer_init", "grammar_backend", "disable_radix_cache", "cuda_graph_max_bs",
+                "disable_piecewise_cuda_graph", "max_total_tokens"]},
 ]
 
 BITTENSOR: list[dict] = [

@@ -140,7 +140,7 @@ def _json(text: str) -> object | None:
 class MinerCheckFailed(HotfloatError):
     """The bundle would not pass the validator's scan, verify or build stages."""
 
-    exit_code = 2
+    exit_code = 1  # ExitCode.FAIL: a verdict on the bundle, not bad input
     grpc_status = "FAILED_PRECONDITION"
 
 

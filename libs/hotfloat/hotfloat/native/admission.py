@@ -5,24 +5,25 @@ verifies each cubin. On a machine without a GPU the verdict says so explicitly i
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import secrets
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..build.record import BuildRecord, KernelArtifact
 from ..bundle import Bundle
 from ..errors import InfrastructureError, InputError
+from ..sandbox import Bind, SandboxPolicy, child_env, hotfloat_binds, run_child
+from ..sandbox.child import LIB
 from ..verdict import Status
 from . import elf, params
 
-WORKER = Path(__file__).with_name("worker.py")
-LIB_ROOT = Path(__file__).resolve().parents[2]
+CUBINS = "/cubins"
+STARTUP_S = 120.0
+"""Interpreter, torch and CUDA context start-up, before any cubin is loaded."""
 
 
 class Record(BaseModel):
@@ -131,27 +132,25 @@ def gpu_missing() -> str | None:
 
 
 def _run_worker(record: BuildRecord, seed: int, timeout_s: float) -> WorkerReport:
-    """A hang is the kernel's fault (FAIL); a worker that dies or answers garbage is the host's (raises)."""
+    """Runs the worker in the GPU sandbox (the cubins are the candidate's code): a hang is the kernel's fault (FAIL);
+    a worker that cannot start, dies or answers garbage is the host's (raises)."""
     with tempfile.TemporaryDirectory(prefix="hotfloat-admit-") as tmp:
+        os.chmod(tmp, 0o755)
         arts = []
         for k in record.kernels:
-            path = Path(tmp) / k.cubin
-            path.write_bytes(record.cubins[k.cubin])
-            arts.append({**k.model_dump(mode="json"), "slot": k.op.split(":")[0], "path": str(path)})
-        result_path = Path(tmp) / "result.json"
-        request = json.dumps({"artifacts": arts, "seed": seed, "result_path": str(result_path)}).encode()
-        env = {**os.environ, "PYTHONPATH": str(LIB_ROOT)}
-        try:
-            done = subprocess.run([sys.executable, str(WORKER)], input=request, capture_output=True, env=env,
-                                  timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            why = f"killed: the worker did not finish within {timeout_s:g}s (a kernel hung)"
-            return WorkerReport(device="unknown", elapsed_s=timeout_s,
-                                results=[KernelAdmission(cubin=k.cubin, ok=False, reason=why) for k in record.kernels])
-        if done.returncode != 0 or not result_path.exists():
-            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
-            raise InfrastructureError(f"admission worker failed (exit {done.returncode}): {tail[0][:300]}")
-        try:
-            return WorkerReport.model_validate_json(result_path.read_bytes()[: 4 << 20])
-        except ValidationError as e:
-            raise InfrastructureError(f"admission worker report is malformed: {str(e).splitlines()[0]}") from None
+            (Path(tmp) / k.cubin).write_bytes(record.cubins[k.cubin])
+            arts.append({**k.model_dump(mode="json"), "slot": k.op.split(":")[0], "path": f"{CUBINS}/{k.cubin}"})
+        binds, pythonpath = hotfloat_binds()
+        policy = SandboxPolicy(gpu=True, address_space_bytes=None, cpu_seconds=max(60, int(timeout_s) * 2))
+        done = run_child([sys.executable, "-s", "-B", f"{LIB}/hotfloat/native/worker.py"], WorkerReport,
+                         request={"artifacts": arts, "seed": seed}, policy=policy, sandboxed=True,
+                         binds=[*binds, Bind(Path(tmp), CUBINS)],
+                         env=child_env({"PYTHONPATH": pythonpath}, home="/tmp"), startup_s=STARTUP_S,
+                         timeout_s=timeout_s)
+    if done.kind == "timeout":
+        why = f"killed: the worker did not finish within {timeout_s:g}s (a kernel hung)"
+        return WorkerReport(device="unknown", elapsed_s=timeout_s,
+                            results=[KernelAdmission(cubin=k.cubin, ok=False, reason=why) for k in record.kernels])
+    if done.result is None:
+        raise InfrastructureError(f"admission worker failed: {done.detail}: {done.output_tail[-300:]}")
+    return done.result

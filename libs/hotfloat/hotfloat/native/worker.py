@@ -2,15 +2,14 @@
 the declared kernel with the declared parameter layout, launches it on fresh seeded inputs and checks the output
 against the slot's fp32 reference.
 
-It runs as its own process (the GPU code is the candidate's), reads a JSON request on stdin and writes one JSON
-result to the path the parent names. It needs only torch, cuda-bindings and hotfloat's slots and params modules, so
+It runs as a sandboxed child of `hotfloat.sandbox.run_child` (the GPU code is the candidate's): the request (artifacts
+and seed) comes on stdin, `ready` is said once torch and the CUDA context are up, and the report goes back through
+`hotfloat.sandbox.channel`. It needs only torch, cuda-bindings and hotfloat's slots, params and channel modules, so
 the same file runs on a bare GPU machine (see tools/device/native.sh)."""
 
 from __future__ import annotations
 
 import ctypes
-import json
-import sys
 import time
 
 
@@ -122,11 +121,14 @@ def main() -> None:
     import torch
     from cuda.bindings import driver
 
-    request = json.loads(sys.stdin.read())
+    from hotfloat.sandbox import channel
+
+    request = channel.request()
     started = time.monotonic()
     torch.cuda.init()
     torch.empty(1, device="cuda")
     _check(driver.cuInit(0))
+    channel.ready()
     results = []
     for art in request["artifacts"]:
         with open(art["path"], "rb") as f:
@@ -135,9 +137,8 @@ def main() -> None:
             results.append(admit_one(art, data, request["seed"]))
         except RuntimeError as e:
             results.append({"cubin": art["cubin"], "ok": False, "reason": str(e), "loaded": {}, "rows": []})
-    report = {"device": torch.cuda.get_device_name(), "results": results, "elapsed_s": time.monotonic() - started}
-    with open(request["result_path"], "w") as f:
-        json.dump(report, f)
+    channel.reply({"device": torch.cuda.get_device_name(), "results": results,
+                   "elapsed_s": time.monotonic() - started})
 
 
 if __name__ == "__main__":

@@ -1,19 +1,24 @@
 """`qualify_bundle`: the complete-engine A/B of one candidate, as the CLI and the Qualification service call it.
 
-Protocol: B C B (C B ...) in fresh engine processes with the same workload and warm-up; the validator picks roles,
-prompts and timing. After every run `judge` says whether the evidence decides; the loop stops at the first decision
-or when the pair budget is spent. The candidate bundle is armed only in C processes, and every engine process runs
-inside the candidate sandbox (hotfloat.qualify.host); without one, qualification refuses to run unless the caller
-opts out with `sandboxed=False`, which the evidence records.
+Protocol: three resident engines, B, C and B' (B' the same stock engine as B in a third process), each booted once
+in its own sandbox and warmed up; then rounds, each serving one pass of the workload on every engine in an order
+drawn from the secret seed, on prompts drawn fresh for that round. Every `look_rounds` rounds the gate and the rule
+look at what was served and the loop stops at the first decision or when the budget is spent; then the engines
+report their seam counts and `judge` (the function a recompute replays) gives the verdict. The candidate bundle is
+armed only in C; without a sandbox, qualification refuses to run unless the caller opts out with `sandboxed=False`,
+which the evidence records.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import logging
 import os
+import random
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -23,110 +28,273 @@ from ..errors import InfrastructureError
 from ..sandbox import ensure_available
 from .decision import judge
 from .engine import PRESETS
-from .host import server_policy, staged
-from .records import Decision, Decode, EngineSpec, Evidence, QualifyResult, Record, Role, RuleConfig, RunFrame
-from .runner import Launch, run_engine
-from .workload import SHAPES, make_workload
+from .gate import gate
+from .host import engine_policy, staged
+from .records import Decision, Decode, EngineKind, EngineSpec, Evidence, QualifyResult, Record, Role, RuleConfig, RunFrame
+from .resident import EngineFault, ResidentEngine, cpu_sets, harden_self
+from .rule import decide
+from .workload import SHAPES, make_workload, prompts
 
 Progress = Callable[[str, int, int], None]
-"""progress(description, runs done, most runs possible)."""
+"""progress(description, rounds done, most rounds possible)."""
 
 
 class QualifyOptions(Record):
-    """What the validator chooses for a qualification; the candidate chooses none of it."""
+    """What the validator chooses for a qualification; the candidate chooses none of it. Defaults follow the device:
+    `for_device` fills them in (the CLI and the services call it), so a caller names only what it changes."""
 
+    engine_kind: EngineKind = "transformers"
+    """"sglang" (CUDA) or the transformers stand-in."""
     preset: str = "tiny"
     """Engine model preset (hotfloat.qualify.engine.PRESETS)."""
+    model_path: str | None = None
+    """SGLang only: a checkpoint directory instead of a generated model."""
     device: Literal["cpu", "cuda"] = "cpu"
     dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
     decode: Decode | None = None
     """Decode mode of B and C alike (EngineSpec.decode); None: CUDA graphs on CUDA, eager on CPU."""
     shapes: str = "tiny"
     """Workload request mix (hotfloat.qualify.workload.SHAPES)."""
-    passes: Annotated[int, Field(ge=1, le=64)] = 2
     warmup_passes: Annotated[int, Field(ge=0, le=16)] = 1
     seed: int | None = None
     """Workload prompt seed; None draws a secret one."""
     rule: RuleConfig = RuleConfig(logprob_tol=1e-3)
-    warm: bool = True
-    """Fork engines from one fork server that preloaded torch and transformers; False pays a cold start per run."""
     sandboxed: bool = True
     """Engine processes run in the candidate sandbox and qualification fails closed without one; False (logged
     as a warning, recorded in the evidence) runs them with the validator's files, environment and network."""
-    startup_timeout_s: Annotated[float, Field(gt=0)] = 600.0
+    startup_timeout_s: Annotated[float, Field(gt=0)] = 900.0
+    """Boot, arm, warm-up and graph capture of all three engines must finish within this."""
     batch_timeout_s: Annotated[float, Field(gt=0)] = 300.0
     threads: Annotated[int, Field(ge=1, le=256)] = 1
+    """CPU threads per transformers engine on CPU."""
+    mem_fraction: Annotated[float, Field(gt=0, lt=0.34)] = 0.2
+    """SGLang: each engine's static GPU memory fraction (weights and KV cache), so three fit on one GPU."""
     extra_passes: dict[Role, Annotated[int, Field(ge=0, le=1024)]] = {}
-    """Calibration only: role -> extra stock activation passes per MLP call, a known speed difference injected by
-    the validator (e.g. a slower B to exercise the PASS path on hardware where nothing is faster)."""
+    """Calibration only (transformers engine): role -> extra stock activation passes per MLP call, a known speed
+    difference injected by the validator (e.g. a slower B to exercise the PASS path where nothing is faster)."""
 
     @model_validator(mode="after")
     def _engine_is_valid(self):
         self.engine()  # e.g. graph decode on CPU is refused here, before any engine process starts
+        if self.preset not in PRESETS or self.shapes not in SHAPES:
+            raise ValueError(f"unknown preset {self.preset!r} or shapes {self.shapes!r}")
         return self
 
     def engine(self) -> EngineSpec:
         """The engine B and C both run."""
-        return EngineSpec(preset=self.preset, dtype=self.dtype, device=self.device, decode=self.decode)
+        return EngineSpec(kind=self.engine_kind, preset=self.preset, model_path=self.model_path, dtype=self.dtype,
+                          device=self.device, decode=self.decode)
+
+    @classmethod
+    def for_device(cls, device: str, engine_kind: str | None = None, **given) -> QualifyOptions:
+        """Options with the device's defaults for whatever is not given: CPU runs the tiny fp32 stand-in; CUDA runs
+        SGLang on the Qwen2-0.5B shape in bf16 with the decode-heavy `sglang` mix and the rule calibrated for it."""
+        given = {k: v for k, v in given.items() if v is not None}
+        kind = engine_kind or ("sglang" if device == "cuda" else "transformers")
+        cpu = device == "cpu"
+        dtype = given.pop("dtype", "fp32" if cpu else "bf16")
+        tol = given.pop("logprob_tol", 1e-3 if dtype == "fp32" else 0.1)
+        rule = {**DEFAULT_RULES[device], **given.pop("rule", {}), "logprob_tol": tol}
+        shapes = given.pop("shapes", "tiny" if cpu else ("sglang" if kind == "sglang" else "gpu"))
+        return cls(device=device, engine_kind=kind, dtype=dtype, shapes=shapes, preset=given.pop("preset", "tiny" if cpu else "qwen2-0.5b"),
+                   rule=RuleConfig(**rule), **given)
+
+
+DEFAULT_RULES: dict[str, dict] = {
+    "cpu": dict(look_rounds=4, max_looks=2, drift_bound=5.0, noise_floor=0.01, process_floor=0.01),
+    "cuda": dict(look_rounds=10, max_looks=4, drift_bound=0.02, noise_floor=0.003, process_floor=0.003),
+}
+"""Rule parameters per device; the CUDA ones are the H200 calibration's (docs/calibration-h200.json)."""
 
 
 def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions | None = None, *,
                    baseline: Bundle | str | os.PathLike | None = None, progress: Progress | None = None) -> QualifyResult:
-    """Qualifies `bundle` against the stock engine (or against `baseline`, the incumbent's bundle, armed in B)."""
+    """Qualifies `bundle` against the stock engine (or against `baseline`, the incumbent's bundle, armed in B and B')."""
     options = options or QualifyOptions()
-    if options.preset not in PRESETS or options.shapes not in SHAPES:
-        raise ValueError(f"unknown preset {options.preset!r} or shapes {options.shapes!r}")
+    engine = options.engine()
     if options.sandboxed:
-        ensure_available(server_policy(options.device))  # fail closed before any run, even with a pooled server
+        ensure_available(engine_policy(options.device, engine.kind))  # fail closed before any engine starts
     else:
         logging.getLogger("hotfloat.qualify").warning(
             "UNSANDBOXED qualification: engine processes run candidate code with the validator's view")
-    launch = Launch(warm=options.warm, sandboxed=options.sandboxed, startup_timeout_s=options.startup_timeout_s,
-                    batch_timeout_s=options.batch_timeout_s, threads=options.threads,
-                    extra_passes=dict(options.extra_passes))
-    engine = options.engine()
-    workload = make_workload(options.shapes, PRESETS[options.preset]["vocab_size"], passes=options.passes,
+    harden_self()
+    vocab = PRESETS[options.preset]["vocab_size"]
+    workload = make_workload(options.shapes, vocab, passes=options.rule.max_rounds,
                              warmup_passes=options.warmup_passes, seed=options.seed)
     started, t0 = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), time.monotonic()
     bundles = {"c": _loaded(bundle), **({"b": _loaded(baseline)} if baseline else {})}
+    model_dir = _model_dir(engine)
     with staged(bundles, sandboxed=options.sandboxed) as paths:
-        cand = _Armed(paths["c"], bundles["c"].identity)
-        base = _Armed(paths["b"], bundles["b"].identity) if baseline else None
-        frames, engine_id, decision = _protocol(engine, workload, options.rule, launch, cand, base, progress)
-    evidence = Evidence(bundle_identity=cand.identity, baseline_identity=base.identity if base else None, engine=engine,
-                        engine_identity=engine_id or "unknown", workload=workload, rule=options.rule, env=environment(),
-                        sandboxed=options.sandboxed, frames=frames, decision=decision, started=started,
-                        seconds=time.monotonic() - t0)
+        arms = [(paths.get("b"), bundles["b"].identity if baseline else None), (paths["c"], bundles["c"].identity),
+                (paths.get("b"), bundles["b"].identity if baseline else None)]
+        run = _protocol(engine, workload, options, arms, model_dir, progress)
+    frames, ident, info, order, decision = run
+    evidence = Evidence(bundle_identity=bundles["c"].identity, baseline_identity=bundles["b"].identity if baseline else None,
+                        engine=engine, engine_identity=ident or "unknown", engine_info=info, workload=workload,
+                        order=order, rule=options.rule, env=environment(), sandboxed=options.sandboxed, frames=frames,
+                        decision=decision, started=started, seconds=time.monotonic() - t0)
     return QualifyResult(status=decision.status, score=decision.score, reason=decision.reason, evidence=evidence)
 
 
-def _protocol(engine, workload, rule, launch, cand, base, progress) -> tuple[list[RunFrame], str | None, Decision]:
-    frames: list[RunFrame] = []
-    engine_id = None
-    most = 2 * rule.max_pairs + 1
-    while True:
-        role = "C" if len(frames) % 2 else "B"
-        armed = cand if role == "C" else base
+def _model_dir(engine: EngineSpec) -> str | None:
+    if engine.kind != "sglang":
+        return None
+    if engine.model_path:
+        if not os.path.isfile(os.path.join(engine.model_path, "config.json")):
+            raise InfrastructureError(f"--model {engine.model_path}: no config.json there")
+        return os.path.abspath(engine.model_path)
+    from .checkpoint import ensure
+
+    return str(ensure(engine.preset, engine.dtype, engine.weight_seed))
+
+
+def round_order(seed: int, round_index: int, n: int = 3) -> list[int]:
+    """The order the engines serve a round's pass in, drawn from the workload seed (secret until the end)."""
+    digest = hashlib.sha256(f"{seed}:order:{round_index}".encode()).digest()
+    order = list(range(n))
+    random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
+    return order
+
+
+class _Acc:
+    """What one engine served so far."""
+
+    def __init__(self, index: int, role: Role):
+        self.index, self.role = index, role
+        self.pass_s: list[float] = []
+        self.lat: list[list[float]] = []
+        self.outs: list[list[dict]] = []
+        self.error: str | None = None
+        self.own = False
+        self.routed: dict[str, int] = {}
+        self.stock: dict[str, int] = {}
+        self.boot_s = self.wall_s = 0.0
+        self.generated = 0
+
+    def fail(self, e: Exception, own: bool) -> None:
+        if self.error is None:
+            self.error, self.own = str(e)[:2000] or type(e).__name__, own
+
+    def frame(self, n: int) -> RunFrame:
+        ok = self.error is None
+        cut = lambda xs: xs[:n] if ok else []  # noqa: E731
+        timed = sum(self.pass_s[:n])
+        return RunFrame(index=self.index, role=self.role, ok=ok, raised=self.own, error=self.error,
+                        pass_s=cut(self.pass_s), latency_s=cut(self.lat),
+                        tokens=[[o["tokens"] for o in p] for p in cut(self.outs)],
+                        logprobs=[[o["logprobs"] for o in p] for p in cut(self.outs)],
+                        margins=[[o["margins"] for o in p] for p in cut(self.outs)],
+                        routed=self.routed, stock=self.stock, wall_s=self.wall_s, boot_s=self.boot_s,
+                        tokens_per_s=self.generated / timed if ok and timed else 0.0)
+
+
+def _protocol(engine: EngineSpec, workload, options: QualifyOptions, arms, model_dir, progress):
+    rule = options.rule
+    roles: list[Role] = ["B", "C", "B"]
+    accs = [_Acc(i, r) for i, r in enumerate(roles)]
+    warmup = [(prompts(workload, -1 - p, b), [r.max_new_tokens for r in batch])
+              for p in range(workload.warmup_passes) for b, batch in enumerate(workload.batches)]
+    max_batch = max(len(b) for b in workload.batches)
+    kv_tokens = 2 * max(sum(r.prompt_len + r.max_new_tokens for r in b) for b in workload.batches) + 4096
+    cpus = cpu_sets(3)
+    engines: list[ResidentEngine | None] = [None, None, None]
+    ident, info, order = None, {}, []
+    t0 = time.monotonic()
+    try:
+        for i, (bundle, identity) in enumerate(arms):
+            spec = dict(engine.model_dump(), bundle=bundle, identity=identity, warmup=warmup, threads=options.threads,
+                        extra_passes=options.extra_passes.get(roles[i], 0), cpus=cpus[i], max_batch=max_batch, kv_tokens=kv_tokens,
+                        mem_fraction=options.mem_fraction)
+            try:
+                engines[i] = ResidentEngine(f"{i}{roles[i]}", spec, device=engine.device, kind=engine.kind,
+                                            sandboxed=options.sandboxed, model_dir=model_dir)
+            except (InfrastructureError, OSError) as e:
+                accs[i].fail(e, own=False)
         if progress:
-            progress(f"run {len(frames) + 1}: {role}", len(frames), most)
-        frame, eid = run_engine(len(frames), role, engine, workload, armed.path if armed else None,
-                                armed.identity if armed else None, launch)
-        frames.append(frame)
-        if eid and engine_id and eid != engine_id:
-            raise InfrastructureError(f"engine identity changed between runs ({engine_id[:12]} -> {eid[:12]})")
-        engine_id = engine_id or eid
-        decision = judge(frames, rule)
-        if decision is not None:
+            progress("booting B, C, B'", 0, rule.max_rounds)
+        ident, info = _boot(engines, accs, t0 + options.startup_timeout_s)
+        done = 0
+        while done < rule.max_rounds and all(a.error is None for a in accs):
+            order.append(round_order(workload.seed, done))
+            _round(engines, accs, workload, done, order[-1], options.batch_timeout_s)
+            done += 1
             if progress:
-                progress("done", most, most)
-            return frames, engine_id, decision
+                progress(f"round {done}", done, rule.max_rounds)
+            if done % rule.look_rounds == 0 and all(a.error is None for a in accs) and _settled(accs, done, rule):
+                break
+        for i, e in enumerate(engines):
+            if e is not None and accs[i].error is None:
+                try:
+                    accs[i].routed, accs[i].stock = e.stop(options.batch_timeout_s)
+                except EngineFault as f:
+                    accs[i].fail(f, f.own)
+    finally:
+        for i, e in enumerate(engines):
+            if e is not None:
+                accs[i].wall_s = e.lifetime_s
+                e.close()
+    n = min(len(a.pass_s) for a in accs)
+    frames = [a.frame(n) for a in accs]
+    decision = judge(frames, rule)
+    if decision is None:  # an engine failed before the first look: judge has nothing to weigh
+        decision = Decision(status="NO_DECISION", reason="the protocol ended before the rule could look")
+    if progress:
+        progress("done", rule.max_rounds, rule.max_rounds)
+    return frames, ident, info, order[:n], decision
 
 
-class _Armed:
-    """A staged bundle directory as the engine process sees it, with the identity it must have."""
+def _boot(engines, accs, deadline: float) -> tuple[str | None, dict[str, str]]:
+    """Waits for all three ready messages (they boot concurrently); B' must match B, and C must too, or C failed."""
+    def ready(i):
+        e = engines[i]
+        if e is None:
+            return None
+        try:
+            out = e.ready(deadline)
+            accs[i].boot_s = e.boot_s
+            return out
+        except EngineFault as f:
+            accs[i].fail(f, f.own)
+            return None
 
-    def __init__(self, path: str, identity: str):
-        self.path, self.identity = path, identity
+    with ThreadPoolExecutor(3) as pool:
+        got = list(pool.map(ready, range(3)))
+    ident, info = got[0] if got[0] else (None, {})
+    if got[0] and got[2] and got[2][0] != ident:
+        accs[2].fail(Exception(f"engine identity differs between B and B' ({ident[:12]} vs {got[2][0][:12]})"), own=False)
+    if got[0] and got[1] and got[1][0] != ident:
+        accs[1].fail(Exception(f"candidate engine reported identity {got[1][0][:12]}, not the baseline's {ident[:12]}"),
+                     own=True)
+    return ident, info
+
+
+def _round(engines, accs, workload, r: int, order: list[int], timeout_s: float) -> None:
+    """One pass of every batch on each engine, engine after engine in `order`, on this round's fresh prompts."""
+    batches = [(prompts(workload, r, b), [q.max_new_tokens for q in batch]) for b, batch in enumerate(workload.batches)]
+    for i in order:
+        total, lat, outs = 0.0, [], []
+        try:
+            for ps, mx in batches:
+                s, got = engines[i].serve(ps, mx, timeout_s)
+                total += s
+                lat += [x for x, _ in got]
+                outs += [o for _, o in got]
+        except EngineFault as f:
+            accs[i].fail(f, f.own)
+            return
+        a = accs[i]
+        a.pass_s.append(total)
+        a.lat.append(lat)
+        a.outs.append(outs)
+        a.generated += sum(sum(mx) for _, mx in batches)
+
+
+def _settled(accs, n: int, rule: RuleConfig) -> bool:
+    """Whether the gate or the rule already decides on the first n rounds (counts are not needed to know that)."""
+    frames = [a.frame(n) for a in accs]
+    if gate(frames, rule.logprob_tol)[0] != "PASS":
+        return True
+    return decide(frames[0].pass_s, frames[1].pass_s, frames[2].pass_s, rule) is not None
 
 
 def _loaded(bundle: Bundle | str | os.PathLike) -> Bundle:

@@ -1,12 +1,10 @@
 """From raw frames to a decision: infrastructure first, then the correctness gate, then the speed rule.
 
-`judge` is the one function both the live runner (after every run, to know when to stop) and a later recompute
-(once, over the evidence) call, so the two can never disagree.
+`judge` is the one function both the live protocol (after every round, to know when to stop) and a later recompute
+(once, over the evidence) call, so the two can never disagree. Frames are B, C, B' (resident engines).
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from .gate import gate
 from .records import Decision, RuleConfig, RunFrame
@@ -14,23 +12,26 @@ from .rule import decide
 
 
 def judge(frames: list[RunFrame], rule: RuleConfig) -> Decision | None:
-    """The decision the frames so far support, or None while the protocol needs more runs."""
-    for f in frames:
-        if not f.ok and (f.role == "B" or not f.raised):
-            return Decision(status="NO_DECISION", reason=f"infrastructure: {f.role} run {f.index} failed: {f.error}")
+    """The decision the frames so far support, or None while the protocol needs more rounds."""
+    if [f.role for f in frames] != ["B", "C", "B"] or [f.index for f in frames] != [0, 1, 2]:
+        raise ValueError("frames must be B, C, B' indexed 0, 1, 2")
+    for f in (frames[0], frames[2]):
         if not f.ok:
-            return Decision(status="FAIL", gate="FAIL", reason=f"candidate engine run {f.index} raised: {f.error}")
-    if not any(f.role == "C" for f in frames):
-        return None
+            return Decision(status="NO_DECISION", reason=f"infrastructure: baseline engine {f.index} failed: {f.error}")
+    cand = frames[1]
+    if not cand.ok and cand.raised:
+        return Decision(status="FAIL", gate="FAIL", reason=f"candidate engine failed: {cand.error}")
+    if not cand.ok:
+        return Decision(status="NO_DECISION", reason=f"infrastructure: candidate engine died or stalled: {cand.error}")
+    if len({len(f.pass_s) for f in frames}) != 1:
+        raise ValueError("B, C and B' must have served the same number of rounds")
     status, why = gate(frames, rule.logprob_tol)
     if status != "PASS":
         return Decision(status=status, gate=status if status == "FAIL" else "N/A", reason=why)
-    if not any(sum(f.routed.values()) for f in frames if f.role == "C"):
+    if not sum(cand.routed.values()):
         return Decision(status="N/A", gate="PASS", reason="no engine call reached the bundle (outside its declared domain)")
-    if frames[-1].role != "B":
+    lk = decide(frames[0].pass_s, cand.pass_s, frames[2].pass_s, rule)
+    if lk is None:
         return None
-    look = decide([(f.role, np.median(np.asarray(f.latency_s), axis=0)) for f in frames], rule)
-    if look.status is None:
-        return None
-    return Decision(status=look.status, reason=look.reason, gate="PASS", score=look.score if look.status == "PASS" else 0.0,
-                    improvement=look.improvement, lower=look.lower, upper=look.upper, drift=look.drift, pairs=look.pairs)
+    return Decision(status=lk.status, reason=lk.reason, gate="PASS", score=lk.score if lk.status == "PASS" else 0.0,
+                    improvement=lk.improvement, lower=lk.lower, upper=lk.upper, drift=lk.drift, rounds=lk.rounds)

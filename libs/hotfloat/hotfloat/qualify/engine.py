@@ -35,8 +35,10 @@ PRESETS: dict[str, dict] = {
                        num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True, initializer_range=0.02),
     "qwen2-1.5b": dict(arch="qwen2", vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
                        num_attention_heads=12, num_key_value_heads=2, tie_word_embeddings=True, initializer_range=0.02),
+    "llama-0.5b": dict(arch="llama", vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=24,
+                       num_attention_heads=16, num_key_value_heads=4, tie_word_embeddings=False, initializer_range=0.02),
 }
-"""Model shapes: the tiny ones for CPU CI, the Qwen2-0.5B/1.5B shapes for the GPU."""
+"""Model shapes: the tiny ones for CPU CI, the Qwen2-0.5B/1.5B shapes and a Llama-style one for the GPU."""
 
 
 def stock_silu_and_mul(x: torch.Tensor) -> torch.Tensor:
@@ -206,3 +208,33 @@ class DynamicDecoder:
     def _forward(self, ids: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=ids, attention_mask=self.mask, position_ids=self.pos, use_cache=True,
                           **self.cache).logits[:, -1, :]
+
+
+class TransformersEngine:
+    """The worker's view of the stand-in engine: arm the bundle in this process, build, serve, count."""
+
+    def __init__(self, spec: dict):
+        import os
+
+        from ..seams import arm
+
+        if spec["device"] == "cpu":
+            os.environ["TRITON_INTERPRET"] = "1"
+            torch.set_num_threads(spec.get("threads", 1))
+        self.router = arm(spec.get("bundle"), identity=spec.get("identity"))
+        self.engine = build_engine(spec["preset"], spec["dtype"], spec["device"], spec["weight_seed"], self.router,
+                                   spec.get("extra_passes", 0), spec["decode"])
+        self.identity = self.engine.identity
+        self.info = {"engine": "transformers", "torch": torch.__version__, "decode": spec["decode"]}
+
+    def serve(self, prompts, max_new, on_done) -> None:
+        serve_batch(self.engine, prompts, max_new, on_done)
+        if self.engine.device.type == "cuda":
+            torch.cuda.synchronize(self.engine.device)
+
+    def reset_counts(self) -> None:
+        self.router.reset_counts()
+
+    def counts(self) -> tuple[dict[str, int], dict[str, int]]:
+        c = self.router.counts()
+        return {k: v.routed for k, v in c.items()}, {k: v.stock for k, v in c.items()}

@@ -4,21 +4,28 @@ Every pass and request of every candidate run is compared with the first baselin
 tokens and their logprobs must be identical; with a tolerance, logprobs may differ by at most that much, and a token
 may differ only where the baseline's top-two logprobs were within the tolerance (a near tie that a rounding
 difference can legitimately flip), after which the two completions are no longer comparable. Later baseline runs
-are held to the same standard: a baseline that disagrees with itself cannot judge anybody.
+are held to the same standard: a baseline that disagrees with itself cannot judge anybody. A non-finite logprob or
+margin (NaN, infinity) is a disagreement wherever it appears: every comparison with NaN is False, so without this
+check a NaN would pass any tolerance.
 """
 
 from __future__ import annotations
+
+import math
 
 from .records import RunFrame
 
 
 def compare(ref: RunFrame, other: RunFrame, tol: float) -> str | None:
     """The first disagreement of `other` with `ref` as a sentence, or None when they agree."""
-    for p, (rt, ot, rl, ol, rm) in enumerate(zip(ref.tokens, other.tokens, ref.logprobs, other.logprobs, ref.margins)):
-        for r, (a, b, la, lb, ma) in enumerate(zip(rt, ot, rl, ol, rm)):
+    for p, (rt, ot, rl, ol, rm, om) in enumerate(zip(ref.tokens, other.tokens, ref.logprobs, other.logprobs, ref.margins,
+                                                    other.margins)):
+        for r, (a, b, la, lb, ma, mb) in enumerate(zip(rt, ot, rl, ol, rm, om)):
             if len(a) != len(b):
                 return f"pass {p} request {r}: {len(b)} tokens where the baseline has {len(a)}"
-            for j, (x, y, lx, ly, mx) in enumerate(zip(a, b, la, lb, ma)):
+            for j, (x, y, lx, ly, mx, my) in enumerate(zip(a, b, la, lb, ma, mb)):
+                if not all(math.isfinite(v) for v in (lx, ly, mx, my)):
+                    return f"pass {p} request {r} token {j}: non-finite logprob ({ly!r}; baseline {lx!r}, top-2 gap {mx!r})"
                 if x != y:
                     if tol > 0 and mx <= tol:
                         break

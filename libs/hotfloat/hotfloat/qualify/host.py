@@ -1,17 +1,17 @@
-"""Where qualification engines run: fork servers inside the candidate sandbox, and the staged bundles they arm.
+"""Where qualification engines run: one sandbox per resident engine, and the staged bundles they arm.
 
-Every engine is forked by a fork server (hotfloat.qualify.zygote) started through `hotfloat.sandbox.spawn`, and
-inherits its sandbox: no network, system and Python runtime read-only, the hotfloat package read-only at
-/hotfloat-lib, the staged bundles read-only at /bundles, a private /tmp, /dev read-only, an allowlisted environment
-(no secrets), bounded processes, open files and memory, and CPU time bounded per engine by its run's budget; CUDA
-servers get the gpu policy (device nodes, no address-space limit). An engine's channel is one end of a socketpair
-passed to the server as a file descriptor, so no socket path is shared with the validator.
+Each engine (B, C, B') is one `python -m hotfloat.qualify.worker` started through `hotfloat.sandbox.spawn` in its
+own sandbox: its own pid, IPC, network and mount namespaces, a private /tmp and /dev (so engines cannot see, signal,
+trace or share memory with each other or with the validator), no network, system and Python runtime read-only, the
+hotfloat packages read-only at /hotfloat-lib, the staged bundles read-only at /bundles, the validator's model
+read-only at /model, an allowlisted environment (no secrets), and bounded processes, memory and CPU time. The
+engine's channel is one end of a socketpair on its fd 0, so no socket path is shared. Killing the sandbox at the
+end of the qualification ends everything the engine started; nothing it wrote outlives it.
 
-One warm CPU server per mode is shared by all runs and qualifications, because a preload costs seconds (6 to 13
-here): it holds one engine at a time and sweeps its sandbox between engines (kills every other process, empties
-/tmp and System V IPC); a server whose sweep fails is discarded with its sandbox. A fresh server per qualification
-would still share /tmp between its own B and C runs, so the sweep is needed either way. Cold servers (every CUDA
-run, or warm=False) live for one engine.
+The SGLang runtime lives outside the system directories (the device payload): the directories the validator's
+PYTHONPATH, LD_LIBRARY_PATH and CUDA_HOME name (and PATH entries inside the payload or CUDA_HOME) are bound read-only at the same paths, and JIT caches the
+validator has already filled ($HOTFLOAT_ENGINE_ROOT/cache) are bound read-only at /seed-cache, copied into the engine's
+private /tmp/cache before any candidate code runs (so one engine's compiled kernels can never reach another).
 
 Bundles are staged in one process-wide directory whose root the sandbox cannot list (mode 0311, and the sandbox
 has no capability to override it), each qualification under 128 random bits, so an engine can reach the bundles it
@@ -21,12 +21,10 @@ was told to arm and not another qualification's.
 from __future__ import annotations
 
 import atexit
-import json
 import os
+import resource
 import secrets
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,155 +33,125 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..bundle import Bundle
-from ..sandbox import Bind, GiB, SandboxPolicy, child_env, log_tail, spawn
+from ..sandbox import Bind, GiB, SandboxPolicy, SandboxedProcess, child_env, spawn
+from ..sandbox.mounts import SYSTEM_DIRS, python_runtime_dirs
 
 PACKAGE = Path(__file__).resolve().parents[1]
-LIB, BUNDLES = "/hotfloat-lib", "/bundles"
-SERVER_CPU_S = 4 * 3600
-"""RLIMIT_CPU of a fork server: it only imports and forks; each engine lowers its own limit to its run's budget."""
+LIB, BUNDLES, MODEL, SEED_CACHE, CACHE = "/hotfloat-lib", "/bundles", "/model", "/seed-cache", "/tmp/cache"
+ENGINE_CPU_S = 4 * 3600
+"""RLIMIT_CPU per engine process: a resident engine lives for a whole qualification."""
+PASSTHROUGH = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "TRITON_PTXAS_PATH", "CPATH", "LIBRARY_PATH",
+               "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TOKENIZERS_PARALLELISM",
+               "TVM_FFI_CACHE_DIR", "NCCL_CUMEM_ENABLE", "NCCL_NVLS_ENABLE", "DO_NOT_TRACK")
+PREFIXES = ("FLASHINFER_", "SGLANG_", "SGL_")
+"""Environment the engine runtime needs from the validator's (set by tools/device/sglang_env.sh on the device)."""
+ENV_ROOT = "HOTFLOAT_ENGINE_ROOT"
+"""Where tools/device/engine_install.sh unpacked the SGLang payload; bound read-only, its cache/ seeds the engines'."""
 
 
-class ServerFault(Exception):
-    """The fork server died, stalled or answered nonsense: the run fails, the server is discarded."""
-
-
-def server_policy(device: str) -> SandboxPolicy:
-    """The engine sandbox's bounds; engines share them with the server that forked them."""
+def engine_policy(device: str, kind: str) -> SandboxPolicy:
+    """The bounds of one engine sandbox. SGLang runs three processes (engine, scheduler, detokenizer) with many
+    threads each and JIT-compiles into /tmp; /dev is the engine's own, so it may be writable (shared memory)."""
     cuda = device == "cuda"
-    return SandboxPolicy(gpu=cuda, address_space_bytes=None if cuda else 16 * GiB, memory_bytes=(32 if cuda else 8) * GiB,
-                         cpu_seconds=SERVER_CPU_S, writable_dev=False)
+    return SandboxPolicy(gpu=cuda, address_space_bytes=None if cuda else 16 * GiB,
+                         memory_bytes=(40 if cuda else 8) * GiB, cpu_seconds=ENGINE_CPU_S,
+                         max_processes=2048 if kind == "sglang" else 256, max_open_files=_nofile(65536 if kind == "sglang" else 1024),
+                         tmp_bytes=(8 if kind == "sglang" else 1) * GiB, writable_dev=True)
 
 
-class ForkServer:
-    """One hotfloat.qualify.zygote process in its own sandbox (or unsandboxed, when the caller said so).
-
-    CPU engines need TRITON_INTERPRET=1 before triton is first imported (triton.language's own jit helpers are
-    built at import time), so a server serves one device type; for CUDA, availability checks go through NVML so
-    that no import initialises CUDA before the fork."""
-
-    def __init__(self, device: str, *, preload: bool, sandboxed: bool):
-        self._dir = Path(tempfile.mkdtemp(prefix="hotfloat-engines-"))
-        self.ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        extra = {"TRITON_INTERPRET": "1"} if device == "cpu" else {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
-        if sandboxed:
-            home, binds = "/tmp", [Bind(PACKAGE, f"{LIB}/hotfloat"), Bind(_stage_root(), BUNDLES)]
-            extra["PYTHONPATH"] = LIB
-        else:
-            home, binds = str(self._dir), []
-            extra["PYTHONPATH"] = os.pathsep.join([str(PACKAGE.parent), *filter(None, [os.environ.get("PYTHONPATH")])])
-        extra["TRITON_CACHE_DIR"] = f"{home}/triton"
-        argv = [sys.executable, "-m", "hotfloat.qualify.zygote", *([] if preload else ["--cold"]),
-                *(["--sweep"] if sandboxed else [])]
-        try:
-            with open(self._dir / "server.log", "wb") as log:
-                self.proc = spawn(argv, server_policy(device), sandboxed=sandboxed, binds=binds,
-                                  env=child_env(extra, home=home), cwd=str(self._dir), stdin=theirs.fileno(), stdout=log)
-        except BaseException:
-            self.ctl.close()
-            shutil.rmtree(self._dir, ignore_errors=True)
-            raise
-        finally:
-            theirs.close()
-
-    def fork(self, conn: socket.socket, cpu_seconds: int, timeout_s: float) -> int:
-        """Has the server fork an engine serving `conn`; returns its pid inside the server's namespace."""
-        request = json.dumps({"op": "fork", "cpu_seconds": cpu_seconds}).encode()
-        pid = self._ask(request, [conn.fileno()], timeout_s).get("pid")
-        if type(pid) is not int or pid <= 1:
-            raise ServerFault(f"the fork server answered with an invalid pid {pid!r}")
-        return pid
-
-    def sweep(self, timeout_s: float = 30.0) -> bool:
-        """Ends the last engine and everything it left; False when the server can no longer be trusted to."""
-        try:
-            return self._ask(b'{"op": "sweep"}', [], timeout_s).get("swept") is True
-        except ServerFault:
-            return False
-
-    def _ask(self, request: bytes, fds: list[int], timeout_s: float) -> dict:
-        self.ctl.settimeout(timeout_s)
-        try:
-            socket.send_fds(self.ctl, [request], fds)
-            reply = self.ctl.recv(4096)
-        except TimeoutError:
-            raise ServerFault(f"the fork server did not answer within {timeout_s:.0f} s") from None
-        except OSError as e:
-            reply = b""
-            if self.alive:
-                raise ServerFault(f"the fork server's channel broke: {e}") from None
-        if not reply:
-            raise ServerFault(f"the fork server exited ({self.proc.popen.poll()}): {self.log_tail()}")
-        try:
-            answer = json.loads(reply)
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            raise ServerFault("the fork server sent a malformed reply")
-        return answer
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.popen.poll() is None
-
-    def log_tail(self) -> str:
-        """The end of the server's and its engines' output, for diagnostics only."""
-        return log_tail(self._dir / "server.log")
-
-    def close(self) -> None:
-        """Closes the channel (the server exits), then kills whatever is left of its sandbox."""
-        self.ctl.close()
-        try:
-            self.proc.popen.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        self.proc.kill()
-        shutil.rmtree(self._dir, ignore_errors=True)
+def _nofile(want: int) -> int:
+    """RLIMIT_NOFILE the engine asks for, within what this process may grant."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    return want if hard == resource.RLIM_INFINITY else min(want, hard)
 
 
-_WARM: dict[tuple[str, bool], ForkServer] = {}
-_TURNS: dict[tuple[str, bool], threading.Lock] = {}
-_LOCK = threading.Lock()
+def _outside_system(path: str) -> bool:
+    real = os.path.realpath(path)
+    covered = (*SYSTEM_DIRS, *python_runtime_dirs())
+    return os.path.isdir(real) and not any(real == d or real.startswith(d.rstrip("/") + "/") for d in covered)
 
 
-@contextmanager
-def engine_server(device: str, *, warm: bool, sandboxed: bool) -> Iterator[ForkServer]:
-    """A fork server for one engine run: the shared preloaded one on CPU when warm, else a cold one for this run.
+def runtime_view(kind: str, environ: dict[str, str] | None = None) -> tuple[list[Bind], dict[str, str]]:
+    """Binds and environment that give the engine the validator's engine runtime, without the validator's secrets.
 
-    The shared server holds one engine at a time, so a concurrent qualification's run waits for its turn (on a CPU,
-    overlapping runs would disturb each other's timing anyway). On CUDA every engine starts cold, because engines
-    forked from a warm server failed their first CUDA call with cudaErrorInitializationError on the H200 (measured
-    2026-12-02)."""
-    if not warm or device != "cpu":
-        server = ForkServer(device, preload=False, sandboxed=sandboxed)
-        try:
-            yield server
-        finally:
-            server.sweep()  # unsandboxed, the engine's own session is outside the server's process group
-            server.close()
-        return
-    key = (device, sandboxed)
+    PYTHONPATH entries inside this checkout or holding a hotfloat package are left out: the engine gets its own
+    read-only view of the packages it needs at LIB, and nothing else of the validator's tree."""
+    environ = dict(os.environ if environ is None else environ)
+    binds: dict[str, Bind] = {}
+    env: dict[str, str] = {}
+    repo = str(PACKAGE.parents[2]).rstrip("/") + "/"
+    path_entries = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep)
+                    if p and not (os.path.realpath(p) + "/").startswith(repo) and not os.path.isdir(os.path.join(p, "hotfloat"))]
+    if kind == "sglang":
+        names = [k for k in environ if k in PASSTHROUGH or k.startswith(PREFIXES)]
+        root = environ.get(ENV_ROOT)
+        cache = f"{root.rstrip('/')}/cache" if root else None
+        for k in names:
+            v = environ[k]
+            if cache and v.startswith(cache.rstrip("/")):
+                v = CACHE + v[len(cache.rstrip("/")):]
+            env[k] = v
+        tools = [p for p in environ.get("PATH", "").split(os.pathsep) if p and any(
+            h and (p.rstrip("/") + "/").startswith(h.rstrip("/") + "/") for h in (root, env.get("CUDA_HOME")))]
+        dirs = [*path_entries, *env.get("LD_LIBRARY_PATH", "").split(os.pathsep), env.get("CUDA_HOME", ""),
+                env.get("CUDA_PATH", ""), *tools]
+        for d in dirs:
+            if d and not d.startswith(CACHE) and _outside_system(d):
+                binds.setdefault(d, Bind(Path(d), d))
+        if root and os.path.isdir(root):
+            binds = {d: b for d, b in binds.items() if not (d + "/").startswith(root.rstrip("/") + "/")}
+            binds[root] = Bind(Path(root), root)
+        if cache and os.path.isdir(cache):
+            binds[SEED_CACHE] = Bind(Path(cache), SEED_CACHE)
+        env["PATH"] = os.pathsep.join([*tools, "/usr/local/bin", "/usr/bin", "/bin"])
+    env["PYTHONPATH"] = os.pathsep.join([LIB, *(path_entries if kind == "sglang" else [])])
+    return list(binds.values()), env
+
+
+def lib_dir() -> Path:
+    """The hotfloat packages the engine imports, read-only: hotfloat, hotfloat_sglang and the entry-point metadata
+    SGLang's plugin loader looks for (so the plugin loads whether or not a payload installed it)."""
     with _LOCK:
-        turn = _TURNS.setdefault(key, threading.Lock())
-    with turn:
-        server = _WARM.get(key)
-        if server is None or not server.alive:
-            if server is not None:
-                server.close()
-            if not _WARM:
-                atexit.register(_close_warm)
-            server = _WARM[key] = ForkServer(device, preload=True, sandboxed=sandboxed)
-        try:
-            yield server
-        finally:
-            if not server.sweep():
-                server.close()
-                del _WARM[key]
+        if not _LIBS:
+            root = Path(tempfile.mkdtemp(prefix="hotfloat-lib-"))
+            (root / "hotfloat").symlink_to(PACKAGE)
+            plugin = PACKAGE.parents[1] / "hotfloat_sglang" / "hotfloat_sglang"
+            if plugin.is_dir():
+                (root / "hotfloat_sglang").symlink_to(plugin)
+                info = root / "hotfloat_sglang_qualify-0.dist-info"
+                info.mkdir()
+                (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hotfloat-sglang-qualify\nVersion: 0\n")
+                (info / "entry_points.txt").write_text("[sglang.srt.plugins]\nhotfloat = hotfloat_sglang.plugin:activate\n")
+            _LIBS.append(root)
+            atexit.register(shutil.rmtree, root, True)
+        return _LIBS[0]
 
 
-def _close_warm() -> None:
-    for server in _WARM.values():
-        server.close()
-    _WARM.clear()
+def spawn_engine(device: str, kind: str, *, sandboxed: bool, model_dir: str | None, conn_fd: int, log_path: Path,
+                 workdir: Path) -> SandboxedProcess:
+    """Starts one engine worker serving the socket `conn_fd` (its fd 0)."""
+    binds, extra = runtime_view(kind)
+    extra.update({"TRITON_INTERPRET": "1"} if device == "cpu" else {})
+    if sandboxed:
+        home = "/tmp"
+        lib = lib_dir()
+        binds = [*binds, Bind(_stage_root(), BUNDLES), *(Bind(p.resolve(), f"{LIB}/{p.name}") for p in lib.iterdir())]
+        if model_dir:
+            binds.append(Bind(Path(model_dir), MODEL))
+    else:
+        home = str(workdir)
+        extra["PYTHONPATH"] = os.pathsep.join([str(lib_dir()), *filter(None, [os.environ.get("PYTHONPATH")])])
+        if kind == "sglang":  # the validator's own runtime view, caches included (no seeding needed)
+            extra.update({k: v for k, v in os.environ.items() if k.startswith(PREFIXES) or k in PASSTHROUGH})
+    extra.update(TRITON_CACHE_DIR=f"{home}/cache/triton", XDG_CACHE_HOME=f"{home}/cache", HOTFLOAT_WORKER_HOME=home)
+    argv = [sys.executable, "-m", "hotfloat.qualify.worker"]
+    with open(log_path, "wb") as log:
+        return spawn(argv, engine_policy(device, kind), sandboxed=sandboxed, binds=binds,
+                     env=child_env(extra, home=home), cwd=str(workdir), stdin=conn_fd, stdout=log)
+
+
+_LIBS: list[Path] = []
+_LOCK = threading.Lock()
 
 
 @contextmanager

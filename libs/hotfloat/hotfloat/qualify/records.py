@@ -13,12 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 Status = Literal["PASS", "FAIL", "NO_DECISION", "N/A"]
 Role = Literal["B", "C"]
 Decode = Literal["eager", "static", "graph"]
+EngineKind = Literal["transformers", "sglang"]
 
 
 class Record(BaseModel):
     """Strict, frozen, documented; evidence files are read back as untrusted input."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, ser_json_inf_nan="constants")
+    """NaN and infinities are written as JSON constants so evidence holding a candidate's NaN logprobs reloads."""
 
 
 class Request(Record):
@@ -35,8 +37,9 @@ class Workload(Record):
 
     batches: Annotated[list[list[Request]], Field(min_length=1)]
     """Requests are served batch by batch (static batching, left-padded prompts)."""
-    passes: Annotated[int, Field(ge=1, le=64)] = 2
-    """Timed passes per run; each pass draws fresh prompt tokens, so no pass can replay an earlier answer."""
+    passes: Annotated[int, Field(ge=1, le=4096)] = 2
+    """Most timed rounds: in each round every engine serves one pass of every batch, on fresh prompt tokens drawn
+    for that round (all engines get the same ones), so no pass can replay an earlier answer."""
     warmup_passes: Annotated[int, Field(ge=0, le=16)] = 1
     """Untimed passes before timing, on prompts the timed passes never use."""
     seed: int
@@ -45,17 +48,23 @@ class Workload(Record):
 
 
 class EngineSpec(Record):
-    """Which reference engine to build: a transformers causal LM from a named preset with seeded random weights."""
+    """Which engine B and C run: the transformers stand-in or SGLang, on a validator-owned model."""
 
+    kind: EngineKind = "transformers"
+    """"sglang": SGLang's offline Engine (CUDA only) with the hotfloat_sglang plugin; "transformers": the CPU/CI
+    stand-in (hotfloat.qualify.engine) with the same seams."""
     preset: str
-    """Key of hotfloat.qualify.engine.PRESETS, e.g. 'tiny' (CPU) or 'qwen2-0.5b' (GPU)."""
+    """Key of hotfloat.qualify.engine.PRESETS, e.g. 'tiny' (CPU) or 'qwen2-0.5b' (GPU): the shape of the random-weight
+    model generated from a config (ignored when `model_path` names a checkpoint)."""
+    model_path: str | None = None
+    """SGLang only: a checkpoint directory the validator keeps on disk, instead of a generated model."""
     dtype: Literal["fp32", "bf16", "fp16"]
     device: Literal["cpu", "cuda"]
     weight_seed: int = 0
     decode: Decode
-    """How decode steps run, the same for B and C: "graph" replays one captured CUDA graph per batch shape (the
-    default on CUDA, as SGLang serves), "static" runs the same fixed-shape steps eagerly, "eager" (the default on
-    CPU) runs the model's own forward over a growing cache. None picks the device's default."""
+    """How decode steps run, the same for B and C: "graph" replays captured CUDA graphs (the default on CUDA;
+    SGLang's own graphs for the sglang engine), "static" runs the same fixed-shape steps eagerly, "eager" (the default
+    on CPU) runs the model's own forward over a growing cache. None picks the device's default."""
 
     @model_validator(mode="before")
     @classmethod
@@ -65,46 +74,69 @@ class EngineSpec(Record):
         return data
 
     @model_validator(mode="after")
-    def _graph_needs_cuda(self):
+    def _consistent(self):
         if self.decode == "graph" and self.device != "cuda":
             raise ValueError("decode 'graph' needs device 'cuda' (CUDA graphs)")
+        if self.kind == "sglang" and (self.device != "cuda" or self.decode != "graph"):
+            raise ValueError("the sglang engine needs device 'cuda' and serves through its own CUDA graphs")
+        if self.model_path is not None and self.kind != "sglang":
+            raise ValueError("model_path is for the sglang engine")
         return self
 
 
 class RuleConfig(Record):
-    """The decision rule's parameters; stored in the evidence so a later recompute uses exactly these."""
+    """The decision rule's parameters; stored in the evidence so a later recompute uses exactly these.
+
+    Per round r the pass times of B, C and B' give d_r = ln(B'/B) (the baseline against itself: noise plus any
+    position or process bias) and e_r = ln(sqrt(B B') / C) (the candidate's gain in that round)."""
 
     margin: Annotated[float, Field(ge=0, lt=1)] = 0.005
-    """PASS needs the improvement's lower confidence bound above this fraction of baseline latency."""
+    """PASS needs the improvement's lower confidence bound above this fraction of baseline pass time."""
     alpha: Annotated[float, Field(gt=0, lt=0.5)] = 0.01
     """One-sided error rate of the whole sequential test, split evenly over its looks."""
     noise_floor: Annotated[float, Field(ge=0, lt=1)] = 0.003
-    """Smallest run-to-run noise (relative s.d.) the rule assumes; set it from `hotfloat qualify calibrate`."""
+    """Smallest per-pass noise (relative s.d. of one engine's pass time within a round) the rule assumes."""
+    process_floor: Annotated[float, Field(ge=0, lt=1)] = 0.003
+    """Smallest process noise (relative s.d. of one engine process's persistent offset against another) the rule
+    assumes; calibration measures it across stock engines."""
     drift_bound: Annotated[float, Field(gt=0, le=10)] = 0.02
-    """Baseline B vs B' median drift above this makes the qualification NO_DECISION, never a loss. Values of 1 and
-    more (a B' twice as slow as B) only make sense on a shared CPU box whose load swings, as in CI."""
-    max_pairs: Annotated[int, Field(ge=1, le=32)] = 3
-    """Budget: at most this many candidate runs (each bracketed by baseline runs)."""
-    bootstrap: Annotated[int, Field(ge=100, le=100000)] = 2000
-    """Paired bootstrap resamples over requests."""
-    bootstrap_seed: int = 0
+    """|median d_r| (B against B', the same engine in another process and position) above this makes the
+    qualification NO_DECISION, never a loss. Values of 1 and more only make sense on a shared CPU box whose load
+    swings, as in CI."""
+    look_rounds: Annotated[int, Field(ge=3, le=512)] = 10
+    """Rounds between looks; the rule looks after every `look_rounds` rounds."""
+    max_looks: Annotated[int, Field(ge=1, le=64)] = 4
+    """Budget: at most `look_rounds * max_looks` rounds."""
+    trim: Annotated[float, Field(ge=0, le=0.5)] = 0.5
+    """Fraction trimmed from each end of the e_r before averaging; 0.5 (the default) is their median. A stalled
+    baseline pass makes C look faster in that round, so the estimate must shrug off a share of such rounds."""
     logprob_tol: Annotated[float, Field(ge=0)] = 0.0
     """Correctness gate: 0 demands identical tokens and logprobs; above 0, logprobs may differ by this much and a
     token may differ only where the baseline's top-two logprobs were within it (a near tie)."""
 
+    @property
+    def max_rounds(self) -> int:
+        return self.look_rounds * self.max_looks
+
 
 class RunFrame(Record):
-    """One engine process's raw output: per pass and request, latency seen by the parent and the greedy tokens."""
+    """One resident engine's raw output over the qualification: per timed pass and request, the latency the validator
+    measured and the greedy tokens. Frames come in protocol order: 0 is B, 1 is C, 2 is B' (the same stock engine as
+    B, in another process)."""
 
     index: Annotated[int, Field(ge=0)]
     role: Role
     ok: bool
-    """False when the engine process failed (start-up, crash, timeout, malformed message): infrastructure."""
+    """False when the engine failed (start-up, crash, timeout, a malformed or misattributed message)."""
     raised: bool = False
-    """The engine itself reported an exception (as opposed to dying silently or timing out)."""
+    """The fault is the engine's own doing: it reported an exception, broke the protocol or misreported its identity
+    (as opposed to dying silently or stalling, which an infrastructure fault can cause too)."""
     error: str | None = None
+    pass_s: list[float] = []
+    """[pass] seconds from sending the pass's first batch to receiving its last completion, batch after batch: the
+    quantity the speed rule compares."""
     latency_s: list[list[float]] = []
-    """[pass][request] seconds from the parent sending the batch to receiving that request's completion."""
+    """[pass][request] seconds from the validator sending the batch to receiving that request's completion."""
     tokens: list[list[list[int]]] = []
     """[pass][request] greedy token ids."""
     logprobs: list[list[list[float]]] = []
@@ -115,15 +147,17 @@ class RunFrame(Record):
     """Calls per slot the seam router sent to the armed bundle (always empty-or-zero for B)."""
     stock: dict[str, int] = {}
     wall_s: float = 0.0
-    """Process lifetime seen by the parent, including start-up; for budgeting, never for the decision."""
+    """Engine lifetime seen by the validator, boot included; for budgeting, never for the decision."""
+    boot_s: float = 0.0
+    """Seconds from starting the engine to its ready message (build, arm, warm-up, graph capture)."""
     tokens_per_s: float = 0.0
-    """Generated tokens over timed seconds, summed over passes: the throughput view of the same run."""
+    """Generated tokens over timed seconds, summed over passes: the throughput view of the same engine."""
 
     @model_validator(mode="after")
     def _shapes(self):
         n = len(self.latency_s)
-        if self.ok and (n == 0 or not len(self.tokens) == len(self.logprobs) == len(self.margins) == n):
-            raise ValueError("an ok frame needs latency, tokens, logprobs and margins for every pass")
+        if self.ok and not len(self.pass_s) == len(self.tokens) == len(self.logprobs) == len(self.margins) == n:
+            raise ValueError("an ok frame needs pass time, latency, tokens, logprobs and margins for every pass")
         return self
 
 
@@ -133,16 +167,16 @@ class Decision(Record):
     status: Status
     reason: str
     score: Annotated[float, Field(ge=0)] = 0.0
-    """Median over requests of max(0, (b - c) / b); 0 unless the gate passed."""
+    """max(0, improvement) when the rule PASSes; 0 otherwise."""
     improvement: float | None = None
-    """Median relative improvement (may be negative)."""
+    """Estimated relative improvement of C's pass time over the baseline's, 1 - C / sqrt(B B') (may be negative)."""
     lower: float | None = None
     """Lower confidence bound of the improvement at the deciding look."""
     upper: float | None = None
     drift: float | None = None
-    """Largest |B vs B'| median drift seen."""
-    pairs: int = 0
-    """Candidate runs the decision used."""
+    """|median ln(B'/B)|: the baseline's bias against itself (process and position), charged to the interval."""
+    rounds: int = 0
+    """Timed rounds the decision used."""
     gate: Status = "N/A"
     """Outcome of the correctness gate alone."""
 
@@ -150,14 +184,20 @@ class Decision(Record):
 class Evidence(Record):
     """Everything needed to recompute a decision: identities, workload, parameters, raw frames and the verdict."""
 
-    format: Literal["hotfloat-qualify-evidence-v1"] = "hotfloat-qualify-evidence-v1"
+    format: Literal["hotfloat-qualify-evidence-v2"] = "hotfloat-qualify-evidence-v2"
     bundle_identity: str
     baseline_identity: str | None = None
     """The incumbent bundle armed in B runs, or None for the stock engine."""
     engine: EngineSpec
     engine_identity: str
-    """SHA-256 of the engine's model config and software versions, computed in the engine process."""
+    """SHA-256 of the engine's model config, software versions and settings, reported by the engine process (B, C and
+    B' must all report the same)."""
+    engine_info: dict[str, str] = {}
+    """What the baseline engine reported about itself: library versions (sglang, sgl-kernel, flashinfer, torch,
+    CUDA) and serving settings (attention backend, graphs); the identity hashes the same."""
     workload: Workload
+    order: list[list[int]] = []
+    """[round] the frame indices in the order their passes were served, drawn from the workload seed."""
     rule: RuleConfig
     env: dict = {}
     """hotfloat.env.collect() of the validator host (GPU, driver, CUDA, torch, triton versions)."""

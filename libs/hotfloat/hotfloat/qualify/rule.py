@@ -1,15 +1,23 @@
-"""The speed decision: bracketed improvement, paired bootstrap plus run-level noise, and a sequential test.
+"""The speed decision over resident engines: within-round ratios, the baseline against itself, a sequential test.
 
-Runs alternate B C B C B ...; candidate run j is compared with the mean of the baseline runs before and after it,
-which cancels a linear drift of the machine. Two noise sources widen the confidence interval: request-level noise
-(a paired bootstrap over requests, each request's baseline and candidate kept together) and run-level noise (one
-engine process being faster than another), estimated from the baseline's own B vs B' differences and never below
-the calibrated `noise_floor`. The test looks after every candidate run; the error rate `alpha` is split evenly over
-the `max_pairs` looks, so stopping early cannot inflate the false PASS rate.
+Every round serves one pass on each of B, C and B' (the same stock engine as B in a third process) in an order
+drawn from the secret, so slow phases of the machine hit all three alike and cancel in ratios taken within a round.
+Per round, d = ln(B'/B) is the baseline against itself and e = ln(sqrt(B B') / C) the candidate's gain; the
+estimate is a trimmed mean of e (a stray slow pass cannot carry it).
+
+Two noises widen its interval. Per-pass noise sigma, measured robustly from d (median absolute deviation, never
+below `noise_floor`), averages out over rounds: under the null C is one more draw like B and B', so it adds
+1.5 sigma^2 / n. Process noise tau, a persistent offset of one engine process against another (CPU placement,
+memory layout), does not average out within a qualification: it adds 1.5 tau^2 whatever n is. It is estimated from
+this qualification's own B against B' (median d, one pair, so never below the calibrated `process_floor`). With few
+rounds the normal quantile is corrected towards Student's t. Above `drift_bound` the rule refuses to decide.
+The test looks every `look_rounds` rounds; alpha is split evenly over `max_looks`, so stopping early cannot
+inflate the false PASS rate.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -17,10 +25,13 @@ import numpy as np
 
 from .records import RuleConfig
 
+MAD_TO_SD = 1.4826
+"""Median absolute deviation to standard deviation for normal data."""
+
 
 @dataclass(frozen=True)
 class Look:
-    """The rule's reading after some candidate runs: the decision so far, or None while undecided."""
+    """The rule's reading after some rounds: the decision so far, or None while undecided. Fractions of pass time."""
 
     status: str | None
     reason: str
@@ -28,76 +39,81 @@ class Look:
     lower: float
     upper: float
     drift: float
-    pairs: int
+    rounds: int
     score: float
 
 
-def critical_z(rule: RuleConfig) -> float:
-    """One-sided normal quantile for alpha split over every possible look."""
-    return NormalDist().inv_cdf(1 - rule.alpha / rule.max_pairs)
+def critical_z(rule: RuleConfig, n: int | None = None) -> float:
+    """One-sided quantile for alpha split over every possible look; with n rounds, Student's t with n - 1 degrees of
+    freedom (Cornish-Fisher expansion), since sigma is estimated from those rounds."""
+    z = NormalDist().inv_cdf(1 - rule.alpha / rule.max_looks)
+    if n is None:
+        return z
+    v = max(n - 1, 1)
+    return z + (z**3 + z) / (4 * v) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v * v)
 
 
-def look(baselines: list[np.ndarray], candidates: list[np.ndarray], rule: RuleConfig) -> Look:
-    """Applies the rule to k candidate runs and the k+1 baseline runs around them (per-request latency vectors)."""
-    k = len(candidates)
-    if k < 1 or len(baselines) != k + 1:
-        raise ValueError(f"need k >= 1 candidate runs and k + 1 baseline runs, got {k} and {len(baselines)}")
-    b_runs = np.stack(baselines)
-    c_runs = np.stack(candidates)
-    drifts = np.median((b_runs[1:] - b_runs[:-1]) / b_runs[:-1], axis=1)
-    drift = float(np.max(np.abs(drifts)))
-    bracket = (b_runs[:-1] + b_runs[1:]) / 2
-    b = bracket.mean(axis=0)
-    u = (b - c_runs.mean(axis=0)) / b
-    t = float(np.median(u))
-    score = max(0.0, t)
-    se = np.sqrt(_bootstrap_se(u, rule) ** 2 + _run_variance(drifts, k, rule))
-    z = critical_z(rule)
-    lower, upper = t - z * se, t + z * se
-    base = dict(improvement=t, lower=float(lower), upper=float(upper), drift=drift, pairs=k, score=score)
+def trimmed_mean(x: np.ndarray, trim: float) -> float:
+    """Mean after dropping `trim` of the values at each end; 0.5 is the median."""
+    if trim >= 0.5:
+        return float(np.median(x))
+    k = int(math.floor(trim * len(x)))
+    s = np.sort(x)
+    return float(np.mean(s[k:len(s) - k]))
+
+
+def trim_inflation(trim: float) -> float:
+    """Standard error of a trimmed mean over that of the mean, for normal data (1 untrimmed, ~1.07 at 20%,
+    sqrt(pi/2) for the median)."""
+    if trim <= 0:
+        return 1.0
+    if trim >= 0.5:
+        return math.sqrt(math.pi / 2)
+    q = NormalDist().inv_cdf(1 - trim)
+    phi = math.exp(-q * q / 2) / math.sqrt(2 * math.pi)
+    var = (1 - 2 * trim - 2 * q * phi + 2 * trim * q * q) / (1 - 2 * trim) ** 2
+    return math.sqrt(var)
+
+
+def look(b: np.ndarray, c: np.ndarray, b2: np.ndarray, rule: RuleConfig) -> Look:
+    """Applies the rule to the pass times of the first n rounds (B, C, B' per round)."""
+    n = len(b)
+    if n < 3 or not len(c) == len(b2) == n or min(b.min(), c.min(), b2.min()) <= 0:
+        raise ValueError(f"need at least 3 rounds of positive pass times for B, C and B', got {len(b)}, {len(c)}, {len(b2)}")
+    d = np.log(b2) - np.log(b)
+    e = (np.log(b) + np.log(b2)) / 2 - np.log(c)
+    bias = float(np.median(d))
+    sigma = max(MAD_TO_SD * float(np.median(np.abs(d - bias))) / math.sqrt(2), rule.noise_floor)
+    tau = max(abs(bias) / math.sqrt(2), rule.process_floor)
+    t = trimmed_mean(e, rule.trim)
+    se = math.sqrt(1.5 * tau**2 + 1.5 * (sigma * trim_inflation(rule.trim)) ** 2 / n)
+    z = critical_z(rule, n)
+    frac = lambda v: -math.expm1(-v)  # noqa: E731  (log gain -> fraction of baseline time saved)
+    imp, lower, upper, drift = frac(t), frac(t - z * se), frac(t + z * se), abs(frac(bias))
+    base = dict(improvement=imp, lower=lower, upper=upper, drift=drift, rounds=n, score=max(0.0, imp))
     if drift > rule.drift_bound:
-        return Look("NO_DECISION", f"baseline drift {drift:.2%} between B runs exceeds {rule.drift_bound:.2%}", **base)
+        return Look("NO_DECISION", f"baseline B vs B' bias {drift:.2%} exceeds {rule.drift_bound:.2%}", **base)
     if lower > rule.margin:
-        return Look("PASS", f"improvement {t:.2%}, lower bound {lower:.2%} clears the {rule.margin:.2%} margin", **base)
+        return Look("PASS", f"improvement {imp:.2%}, lower bound {lower:.2%} clears the {rule.margin:.2%} margin", **base)
     if upper < rule.margin:
-        return Look("FAIL", f"improvement {t:.2%}, upper bound {upper:.2%} below the {rule.margin:.2%} margin", **base)
-    return Look(None, f"undecided: improvement {t:.2%} in [{lower:.2%}, {upper:.2%}] after {k} pair(s)", **base)
+        return Look("FAIL", f"improvement {imp:.2%}, upper bound {upper:.2%} below the {rule.margin:.2%} margin", **base)
+    return Look(None, f"undecided: improvement {imp:.2%} in [{lower:.2%}, {upper:.2%}] after {n} round(s)", **base)
 
 
-def decide(runs: list[tuple[str, np.ndarray]], rule: RuleConfig) -> Look:
-    """Replays the sequential test over runs in protocol order (B C B C B ...): the first decisive look wins.
-
-    The live runner calls this after every pair and stops at a decision; a recompute calls it on all frames and gets
-    the same answer. Undecided with the budget spent is NO_DECISION: noise is never the candidate's loss or win.
-    """
-    roles = "".join(r for r, _ in runs)
-    if len(runs) < 3 or roles != ("BC" * (len(runs) // 2) + "B")[: len(runs)] or roles[-1] != "B":
-        raise ValueError(f"runs must alternate B C B ... and end with B, got {roles!r}")
-    vectors = [v for _, v in runs]
+def decide(b, c, b2, rule: RuleConfig) -> Look | None:
+    """Replays the sequential test over the rounds so far: the first decisive look wins; None while undecided and
+    budget is left. The live protocol and a recompute call this on the same pass times and get the same answer.
+    Undecided with the budget spent is NO_DECISION: noise is never the candidate's loss or win."""
+    b, c, b2 = (np.asarray(x, dtype=float) for x in (b, c, b2))
     last = None
-    for k in range(1, len(runs) // 2 + 1):
-        last = look(vectors[0 : 2 * k + 1 : 2], vectors[1 : 2 * k : 2], rule)
+    for k in range(1, rule.max_looks + 1):
+        n = k * rule.look_rounds
+        if n > len(b):
+            break
+        last = look(b[:n], c[:n], b2[:n], rule)
         if last.status is not None:
             return last
-    assert last is not None
-    if last.pairs >= rule.max_pairs:
-        return Look("NO_DECISION", f"{last.reason}; budget of {rule.max_pairs} pair(s) spent", **_fields(last))
-    return last
-
-
-def _fields(lk: Look) -> dict:
-    return dict(improvement=lk.improvement, lower=lk.lower, upper=lk.upper, drift=lk.drift, pairs=lk.pairs, score=lk.score)
-
-
-def _bootstrap_se(u: np.ndarray, rule: RuleConfig) -> float:
-    """Standard error of the median improvement by resampling requests; seeded, so a recompute is exact."""
-    rng = np.random.default_rng(rule.bootstrap_seed)
-    idx = rng.integers(0, len(u), size=(rule.bootstrap, len(u)))
-    return float(np.std(np.median(u[idx], axis=1)))
-
-
-def _run_variance(drifts: np.ndarray, k: int, rule: RuleConfig) -> float:
-    """Variance of the pooled improvement due to whole-run noise sigma: B'-B differences have variance 2 sigma^2,
-    and pooling k candidate runs against k overlapping brackets leaves sigma^2 (8k - 2) / (4k^2)."""
-    sigma2 = max(float(np.mean(drifts**2)) / 2, rule.noise_floor**2)
-    return sigma2 * (8 * k - 2) / (4 * k * k)
+    if last is not None and last.rounds >= rule.max_rounds:
+        return Look("NO_DECISION", f"{last.reason}; budget of {rule.max_rounds} rounds spent",
+                    **{k: getattr(last, k) for k in ("improvement", "lower", "upper", "drift", "rounds", "score")})
+    return None

@@ -26,7 +26,7 @@ def recv(sock: socket.socket, deadline: float | None = None) -> dict:
         raise WireError(f"message of {n} bytes exceeds the {MAX_MESSAGE}-byte limit")
     try:
         msg = json.loads(_exact(sock, n, deadline))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+    except (ValueError, RecursionError) as e:  # ValueError also covers integers past the interpreter's digit limit
         raise WireError(f"message is not JSON: {e}") from None
     if not isinstance(msg, dict):
         raise WireError("message is not a JSON object")
@@ -45,6 +45,8 @@ def _exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
             chunk = sock.recv(min(n - len(buf), 1 << 20))
         except TimeoutError:
             raise WireError("no message before the deadline") from None
+        except OSError as e:  # e.g. ECONNRESET: the engine died with unread input
+            raise WireError(f"the engine process's connection failed: {e.strerror or e}") from None
         if not chunk:
             raise WireError("the engine process closed the connection")
         buf += chunk

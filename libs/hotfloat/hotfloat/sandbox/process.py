@@ -1,7 +1,9 @@
-"""Starting and ending a candidate child: namespaces (bubblewrap), rlimits (prlimit) and a cgroup, fail-closed.
+"""Starting and ending a candidate child: namespaces (bubblewrap), a seccomp filter, rlimits (prlimit) and a
+cgroup (or an unprivileged uid), fail-closed.
 
-Order of wrappers: `sh` joins the cgroup, `prlimit` sets rlimits, `bwrap` builds the namespaces, then the child
-runs. Nothing in the chain executes candidate code before every bound is in place.
+Order of wrappers: `sh` joins the cgroup, `prlimit` sets rlimits, `bwrap` builds the namespaces and installs the
+seccomp filter, `setpriv` drops to a fresh uid where we are root and no pids cgroup exists, then the child runs.
+Nothing in the chain executes candidate code before every bound is in place.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -19,11 +22,15 @@ from ..errors import InfrastructureError, SandboxUnavailable
 from .cgroup import Cgroup
 from .mounts import Bind, bwrap_argv
 from .policy import SandboxPolicy
+from .seccomp import SeccompUnavailable, filter_bpf, filter_fd
 
 log = logging.getLogger("hotfloat.sandbox")
 
 JOIN_FAILED = 97
 """Exit status of the cgroup-joining wrapper when it cannot join: an infrastructure fault, not the candidate's."""
+SANDBOX_UIDS = (1_500_000_000, 1_600_000_000)
+"""Where a root validator without a pids cgroup finds a fresh uid per child: RLIMIT_NPROC then counts only that
+child's processes, and no two children (nor the validator) can signal each other."""
 _JOIN = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"'
 
 
@@ -35,7 +42,7 @@ class SandboxedProcess:
     cgroup: Cgroup | None
     sandboxed: bool
     bounds: frozenset[str] = field(default_factory=frozenset)
-    """Which bounds hold: namespaces, rlimits, pids, memory."""
+    """Which bounds hold: namespaces, seccomp, rlimits, pids, memory, and how (cgroup-v1, cgroup-v2, uid-drop)."""
 
     @property
     def pid(self) -> int:
@@ -79,19 +86,41 @@ def child_env(extra: dict[str, str], *, home: str) -> dict[str, str]:
 
 @functools.cache
 def _probe(gpu: bool) -> str | None:
-    """Why the sandbox cannot be built here, or None; runs a trivial command in the full namespace set once."""
+    """Why the sandbox cannot be built here, or None; runs a trivial command in the full namespace set and under
+    the seccomp filter once."""
     if shutil.which("bwrap") is None:
         return "bubblewrap (bwrap) is not installed; run `make system-deps`"
     if shutil.which("prlimit") is None:
         return "prlimit (util-linux) is not installed; run `make system-deps`"
-    argv = bwrap_argv(SandboxPolicy(gpu=gpu), ["/usr/bin/true"], binds=[], env={})
     try:
-        r = subprocess.run(argv, capture_output=True, timeout=30, text=True)
+        filter_bpf()
+    except SeccompUnavailable as e:
+        return f"no seccomp filter: {e}; run `make system-deps` and `make setup`"
+    return _run_probe(lambda fd: bwrap_argv(SandboxPolicy(gpu=gpu), ["/usr/bin/true"], binds=[], env={},
+                                            seccomp_fd=fd))
+
+
+def _run_probe(argv_for) -> str | None:
+    """Runs `argv_for(filter fd)` once; its error output is the reason when it fails."""
+    fd = filter_fd()
+    try:
+        r = subprocess.run(argv_for(fd), capture_output=True, timeout=30, text=True, pass_fds=(fd,))
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"bubblewrap failed to start: {e}"
+    finally:
+        os.close(fd)
     if r.returncode != 0:
         return f"bubblewrap cannot create namespaces here: {r.stderr.strip()[:300]}"
     return None
+
+
+@functools.cache
+def _probe_uid() -> str | None:
+    """Why dropping to an unprivileged uid cannot work here (no setpriv, or no user namespaces for non-root)."""
+    if shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is not installed"
+    return _run_probe(lambda fd: bwrap_argv(SandboxPolicy(), ["/usr/bin/true"], binds=[], env={}, seccomp_fd=fd,
+                                            as_uid=SANDBOX_UIDS[0]))
 
 
 def ensure_available(policy: SandboxPolicy) -> None:
@@ -116,29 +145,52 @@ def spawn(argv: list[str], policy: SandboxPolicy, *, sandboxed: bool, binds: lis
               f"--fsize={policy.max_file_bytes}", "--core=0", "--msgqueue=0"]
     if policy.address_space_bytes is not None:
         limits.append(f"--as={policy.address_space_bytes}")
-    bounds = {"rlimits"}
+    bounds = {"rlimits", *cgroup.bounds, *([cgroup.version] if cgroup.version else [])}
+    uid: int | None = None
     if "pids" not in cgroup.bounds:
         if os.geteuid() == 0 and sandboxed:
-            cgroup.remove()
-            raise SandboxUnavailable("cannot bound the child's process count: running as root (RLIMIT_NPROC does "
-                                     "not apply) and no pids cgroup can be created")
-        limits.append(f"--nproc={_user_processes() + policy.max_processes}")
-    bounds |= cgroup.bounds
-    inner = bwrap_argv(policy, argv, binds=binds, env=env) if sandboxed else argv
-    cmd = ["prlimit", *limits, "--", *inner]
+            reason = _probe_uid()
+            if reason:
+                cgroup.remove()
+                raise SandboxUnavailable(
+                    "cannot bound the child's process count: running as root, no pids cgroup can be created, and "
+                    f"no unprivileged uid can run the sandbox ({reason}) (refusing to run candidate code)")
+            uid = SANDBOX_UIDS[0] + secrets.randbelow(SANDBOX_UIDS[1] - SANDBOX_UIDS[0])
+            for b in binds:
+                if b.writable:
+                    _chown_tree(b.host, uid)
+            limits.append(f"--nproc={policy.max_processes}")
+            bounds |= {"pids", "uid-drop"}
+        else:
+            limits.append(f"--nproc={_user_processes() + policy.max_processes}")
+    seccomp = filter_fd() if sandboxed else None
+    inner = bwrap_argv(policy, argv, binds=binds, env=env, seccomp_fd=seccomp, as_uid=uid) if sandboxed else argv
+    cmd = [shutil.which("prlimit") or "prlimit", *limits, "--", *inner]
     if cgroup.dirs:
         cmd = ["/bin/sh", "-c", _JOIN, "sh", *cgroup.procs_files, "--", *cmd]
     if sandboxed:
-        bounds.add("namespaces")
+        bounds |= {"namespaces", "seccomp"}
     try:
         popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL if stdin is None else stdin, stdout=stdout,
-                                 stderr=subprocess.STDOUT, pass_fds=pass_fds, cwd=cwd,
-                                 env=env if not sandboxed else {"PATH": "/usr/bin:/bin"}, start_new_session=True)
+                                 stderr=subprocess.STDOUT, pass_fds=(*pass_fds, *([seccomp] if sandboxed else [])),
+                                 cwd=cwd, env=env if not sandboxed else {"PATH": "/usr/bin:/bin"},
+                                 start_new_session=True)
     except OSError as e:
         cgroup.remove()
         raise InfrastructureError(f"cannot start the candidate child: {e}") from None
+    finally:
+        if seccomp is not None:
+            os.close(seccomp)
     return SandboxedProcess(popen=popen, cgroup=cgroup if cgroup.dirs else None, sandboxed=sandboxed,
                             bounds=frozenset(bounds))
+
+
+def _chown_tree(path, uid: int) -> None:
+    """Hands a writable bind to the child's uid, so it can write there and nowhere else on the host."""
+    os.chown(path, uid, uid, follow_symlinks=False)
+    for root, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
 
 
 def _user_processes() -> int:

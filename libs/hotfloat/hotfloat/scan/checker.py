@@ -13,6 +13,7 @@ from .policy import (
     DENIED_BUILTINS,
     DENIED_PATHS,
     DENIED_PREFIX_FUNCS,
+    REEXPORTED_MODULES,
 )
 
 MAX_SOURCE_BYTES = 512 * 1024
@@ -60,6 +61,9 @@ def scan_source(path: str, source: bytes) -> FileScan:
 
 def _denied_path(path: str) -> str | None:
     parts = path.split(".")
+    for part in parts[1:]:
+        if part in REEXPORTED_MODULES:
+            return f"{path}: reaches the {part} module, which bundle code may not import"
     for denied, reason in DENIED_PATHS.items():
         d = denied.split(".")
         if parts[: len(d)] == d:
@@ -77,6 +81,8 @@ class _Checker(ast.NodeVisitor):
         self.local_imports: list[str] = []
         self.aliases: dict[str, str] = {}
         """Local name -> dotted module path it stands for, so `import torch as t; t.load` is caught."""
+        self.called: set[int] = set()
+        """Name nodes that are the callee of a checked getattr() call (any other use of getattr is refused)."""
 
     def flag(self, node: ast.AST, reason: str) -> None:
         """Records one finding per line: the outermost construct explains it, inner repeats are noise."""
@@ -136,6 +142,8 @@ class _Checker(ast.NodeVisitor):
             self.flag(node, f"dunder attribute access .{name} (introspection escape)")
         elif name in DENIED_ATTRS:
             self.flag(node, f".{name}: {DENIED_ATTRS[name]}")
+        elif name in REEXPORTED_MODULES:
+            self.flag(node, f".{name}: reaches the {name} module, which bundle code may not import")
         else:
             dotted = self._dotted(node)
             if dotted:
@@ -149,18 +157,30 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id in DENIED_BUILTINS:
+        if node.id == "getattr" and id(node) not in self.called:
+            self.flag(node, "getattr passed as a value (dynamic attribute access the scan cannot check)")
+        elif node.id in DENIED_BUILTINS:
             self.flag(node, f"{node.id}(): {DENIED_BUILTINS[node.id]}")
         elif node.id.startswith("__") and node.id.endswith("__") and node.id not in ALLOWED_DUNDER_NAMES:
             self.flag(node, f"dunder name {node.id} (namespace escape)")
 
     def visit_Call(self, node: ast.Call) -> None:
         if isinstance(node.func, ast.Name) and node.func.id == "getattr":
+            self.called.add(id(node.func))
             name = node.args[1] if len(node.args) > 1 else None
-            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                self.flag(node, "getattr() with unpacked arguments")
+            elif not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
                 self.flag(node, "getattr() with a computed name")
             elif name.value.startswith("_"):
                 self.flag(node, f"getattr(..., {name.value!r}): private or dunder access")
+            elif name.value in DENIED_ATTRS:
+                self.flag(node, f"getattr(..., {name.value!r}): {DENIED_ATTRS[name.value]}")
+            elif name.value in REEXPORTED_MODULES:
+                self.flag(node, f"getattr(..., {name.value!r}): reaches the {name.value} module, which bundle code "
+                                "may not import")
+            elif (target := self._dotted(node.args[0])) and (why := _denied_path(f"{target}.{name.value}")):
+                self.flag(node, why)
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:

@@ -35,6 +35,15 @@ DENIED_PATHS = {
     "numpy.memmap": "file-system mapping",
     "numpy.ctypeslib": "FFI",
     "numpy.lib": "file-system and FFI helpers",
+    "numpy.f2py": "native extension build",
+    "torch.package": "deserialization of code",
+    "torch.jit.load": "deserialization",
+    "torch.export": "deserialization of programs",
+    "triton.runtime.build": "native extension build",
+    "operator.attrgetter": "attribute access by string (evades the attribute checks)",
+    "operator.methodcaller": "method call by string (evades the attribute checks)",
+    "typing.get_type_hints": "evaluates strings as code",
+    "typing.ForwardRef": "evaluates strings as code",
 }
 """Dotted paths under allowed modules that are refused, with the reason."""
 
@@ -55,8 +64,31 @@ DENIED_ATTRS = {
     "gi_frame": "frame introspection",
     "cr_frame": "frame introspection",
     "ag_frame": "frame introspection",
+    "attrgetter": "attribute access by string (evades the attribute checks)",
+    "methodcaller": "method call by string (evades the attribute checks)",
+    "compile_module_from_src": "native extension build",
+    "get_type_hints": "evaluates strings as code",
 }
 """Attribute names refused on any object, so aliasing a module through a variable does not evade DENIED_PATHS."""
+
+REEXPORTED_MODULES = frozenset({
+    "argparse", "ast", "atexit", "bltns", "builtins", "concurrent", "contextvars", "copyreg", "ctypes", "datetime", "dis",
+    "gc", "glob", "gzip", "importlib", "inspect", "io", "linecache", "logging", "marshal", "mp", "multiprocessing", "os",
+    "pathlib", "pickle", "pickletools", "pkgutil", "platform", "posix", "python_multiprocessing", "reducer",
+    "reduction", "shutil", "signal", "socket", "subprocess", "sys", "sysconfig", "tarfile", "tempfile", "threading",
+    "time", "tokenize", "traceback", "types", "unittest", "weakref", "zipfile",
+})
+"""Names under which torch, numpy, triton and the allowed stdlib modules re-export modules bundle code may not import
+(`torch.os`, `enum.bltns`, `dataclasses.sys`, ...): refused as attributes of any object, in dotted imports and as
+getattr names. tests/scan/test_policy.py walks the installed packages so a new re-export cannot slip through."""
+DANGEROUS_MODULES = frozenset({
+    "_thread", "argparse", "ast", "atexit", "builtins", "code", "codeop", "concurrent", "contextvars", "copyreg",
+    "ctypes", "datetime", "dis", "gc", "glob", "gzip", "importlib", "inspect", "io", "linecache", "logging", "marshal",
+    "multiprocessing", "os", "pathlib", "pickle", "pickletools", "pkgutil", "platform", "posix", "runpy", "shutil",
+    "signal", "socket", "subprocess", "sys", "sysconfig", "tarfile", "tempfile", "threading", "time", "tokenize",
+    "traceback", "types", "unittest", "weakref", "zipfile", "zipimport",
+})
+"""Module roots whose re-exports must be refused: process, file, import, code, introspection and clock access."""
 
 DENIED_BUILTINS = {
     "eval": "dynamic code", "exec": "dynamic code", "compile": "dynamic code", "__import__": "dynamic import",

@@ -128,21 +128,30 @@ class SeamRouter:
             t = values[a.name]
             if not isinstance(t, torch.Tensor):
                 return None
-            if a.shape and a.shape[0] == spec.count_dim:
+            if a.shape and a.shape[0] == spec.count_dim and len(a.shape) == 2:  # rows: leading dims fold into T
                 leads.add(tuple(t.shape[:-1]))
                 t = t.reshape(-1, t.shape[-1]) if t.dim() != 2 else t
+            elif a.shape and a.shape[0] == spec.count_dim:  # per-request blocks (attention's q[B, Hq, D])
+                leads.add(tuple(t.shape[:1]))
             tensors[a.name] = t
         if len(leads) > 1:  # token-shaped inputs that disagree on their leading dims: not the slot's call
             return None
         lead = leads.pop() if leads else ()
         first = tensors[inputs[0].name]
         dims = bind_dims(spec, tensors)
-        if dims is None or any(t.device != first.device or t.dtype != first.dtype for t in tensors.values()):
+        if dims is None or any(t.device != first.device or t.dtype != _dtype(spec, n, first.dtype)
+                               for n, t in tensors.items()):
             return None
         for op, fn in ops:
             if in_domain(op, spec, first.dtype, first.device, dims):
                 return op, fn, lead, tensors, dims
         return None
+
+
+def _dtype(spec: SlotSpec, name: str, op_dtype: torch.dtype) -> torch.dtype:
+    """The dtype an input must have: the call's own, or the fixed one the slot declares (page tables)."""
+    arg = spec.arg(name)
+    return op_dtype if arg.dtype == "T" else spec.dtype_of(arg, "")
 
 
 def _bind_args(spec: SlotSpec, args: tuple, kwargs: dict) -> dict:

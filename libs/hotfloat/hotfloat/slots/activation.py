@@ -1,18 +1,20 @@
 """activation.silu_and_mul: the gated MLP activation, out = silu(x[:, :D]) * x[:, D:]."""
 
-import torch
-
-from .spec import ArgSpec, Role, Shape, SlotSpec
+from . import families
+from .spec import ArgSpec, DimRange, Role, Shape, SlotSpec
 
 
 def _reference(t):
+    import torch
+
     x = t["x"].float()
     d = x.shape[-1] // 2
     return {"out": torch.nn.functional.silu(x[..., :d]) * x[..., d:]}
 
 
 def _inputs(dims, dtype, gen):
-    return {"x": torch.randn((dims["T"], 2 * dims["D"]), generator=gen).to(dtype)}
+    x = families.activations(dims["T"], 2 * dims["D"], gen, bound=families.bound(dtype, factors=2))
+    return {"x": x.to(dtype)}
 
 
 SILU_AND_MUL = SlotSpec(
@@ -40,4 +42,5 @@ SILU_AND_MUL = SlotSpec(
     make_inputs=_inputs,
     bytes_moved=lambda dims, esize: 3 * dims["T"] * dims["D"] * esize,
     flops=lambda dims: 5 * dims["T"] * dims["D"],
+    ranges={"T": DimRange(1, 8192), "D": DimRange(64, 16384, 16)},
 )

@@ -3,17 +3,23 @@
 Inputs are drawn per rank (each rank its own seeded generator); the reference sees `x` as the stack of all ranks'
 inputs, shape (world, T, H), and is computed by the validator, never inside a rank."""
 
-import torch
+from . import families
+from .spec import ArgSpec, DimRange, Role, Shape, SlotSpec
 
-from .spec import ArgSpec, Role, Shape, SlotSpec
+MAX_WORLD = 64
+"""The largest world a collective is verified on (the CLI's bound)."""
 
 
 def _reference(t):
+    import torch
+
     return {"out": t["x"].float().sum(dim=0)}
 
 
 def _inputs(dims, dtype, gen):
-    return {"x": torch.randn((dims["T"], dims["H"]), generator=gen).to(dtype)}
+    limit = families.bound(dtype)
+    share = None if limit is None else limit / MAX_WORLD  # the sum over every rank must stay finite in fp16
+    return {"x": families.activations(dims["T"], dims["H"], gen, bound=share).to(dtype)}
 
 
 ALL_REDUCE = SlotSpec(
@@ -42,4 +48,5 @@ ALL_REDUCE = SlotSpec(
     flops=lambda dims: dims["T"] * dims["H"],
     strided_outputs=False,
     world_size=2,
+    ranges={"T": DimRange(1, 8192), "H": DimRange(128, 16384, 16)},
 )

@@ -16,24 +16,26 @@ rtol 2e-2 and 1e-2. In fp32 both paths agree to the reduction order (~1e-7 relat
 A kernel that forgets either addend, or normalises the residual it was given, is off by O(1).
 """
 
-import torch
-
 from .norm import EPS
-from .spec import ArgSpec, Role, Shape, SlotSpec
+from . import families
+from .spec import ArgSpec, DimRange, Role, Shape, SlotSpec
 
 
 def _reference(t):
+    import torch
+
     s = t["x"].float() + t["residual"].float()
     out = s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + float(t["eps"])) * t["weight"].float()
     return {"out": out, "residual_out": s}
 
 
 def _inputs(dims, dtype, gen):
-    shape = (dims["T"], dims["H"])
+    limit = families.bound(dtype)
+    half = None if limit is None else limit / 2  # the sum must stay finite in fp16 too
     return {
-        "x": torch.randn(shape, generator=gen).to(dtype),
-        "residual": torch.randn(shape, generator=gen).to(dtype),
-        "weight": (1.0 + 0.1 * torch.randn((dims["H"],), generator=gen)).to(dtype),
+        "x": families.activations(dims["T"], dims["H"], gen, bound=half).to(dtype),
+        "residual": families.activations(dims["T"], dims["H"], gen, bound=half).to(dtype),
+        "weight": families.norm_weight(dims["H"], gen).to(dtype),
     }
 
 
@@ -68,4 +70,5 @@ FUSED_ADD_RMSNORM = SlotSpec(
     make_inputs=_inputs,
     bytes_moved=lambda dims, esize: (4 * dims["T"] * dims["H"] + dims["H"]) * esize,
     flops=lambda dims: 5 * dims["T"] * dims["H"],
+    ranges={"T": DimRange(1, 8192), "H": DimRange(128, 16384, 16)},
 )

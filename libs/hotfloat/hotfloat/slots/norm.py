@@ -1,22 +1,22 @@
 """norm.rmsnorm: out = x * rsqrt(mean(x^2) + eps) * weight, reduced in fp32 over the hidden dim."""
 
-import torch
-
-from .spec import ArgSpec, Role, Shape, SlotSpec
+from . import families
+from .spec import ArgSpec, DimRange, Role, Shape, SlotSpec
 
 EPS = 1e-6
 
 
 def _reference(t):
+    import torch
+
     x = t["x"].float()
     w = t["weight"].float()
     return {"out": x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + float(t["eps"])) * w}
 
 
 def _inputs(dims, dtype, gen):
-    x = torch.randn((dims["T"], dims["H"]), generator=gen).to(dtype)
-    w = (1.0 + 0.1 * torch.randn((dims["H"],), generator=gen)).to(dtype)
-    return {"x": x, "weight": w}
+    x = families.activations(dims["T"], dims["H"], gen, bound=families.bound(dtype)).to(dtype)
+    return {"x": x, "weight": families.norm_weight(dims["H"], gen).to(dtype)}
 
 
 RMSNORM = SlotSpec(
@@ -46,4 +46,5 @@ RMSNORM = SlotSpec(
     make_inputs=_inputs,
     bytes_moved=lambda dims, esize: (2 * dims["T"] * dims["H"] + dims["H"]) * esize,
     flops=lambda dims: 4 * dims["T"] * dims["H"],
+    ranges={"T": DimRange(1, 8192), "H": DimRange(128, 16384, 16)},
 )

@@ -2,12 +2,13 @@
 
 from ..errors import UnknownSlotError
 from .activation import SILU_AND_MUL
+from .attention import ATTENTION_DECODE
 from .collective import ALL_REDUCE
 from .fused_norm import FUSED_ADD_RMSNORM
 from .norm import RMSNORM
 from .spec import SlotSpec
 
-SLOTS: dict[str, SlotSpec] = {s.name: s for s in (SILU_AND_MUL, RMSNORM, FUSED_ADD_RMSNORM, ALL_REDUCE)}
+SLOTS: dict[str, SlotSpec] = {s.name: s for s in (SILU_AND_MUL, RMSNORM, FUSED_ADD_RMSNORM, ALL_REDUCE, ATTENTION_DECODE)}
 
 
 def get_slot(name: str) -> SlotSpec:

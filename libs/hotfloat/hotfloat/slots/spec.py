@@ -3,13 +3,45 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+class _Dtypes(Mapping[str, "torch.dtype"]):
+    """Dtype name -> torch dtype, resolved on use: reading slot contracts (the CLI's `slots`, `hash`) needs no torch."""
+
+    _NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+    def __getitem__(self, name: str) -> torch.dtype:
+        import torch
+
+        return getattr(torch, self._NAMES[name])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._NAMES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._NAMES)
+
+    def __len__(self) -> int:
+        return len(self._NAMES)
+
+
+DTYPES: Mapping[str, torch.dtype] = _Dtypes()
+
+
+class _IndexDtypes(_Dtypes):
+    """Fixed dtypes of index arguments (page tables, offsets): an argument's dtype, never an op's."""
+
+    _NAMES = {"i32": "int32", "i64": "int64"}
+
+
+INDEX_DTYPES: Mapping[str, torch.dtype] = _IndexDtypes()
 
 
 class Role(str, Enum):
@@ -28,7 +60,7 @@ class ArgSpec:
     name: str
     role: Role
     dtype: str = "T"
-    """"T" follows the op's dtype; otherwise a fixed dtype name from DTYPES."""
+    """"T" follows the op's dtype; otherwise a fixed dtype name from DTYPES or INDEX_DTYPES."""
     shape: tuple[str, ...] = ()
     """Symbolic dims, each a product of dim names and integers, e.g. ("T", "2*D")."""
     default: float | None = None
@@ -62,6 +94,15 @@ class Shape:
         return ",".join(f"{k}={v}" for k, v in self.dims.items())
 
 
+@dataclass(frozen=True)
+class DimRange:
+    """The sizes a dim takes in real engines: lo..hi in steps of `multiple` (vectorised kernels may rely on it)."""
+
+    lo: int
+    hi: int
+    multiple: int = 1
+
+
 Tensors = Mapping[str, "torch.Tensor | float"]
 
 
@@ -90,6 +131,9 @@ class SlotSpec:
     world_size: int = 1
     """Ranks the slot needs; collectives need more than one."""
     tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: TOLERANCES)
+    ranges: Mapping[str, DimRange] = field(default_factory=dict)
+    """Every size the slot accepts per dim, for shapes drawn from the secret; a slot without ranges draws from its
+    published shapes instead."""
 
     def arg(self, name: str) -> ArgSpec:
         return next(a for a in self.args if a.name == name)
@@ -101,20 +145,24 @@ class SlotSpec:
         return tuple(eval_dim(expr, dims) for expr in arg.shape)
 
     def dtype_of(self, arg: ArgSpec, op_dtype: str) -> torch.dtype:
-        return DTYPES[op_dtype if arg.dtype == "T" else arg.dtype]
+        if arg.dtype == "T":
+            return DTYPES[op_dtype]
+        return (INDEX_DTYPES if arg.dtype in INDEX_DTYPES else DTYPES)[arg.dtype]
 
     def signature(self) -> str:
-        """Human form of the ABI, e.g. "norm.rmsnorm(x[T,H], weight[H], eps=1e-06) -> out[T,H]"."""
-        ins, outs = [], []
+        """The call exactly as the entry receives it, e.g. "norm.rmsnorm(x[T,H], weight[H], out[T,H], eps=1e-06)"."""
+        parts = []
         for a in self.args:
             if a.role is Role.SCALAR:
-                ins.append(f"{a.name}={a.default:g}")
+                parts.append(f"{a.name}={a.default:g}")
             elif a.role is Role.GROUP:
-                ins.append(f"{a.name}:ProcessGroup")
+                parts.append(f"{a.name}:ProcessGroup")
             else:
-                (outs if a.role is Role.OUTPUT else ins).append(f"{a.name}[{','.join(a.shape)}]")
-        return f"{self.name}({', '.join(ins)}) -> {', '.join(outs)}"
+                parts.append(f"{a.name}[{','.join(a.shape)}]")
+        return f"{self.name}({', '.join(parts)})"
 
 def eval_dim(expr: str, dims: Mapping[str, int]) -> int:
-    """Evaluates a product like "2*D" without eval(); unknown names are a programming error in a slot spec."""
-    return math.prod(int(f) if f.isdigit() else dims[f] for f in (p.strip() for p in expr.split("*")))
+    """Evaluates a sum of products like "2*D" or "B+1" without eval(); unknown names are a programming error in a
+    slot spec."""
+    return sum(math.prod(int(f) if f.isdigit() else dims[f] for f in (p.strip() for p in term.split("*")))
+               for term in expr.split("+"))

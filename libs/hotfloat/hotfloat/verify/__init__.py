@@ -1,6 +1,6 @@
 """verify: runs a bundle's kernels in sandboxed children and judges their outputs against trusted references.
 
-Public API: `verify_bundle(bundle, VerifyOptions(...)) -> VerifyReport`. Reusable pieces: `wire` (the tensor
+Public API: `verify_bundle(bundle, VerifyOptions(...), on_row=None) -> VerifyReport`. Reusable pieces: `wire` (the tensor
 codec: raw bytes behind a validated header, no pickle), `ChildSession` (the child launcher speaking it with
 deadlines), and `hotfloat.sandbox` (namespaces, rlimits, cgroups).
 """

@@ -13,7 +13,7 @@ import torch
 
 from ..slots import SlotSpec
 from . import wire
-from .plan import Prepared, poison
+from .plan import Prepared
 
 _RESULT_KEYS = {"returned", "moved", "outputs_digest", "inputs_digest"}
 
@@ -41,7 +41,8 @@ def judge(slot: SlotSpec, dtype: str, prep: Prepared, frame: wire.Frame) -> Outc
     if meta["returned"] is not None:
         return _fail(f"entry returned a {_clean(meta['returned'])}; the ABI writes into `out` and returns None")
     if meta["moved"]:
-        return _fail(f"output identity changed (storage, shape or stride of {_clean(meta['moved'])} replaced)")
+        role = "output" if any(n in prep.outputs for n in meta["moved"]) else "input"
+        return _fail(f"{role} identity changed (storage, shape or stride of {_clean(meta['moved'])} replaced)")
     got = {h.name: (h, data) for h, data in frame.tensors}
     if set(got) != set(prep.outputs) or any(got[n][0] != h for n, h in prep.outputs.items()):
         return _fail("protocol violation: returned output headers differ from the buffers sent")
@@ -55,20 +56,23 @@ def judge(slot: SlotSpec, dtype: str, prep: Prepared, frame: wire.Frame) -> Outc
     worst: float | None = None
     for name, header in prep.outputs.items():
         flat, view = snapshot[name]
-        reason = _outside_view(flat, header, wire.to_tensor(*sent[name])[0])
+        poisoned_flat, poisoned = wire.to_tensor(*sent[name])
+        reason = _outside_view(flat, header, poisoned_flat)
         if reason:
             return _fail(f"{name}: {reason}")
-        untouched = int((_bits(view) == _bits(poison(dtype, 1))[0]).sum())
-        if untouched:
-            return _fail(f"{name}: {untouched} of {view.numel()} elements left unwritten (poison still present)")
         out, ref = view.float(), prep.expected[name].float()
+        diff = (out - ref).abs()
+        scale = prep.scales.get(name, ref.abs())
+        wrong = ~(diff <= tol.atol + tol.rtol * scale)  # NaN compares false, so NaN is wrong
+        untouched = int((wrong & (_bits(view) == _bits(poisoned))).sum())
+        if untouched and 2 * untouched >= int(wrong.sum()):  # a finite poison can equal a wrong value by chance
+            return _fail(f"{name}: {untouched} of {view.numel()} elements left unwritten (still the poison sent)")
         finite = torch.isfinite(out)
         if not bool(finite.all()):
             return _fail(f"{name}: {int((~finite).sum())} non-finite elements (NaN/Inf)")
-        diff = (out - ref).abs()
         err = float(diff.max()) if diff.numel() else 0.0
         worst = err if worst is None else max(worst, err)
-        bad = int((diff > tol.atol + tol.rtol * ref.abs()).sum())
+        bad = int(wrong.sum())
         if bad:
             return _fail(f"{name}: {bad} of {out.numel()} elements outside atol={tol.atol:g} rtol={tol.rtol:g} "
                          f"(max abs err {err:.3g})", worst)

@@ -36,7 +36,11 @@ class VerifyOptions(_Record):
     cpu_max_elements: Annotated[int, Field(ge=1024)] | None = 1 << 18
     """On cpu, large shapes have their count dim scaled so no tensor exceeds this (None runs them whole)."""
     settle_s: Annotated[float, Field(ge=0, le=5)] = 0.02
-    """Delay between the snapshot right after a call and the second fingerprint that exposes deferred writes."""
+    """Typical delay between a burst's last return and the second fingerprint that exposes deferred writes; each
+    burst draws its own (none a quarter of the time, else 0.5x-1.5x this) and gaps between its calls (mostly none)."""
+    scan: bool = True
+    """Apply scan's policy before running anything, as the validator does; False only for tests that prove the
+    sandbox and the judgement hold on their own."""
     graph_replays: Annotated[int, Field(ge=3, le=50)] = 3
     """CUDA-graph replays per captured shape, each with fresh inputs copied in and outputs poisoned."""
     policy: SandboxPolicy | None = None

@@ -1,0 +1,112 @@
+"""`hotfloat new`: a starting bundle for one slot that already passes scan and verify, so an author edits working code.
+
+The entry's parameter list is derived from the slot spec (the same order the verifier calls it with); only the body
+is written per slot, as plain torch that computes in fp32 and writes into the outputs with `copy_` (which honours
+padded row strides)."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import ABI_VERSION
+from ..errors import InputError
+from ..slots import Role, SlotSpec, get_slot
+
+
+@dataclass(frozen=True)
+class Body:
+    """The per-slot part of the template: the function name, the import line and the statements."""
+
+    entry: str
+    imports: str
+    code: str
+    graph_safe: bool = True
+
+
+BODIES: dict[str, Body] = {
+    "activation.silu_and_mul": Body("silu_and_mul", "import torch", """\
+d = out.shape[-1]
+gate, up = x[:, :d].float(), x[:, d:].float()
+out.copy_(torch.nn.functional.silu(gate) * up)"""),
+    "norm.rmsnorm": Body("rmsnorm", "import torch", """\
+xf = x.float()
+inv_rms = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+out.copy_(xf * inv_rms * weight.float())"""),
+    "norm.fused_add_rmsnorm": Body("fused_add_rmsnorm", "import torch", """\
+total = x.float() + residual.float()          # the sum stays in fp32; residual_out rounds it once
+residual_out.copy_(total)
+inv_rms = torch.rsqrt(total.pow(2).mean(dim=-1, keepdim=True) + eps)
+out.copy_(total * inv_rms * weight.float())"""),
+    "collective.all_reduce": Body("all_reduce", "import torch.distributed as dist", """\
+out.copy_(x)                                  # never reduce into the input: inputs are read-only
+dist.all_reduce(out, op=dist.ReduceOp.SUM, group=group)"""),
+    "attention.decode": Body("decode", "import torch", """\
+group = q.shape[1] // k_buffer.shape[1]       # query heads per KV head (GQA)
+for b in range(q.shape[0]):
+    pages = kv_indices[int(kv_indptr[b]):int(kv_indptr[b + 1])].long()
+    k = k_buffer[pages].float().repeat_interleave(group, dim=1)      # [L, Hq, D]
+    v = v_buffer[pages].float().repeat_interleave(group, dim=1)
+    scores = torch.einsum("hd,lhd->hl", q[b].float(), k) * sm_scale
+    out[b].copy_(torch.einsum("hl,lhd->hd", torch.softmax(scores, dim=-1), v))""", graph_safe=False),
+}
+"""One body per registered slot (a test keeps them in step with the registry and verifies each)."""
+
+
+def kernel_source(slot: SlotSpec) -> str:
+    """The kernel file: a docstring naming the contract, the signature from the spec, the body."""
+    body = BODIES[slot.name]
+    params = ", ".join(a.name for a in slot.args)
+    outs = ", ".join(a.name for a in slot.of_role(Role.OUTPUT))
+    code = "\n".join(f"    {line}" if line else "" for line in body.code.splitlines())
+    doc = textwrap.fill(f"{slot.name}: {slot.summary}.", 100)
+    call = textwrap.fill(f"Called as {slot.signature()}.", 96, subsequent_indent="    ")
+    return (f'"""{doc}"""\n\n{body.imports}\n\n\n'
+            f"def {body.entry}({params}):\n"
+            f'    """Writes every element of {outs} in place and returns None.\n\n    {call}"""\n'
+            f"{code}\n")
+
+
+def bundle_files(slot_name: str, bundle_id: str) -> dict[str, str]:
+    """Relative path -> text of a minimal passing bundle for `slot_name`."""
+    slot = get_slot(slot_name)
+    if slot.name not in BODIES:
+        raise InputError(f"no template for {slot.name} yet; templates: {', '.join(sorted(BODIES))}")
+    body = BODIES[slot.name]
+    dtypes = ", ".join(f'"{d}"' for d in slot.dtypes)
+    manifest = (f'bundle_id = "{bundle_id}"\nabi_version = "{ABI_VERSION}"\n\n[[ops]]\nslot = "{slot.name}"\n'
+                f'source = "kernels/{body.entry}.py"\nentry = "{body.entry}"\nvariant = "default"\n'
+                f'dtypes = [{dtypes}]\narchitectures = ["cpu", "sm_90"]\nmetadata = "metadata/{body.entry}.json"\n')
+    check = f"hotfloat verify . --world-size {slot.world_size}" if slot.world_size > 1 else "hotfloat verify ."
+    readme = (f"# {bundle_id}\n\nA hotfloat bundle for `{slot.name}`: {slot.summary}.\n\n"
+              f"The entry `{body.entry}` in `kernels/{body.entry}.py` is called as\n\n    {slot.signature()}\n\n"
+              "and must write every element of its outputs in place (they may have padded rows), never touch its "
+              "inputs and return None. This starting point is plain torch: correct, not fast. Make it faster, then\n\n"
+              f"    hotfloat scan .\n    {check}\n    hotfloat bench .\n    hotfloat chain package .\n\n"
+              "See docs/kernel-authors.md for the full contract.\n")
+    return {
+        "manifest.toml": manifest,
+        f"kernels/{body.entry}.py": kernel_source(slot),
+        f"metadata/{body.entry}.json": json.dumps({"graph_safe": body.graph_safe}) + "\n",
+        "README.md": readme,
+    }
+
+
+def write_template(directory: str | Path, slot_name: str, bundle_id: str | None = None) -> list[Path]:
+    """Writes the template into a new or empty directory; never overwrites an author's files."""
+    root = Path(directory)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise InputError(f"{root}: exists and is not an empty directory")
+    bundle_id = bundle_id or re.sub(r"[^0-9A-Za-z._-]", "-", root.resolve().name)[:64] or "my-bundle"
+    files = bundle_files(slot_name, bundle_id)
+    written = []
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        written.append(path)
+    return written
+

@@ -1,0 +1,141 @@
+"""TOML and JSON from untrusted bytes, bounded before the parser runs: size first, then a linear pre-scan of nesting
+depth and dotted-key length, so no text can drive a parser into deep recursion or quadratic work.
+
+Python's parsers recurse once per nesting level (100,000 brackets end in RecursionError) and tomllib spends
+quadratic time on long dotted keys (`a.a.a...`, 19 s for 30,000 parts); the pre-scan refuses both in one pass
+over the text, skipping strings and comments exactly as the grammars define them. Integers beyond Python's digit
+limit, NaN and Infinity, and duplicate JSON keys are refused too. Each refusal is a ValueError with one short reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+
+MAX_DEPTH = 32
+"""Nesting levels of arrays and tables; bundle records need five."""
+MAX_KEY_PARTS = 8
+"""Parts of one dotted TOML key."""
+
+_TOML_STOP = re.compile(r"[\"'#\[\]{}.=,\n]")
+_JSON_STOP = re.compile(r"[\"\[\]{}]")
+
+
+def load_toml(text: str, *, max_chars: int) -> dict:
+    """The TOML document, or ValueError saying which bound or rule it broke."""
+    if len(text) > max_chars:
+        raise ValueError(f"{len(text)} characters, over the {max_chars}-character limit")
+    _toml_shape(text)
+    try:
+        return tomllib.loads(text)
+    except ValueError as e:  # TOMLDecodeError, and integers past the interpreter's digit limit
+        raise ValueError(f"not valid TOML: {e}") from None
+
+
+def load_json(text: str, *, max_chars: int, allow_nan: bool = False) -> object:
+    """The JSON value, or ValueError; duplicate keys are refused (they have no single meaning), and so are NaN and
+    Infinity unless `allow_nan` (measurements written by `json.dumps` may carry them)."""
+    if len(text) > max_chars:
+        raise ValueError(f"{len(text)} characters, over the {max_chars}-character limit")
+    _json_shape(text)
+    try:
+        return json.loads(text, parse_constant=float if allow_nan else _no_constant, object_pairs_hook=_unique)
+    except ValueError as e:  # JSONDecodeError, integers past the digit limit, the hooks' refusals
+        raise ValueError(f"not valid JSON: {e}") from None
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number")
+
+
+def _unique(pairs: list[tuple[str, object]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"duplicate key {dup[:64]!r}")
+    return out
+
+
+def _deeper(depth: int) -> int:
+    if depth + 1 > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return depth + 1
+
+
+def _toml_shape(text: str) -> None:
+    """Refuses nesting beyond MAX_DEPTH and dotted keys beyond MAX_KEY_PARTS; strings and comments are skipped."""
+    depth = dots = pos = 0
+    while m := _TOML_STOP.search(text, pos):
+        c, pos = m.group(), m.end()
+        if c in "\"'":
+            pos = _toml_string_end(text, m.start())
+        elif c == "#":
+            end = text.find("\n", pos)
+            pos = len(text) if end < 0 else end
+        elif c == ".":
+            dots += 1
+            if dots >= MAX_KEY_PARTS:
+                raise ValueError(f"a dotted key has more than {MAX_KEY_PARTS} parts")
+        else:
+            dots = 0
+            if c in "[{":
+                depth = _deeper(depth)
+            elif c in "]}":
+                depth = max(0, depth - 1)
+
+
+def _toml_string_end(text: str, start: int) -> int:
+    """Index after the string opening at `start` (basic or literal, single- or multi-line); len(text) if unclosed."""
+    q = text[start]
+    multi = text.startswith(q * 3, start)
+    close = q * 3 if multi else q
+    pos = start + len(close)
+    while True:
+        end = text.find(close, pos)
+        if end < 0:
+            return len(text)
+        if not multi and "\n" in text[pos:end]:
+            return text.index("\n", pos)  # a single-line string cannot span lines: the parser refuses it here
+        if q == '"' and _escaped(text, end):
+            pos = end + 1
+            continue
+        end += len(close)
+        if multi:  # up to two more quotes belong to the content: """a""""" is a"" (TOML 1.0)
+            extra = 0
+            while extra < 2 and text.startswith(q, end):
+                end, extra = end + 1, extra + 1
+        return end
+
+
+def _json_shape(text: str) -> None:
+    """Refuses nesting beyond MAX_DEPTH; strings are skipped."""
+    depth = pos = 0
+    while m := _JSON_STOP.search(text, pos):
+        c, pos = m.group(), m.end()
+        if c == '"':
+            pos = _json_string_end(text, m.start())
+        elif c in "[{":
+            depth = _deeper(depth)
+        else:
+            depth = max(0, depth - 1)
+
+
+def _json_string_end(text: str, start: int) -> int:
+    pos = start + 1
+    while True:
+        end = text.find('"', pos)
+        if end < 0:
+            return len(text)
+        if not _escaped(text, end):
+            return end + 1
+        pos = end + 1
+
+
+def _escaped(text: str, at: int) -> bool:
+    """Whether the character at `at` follows an odd run of backslashes."""
+    run = 0
+    while at - run - 1 >= 0 and text[at - run - 1] == "\\":
+        run += 1
+    return run % 2 == 1

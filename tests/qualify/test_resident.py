@@ -1,0 +1,74 @@
+"""The trusted side of resident engines: a candidate engine that lies about its identity, sends malformed frames or
+NaN logprobs FAILs (its own doing); a baseline engine that faults is infrastructure (NO_DECISION); the validator
+process is non-dumpable; CPU sets are disjoint. The hostile candidates patch the worker's channel from inside the
+engine process, where a real attacker's code runs."""
+
+import time
+
+import pytest
+
+from hotfloat.bundle import load_bundle
+from hotfloat.qualify import QualifyOptions, qualify_bundle
+from hotfloat.qualify.host import staged
+from hotfloat.qualify.resident import EngineFault, ResidentEngine, cpu_sets, is_dumpable
+
+OPTS = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0, rule={"look_rounds": 3, "max_looks": 1})
+
+TAMPER = """
+import torch
+import hotfloat.qualify.wire as wire
+
+_send = wire.send
+
+
+def send(sock, msg):
+    {change}
+    _send(sock, msg)
+
+
+wire.send = send
+
+
+def run(x, out):
+    d = x.shape[-1] // 2
+    out.copy_(torch.nn.functional.silu(x[:, :d]) * x[:, d:])
+"""
+LIES = 'msg = {**msg, "identity": "f" * 64} if msg.get("type") == "ready" else msg'
+NAN = 'msg = {**msg, "logprobs": [float("nan")] * len(msg["logprobs"])} if msg.get("type") == "done" else msg'
+MALFORMED = 'msg = {**msg, "tokens": "abc"} if msg.get("type") == "done" else msg'
+
+
+@pytest.mark.parametrize("change,why", [(LIES, "identity"), (NAN, "non-finite")])
+def test_a_lying_candidate_engine_fails(make_bundle, change, why):
+    r = qualify_bundle(make_bundle(TAMPER.format(change=change), name="liar"), OPTS)
+    assert r.status == "FAIL" and r.score == 0 and why in r.reason, r.reason
+    assert r.evidence.frames[0].ok and r.evidence.frames[2].ok
+    assert not is_dumpable(), "the validator process must be non-dumpable once it ran engines"
+
+
+def test_a_malformed_completion_is_the_engines_own_fault(make_bundle):
+    b = load_bundle(make_bundle(TAMPER.format(change=MALFORMED), name="malformed"))
+    with staged({"c": b}, sandboxed=True) as paths:
+        spec = dict(OPTS.engine().model_dump(), bundle=paths["c"], identity=b.identity, warmup=[], threads=1,
+                    extra_passes=0, cpus=None, max_batch=2, kv_tokens=0, mem_fraction=0.2)
+        engine = ResidentEngine("C", spec, device="cpu", kind="transformers", sandboxed=True, model_dir=None)
+        try:
+            engine.ready(time.monotonic() + 300)
+            with pytest.raises(EngineFault, match="malformed completion") as e:
+                engine.serve([[1, 2, 3], [4, 5]], [2, 2], 120)
+            assert e.value.own
+        finally:
+            engine.close()
+
+
+def test_a_baseline_engine_that_faults_is_infrastructure(bundles):
+    """The incumbent armed in B and B' raises: never the candidate's loss."""
+    r = qualify_bundle(bundles["exact"], OPTS, baseline=bundles["raises"])
+    assert r.status == "NO_DECISION" and r.reason.startswith("infrastructure") and "ZeroDivisionError" in r.reason
+
+
+def test_cpu_sets_are_disjoint_and_leave_the_validator_a_cpu():
+    sets = cpu_sets(3, list(range(16)))
+    flat = [c for s in sets for c in s]
+    assert len(flat) == len(set(flat)) == 15 and 0 not in flat and all(len(s) == 5 for s in sets)
+    assert cpu_sets(3, [0, 1]) == [None, None, None]

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Device proof for issue 19 (about 150 s, limit 200): the candidate sandbox as root on the H200's cgroup v2 host, with the
+# bubblewrap carried in the engine payload ($HOTFLOAT_BWRAP) and the libseccomp binding (pyseccomp) from it.
+#   1. host.txt: what the sandbox finds (cgroup mount and layout, controllers, bwrap, libseccomp, userns sysctls),
+#      printed first so one run is enough to diagnose a different layout;
+#   2. verify.txt: `hotfloat verify examples/silu_triton --device cuda` sandboxed; its sandbox= line shows the bounds;
+#   3. proof.json/summary.txt (tools/device/sandbox_proof.py): cgroup bounds, seccomp under CUDA, a fork bomb and a
+#      memory bomb contained, the GPU exploit bundles and host-facing ones FAIL for their reasons, sandboxed.
+# Run: bash tools/device/run_all.sh engine_install:<s> sandbox:200 ; results in $OUT/sandbox/.
+# Dry run on a CPU box: OUT=/tmp/o SANDBOX_DEVICE=cpu SANDBOX_NO_ENGINE=1 PYTHON=.venv/bin/python bash tools/device/sandbox.sh
+set -u
+cd "$(dirname "$0")/../.."
+if [ -z "${SANDBOX_NO_ENGINE:-}" ]; then . tools/device/sglang_env.sh || exit 1; fi
+export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:-$PWD/libs/hotfloat}"
+PY=${PYTHON:-python3}
+DEV=${SANDBOX_DEVICE:-cuda}
+O="${OUT:?OUT must be set}/sandbox"
+mkdir -p "$O"
+
+{
+  echo "== identity"; id; uname -r; cat /etc/os-release 2>/dev/null | grep PRETTY
+  echo "== cgroup"; echo "fstype /sys/fs/cgroup: $(stat -fc %T /sys/fs/cgroup)"; cat /proc/self/cgroup
+  for r in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+    [ -f "$r/cgroup.controllers" ] || continue
+    echo "$r controllers: $(cat $r/cgroup.controllers)"
+    echo "$r subtree_control: $(cat $r/cgroup.subtree_control)"
+    echo "$r processes: $(wc -l < $r/cgroup.procs)  type: $(cat $r/cgroup.type 2>&1)"
+    own=$(sed -n 's/^0:://p' /proc/self/cgroup)
+    [ -n "$own" ] && [ "$own" != / ] && echo "own $r$own: procs=$(wc -l < "$r$own/cgroup.procs" 2>&1) subtree=$(cat "$r$own/cgroup.subtree_control" 2>&1)"
+    ls "$r" | tr '\n' ' '; echo
+  done
+  grep cgroup /proc/self/mountinfo
+  echo "== tools"; for t in bwrap prlimit setpriv; do echo "$t: $(command -v $t)"; done
+  bwrap --version; ldd "$(command -v bwrap)" 2>&1 | grep -v linux-vdso
+  echo "libseccomp: $(ldconfig -p 2>/dev/null | grep -m1 libseccomp)"
+  $PY -c 'import pyseccomp as s; print("pyseccomp", s.__version__, "api", s.get_api())' 2>&1
+  $PY -c 'from hotfloat.sandbox.seccomp import filter_bpf; b, u = filter_bpf(); print("filter", len(b) // 8, "insns, unknown:", u)' 2>&1
+  echo "== userns"; for f in /proc/sys/user/max_user_namespaces /proc/sys/kernel/unprivileged_userns_clone \
+    /proc/sys/kernel/apparmor_restrict_unprivileged_userns; do [ -f $f ] && echo "$f=$(cat $f)"; done
+  nvidia-smi -L 2>&1 | head -2
+} > "$O/host.txt" 2>&1
+cat "$O/host.txt"
+
+echo "== hotfloat verify examples/silu_triton --device $DEV (sandboxed)"
+start=$(date +%s)
+timeout -k 5 60 $PY -m hotfloat.cli verify examples/silu_triton --device "$DEV" --timeout 45 > "$O/verify.txt" 2>&1
+vrc=$?
+cat "$O/verify.txt" | head -40
+sandbox_line=$(grep -o 'sandbox=[^ ]*' "$O/verify.txt" | head -1)
+echo "verify rc=$vrc in $(( $(date +%s) - start ))s $sandbox_line" | tee "$O/verify.rc"
+
+timeout -k 5 125 $PY tools/device/sandbox_proof.py "$O" --device "$DEV" > "$O/proof.txt" 2>&1
+prc=$?
+cat "$O/proof.txt" | tail -40
+
+vok=FAIL
+case "$sandbox_line" in *namespaces*pids*seccomp*) [ $vrc -eq 0 ] && vok=ok ;; esac
+echo
+echo "== SANDBOX SUMMARY ($(date -u +%H:%M:%S))"
+printf '%-58s %s\n' "verify examples/silu_triton --device $DEV sandboxed" "$vok (rc=$vrc $sandbox_line)"
+[ -f "$O/summary.txt" ] && tail -n +2 "$O/summary.txt" | cut -c1-72 || echo "sandbox_proof.py produced no summary (rc=$prc)"
+echo "proof rc=$prc"
