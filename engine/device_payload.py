@@ -171,7 +171,9 @@ def plugin_dist_info(site: Path) -> None:
 
 
 def pack(root: Path, out: Path) -> None:
-    """One reproducible xz tar of the staged tree, split into <= 60 MiB chunks, with SHA256SUMS and a manifest."""
+    """One reproducible xz tar of the staged tree, split into <= 60 MiB chunks, with SHA256SUMS (written beside
+    `out` and swapped in at the end, so a build that fails or is cut short leaves the previous payload whole)."""
+    final, out = out, out.with_name(out.name + ".partial")
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     tar = subprocess.Popen(["tar", "--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner",
@@ -189,6 +191,8 @@ def pack(root: Path, out: Path) -> None:
         raise PayloadError("tar | xz failed")
     chunks = sorted(out.glob("engine.tar.xz.*"))
     (out / "SHA256SUMS").write_text("".join(f"{sha256(c)}  {c.name}\n" for c in chunks))
+    shutil.rmtree(final, ignore_errors=True)
+    out.rename(final)
 
 
 def build() -> None:

@@ -1,27 +1,113 @@
-"""The dependency direction is written down and kept: the library never imports grpc, the services or the CLI."""
+"""The dependency direction, derived from the code rather than listed: the library's package graph has no cycle (no
+upward arrow), the library never imports grpc, the services or the CLI except the CLI's one declared edge, and
+record modules import nothing internal beyond the shared vocabulary."""
 
 import ast
+import functools
 from pathlib import Path
 
 LIB = Path(__file__).resolve().parents[1] / "libs" / "hotfloat" / "hotfloat"
-FORBIDDEN = ("grpc", "hotfloat_services", "hotfloat.cli")
+OUTSIDE = ("grpc", "hotfloat_services", "hotfloat.cli")
+"""The edges of the system: transport, the servers, the command line. The library is imported by them, never the
+other way round."""
+DECLARED = {"cli": {"hotfloat_services"}}
+"""The CLI starts and dials the services (inside the commands that need them): the one edge outward, and only there."""
+VOCABULARY = {"errors", "verdict"}
+"""All a record module may import from the library: the error root and the verdict status."""
+KNOWN_CYCLES = {frozenset({"build", "native"})}
+"""Cycles the renovation has not reached yet (issue 23 item 4: one cubin check). Each must still exist, so fixing one
+fails here until its line is removed."""
+KNOWN_RECORD_IMPORTS = {("verify/records.py", "sandbox")}
+"""VerifyReport embeds the SandboxPolicy it ran under (issue 23 item 2). Ratcheted like KNOWN_CYCLES."""
 
 
 def imports(path: Path):
-    """Absolute names of every module a file imports, relative imports resolved against its package."""
+    """Absolute names of every module a file imports (anywhere in it), relative imports resolved against its package."""
     package = ["hotfloat", *path.relative_to(LIB).parts[:-1]]
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            yield ".".join([*base, *([node.module] if node.module else [])])
+            base = ".".join([*(package[: len(package) - node.level + 1] if node.level else []),
+                             *([node.module] if node.module else [])])
+            yield from ([f"{base}.{a.name}" for a in node.names] if node.module is None else [base])
 
 
-def test_library_does_not_import_edges():
-    bad = []
-    for path in LIB.rglob("*.py"):
-        if "cli" in path.relative_to(LIB).parts:
-            continue
-        bad += [f"{path.relative_to(LIB)} imports {m}" for m in imports(path) if m.split(".")[0] in FORBIDDEN or m == "hotfloat.cli" or m.startswith("hotfloat.cli.")]
+def top(name: str) -> str | None:
+    """The library package (or top-level module) an import lands in; None for the root package or outside."""
+    parts = name.split(".")
+    if parts[0] != "hotfloat" or len(parts) < 2:
+        return None
+    return parts[1] if (LIB / parts[1]).is_dir() or (LIB / f"{parts[1]}.py").is_file() else None
+
+
+def modules():
+    return sorted(LIB.rglob("*.py"))
+
+
+def package_of(path: Path) -> str:
+    return path.relative_to(LIB).parts[0].removesuffix(".py")
+
+
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Package -> the library packages it imports, over every module of the package."""
+    out: dict[str, set[str]] = {}
+    for path in modules():
+        src = package_of(path)
+        out.setdefault(src, set()).update(t for m in imports(path) if (t := top(m)) and t != src)
+    return out
+
+
+def cycles(g: dict[str, set[str]]) -> set[frozenset]:
+    """Pairs of packages that reach each other."""
+    def reach(a: str) -> set[str]:
+        seen, todo = set(), [a]
+        while todo:
+            for b in g.get(todo.pop(), ()):
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+        return seen
+
+    reached = {a: reach(a) for a in g}
+    return {frozenset({a, b}) for a in g for b in reached[a] if a != b and a in reached.get(b, ())}
+
+
+def test_the_graph_is_derived_from_every_package():
+    g = graph()
+    assert {"validator", "preflight", "env", "chain", "cli", "ledger"} <= set(g)
+    assert "validator" in g["chain"] and "env" in g["preflight"] and "verify" in g["preflight"]
+
+
+def test_no_upward_arrow():
+    found = cycles(graph())
+    assert found - KNOWN_CYCLES == set(), sorted(map(sorted, found - KNOWN_CYCLES))
+    assert KNOWN_CYCLES <= found, f"fixed, so remove from KNOWN_CYCLES: {sorted(map(sorted, KNOWN_CYCLES - found))}"
+
+
+def test_env_is_below_what_it_describes():
+    assert not graph()["env"] & {"verify", "compat", "preflight", "qualify"}
+
+
+def test_the_library_imports_no_edge_but_the_clis_declared_one():
+    bad, used = [], set()
+    for path in modules():
+        allowed = DECLARED.get(package_of(path), set())
+        for m in imports(path):
+            edge = next((e for e in OUTSIDE if m == e or m.startswith(e + ".")), None)
+            if edge is None or (edge == "hotfloat.cli" and package_of(path) == "cli"):
+                continue
+            if edge in allowed:
+                used.add(edge)
+            else:
+                bad.append(f"{path.relative_to(LIB)} imports {m}")
     assert not bad, bad
+    assert used == DECLARED["cli"], "a declared edge no longer used must be removed from DECLARED"
+
+
+def test_records_import_only_the_vocabulary():
+    found = {(str(p.relative_to(LIB)), t) for p in modules() if p.name in ("record.py", "records.py")
+             for m in imports(p) if (t := top(m)) and t not in VOCABULARY}
+    assert found - KNOWN_RECORD_IMPORTS == set(), sorted(found - KNOWN_RECORD_IMPORTS)
+    assert KNOWN_RECORD_IMPORTS <= found, f"fixed, so remove from KNOWN_RECORD_IMPORTS: {KNOWN_RECORD_IMPORTS - found}"

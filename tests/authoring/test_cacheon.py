@@ -70,3 +70,18 @@ def test_cli_prints_the_changes_and_the_result_verifies(tmp_path):
     again = subprocess.run([sys.executable, "-m", "hotfloat.cli", "bundle", "import", str(FIXTURE), "--out",
                             str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "not an empty directory" in again.stderr
+
+
+def test_import_takes_an_archive(tmp_path):
+    import io
+    import tarfile
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        for path in sorted(FIXTURE.rglob("*")):
+            if path.is_file():
+                tar.add(path, arcname=str(path.relative_to(FIXTURE)))
+    archive = tmp_path / "cacheon.tar.gz"
+    archive.write_bytes(raw.getvalue())
+    from_dir, from_archive = import_cacheon(FIXTURE, tmp_path / "a"), import_cacheon(archive, tmp_path / "b")
+    assert from_archive.identity == from_dir.identity and from_archive.changes == from_dir.changes

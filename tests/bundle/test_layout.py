@@ -132,3 +132,11 @@ def test_metadata_cannot_ask_for_more_tokens_than_the_slot_verifies(make_bundle,
     else:
         with pytest.raises(BundleError, match=f"min_num_tokens {tokens} is beyond the slot's largest token count 8192"):
             load_bundle(path)
+
+
+def test_kernel_constexprs_are_32_bit(make_bundle):
+    manifest = ('bundle_id = "c"\nabi_version = "hotfloat-op-abi-v1"\n\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+                'source = "kernels/k.py"\nentry = "run"\nkind = "triton"\narchitectures = ["sm_90"]\n\n[ops.kernel]\n'
+                'params = [{name = "x", type = "*T"}]\ngrid = ["1"]\nconstexprs = {BLOCK = 4294967296}\n')
+    with pytest.raises(BundleError, match="constexprs.BLOCK: Input should be less than 2147483648"):
+        load_bundle(make_bundle(manifest=manifest))

@@ -27,8 +27,8 @@ from hotfloat.chain.standin import LocalSubstrate
 from hotfloat.chain.tables import open_ledger
 from hotfloat.ledger import State
 from hotfloat.qualify import RuleConfig
-from hotfloat.score.crowns import CHALLENGE_MARGIN
-from hotfloat.score.standings import crowns, scores
+from hotfloat.validator.crowns import CHALLENGE_MARGIN
+from hotfloat.validator.standings import crowns, scores
 
 NETUID = 7
 EVERY = 10
@@ -51,7 +51,7 @@ def stages():
     token = secrets.token_urlsafe(32)
     (root / "token").write_text(token)
     config = ServiceConfig(verify_max_shapes=1, verify_dtypes=("fp32",), qualify_passes=2, qualify_warmup_passes=1,
-                           qualify_rule=RuleConfig(logprob_tol=1e-3, drift_bound=5.0, max_pairs=8),
+                           qualify_rule=RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=4, max_looks=2),
                            qualify_extra_passes=(("B", 128),))
     running = [start(n, str(root / f"{n}.sock"), token=token, config=config)
                for n in ("compiler", "admission", "qualification")]

@@ -16,8 +16,8 @@ from hotfloat.chain.publish import PubState, history
 from hotfloat.chain.standin import LocalSubstrate
 from hotfloat.chain.tables import open_ledger
 from hotfloat.ledger import ORDER, State
-from hotfloat.score import Settled
-from hotfloat.score.standings import record_scored
+from hotfloat.validator import Settled
+from hotfloat.validator.standings import record_scored
 
 NETUID = 7
 

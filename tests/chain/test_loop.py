@@ -93,9 +93,10 @@ def test_miner_to_weights_loop(hf, tmp_path, wallets, origin, make_bundle):
     weights = ["--crowns", str(crowns_file), "--wallet", "validator", *wallet, "--ledger", ledger_path, "--json"]
     preview = json.loads(hf("chain", "weights", *weights, "--dry-run").stdout)
     assert preview["u16"] == {"2": 65535, "1": 16384} and preview["dry_run"]
-    done = json.loads(hf("chain", "weights", *weights, "--round", "e1").stdout)
-    assert done["state"] == "confirmed" and done["extrinsic"]
-    assert json.loads(hf("chain", "weights", *weights, "--round", "e1").stdout)["state"] == "confirmed"
+    done = json.loads(hf("chain", "weights", *weights, "--every", "100000").stdout)
+    assert done["state"] == "confirmed" and done["extrinsic"] and done["round"].startswith("every-100000-")
+    again = json.loads(hf("chain", "weights", *weights, "--every", "100000").stdout)
+    assert again["state"] == "confirmed" and again["round"] == done["round"]
     state = json.loads(path.read_text())
     sets = [x for b in state["blocks"] for x in b["extrinsics"] if x["call"]["call_function"] == "set_mechanism_weights"]
     assert len(sets) == 1 and sets[0]["call"]["call_args"]["dests"] == [1, 2]

@@ -1,11 +1,11 @@
-"""Crowns to weights: each slot's shares (from hotfloat.score) paid to the identity's owner at its current uid."""
+"""Crowns to weights: each slot's shares (from hotfloat.validator) paid to the identity's owner at its current uid."""
 
 from __future__ import annotations
 
 import pytest
 
 from hotfloat.chain.weights import crown_weights
-from hotfloat.score import Settled, crown
+from hotfloat.validator import Settled, crown
 
 A, B, C, GONE = ("a" * 64, "b" * 64, "c" * 64, "d" * 64)
 OWNERS = {A: "hk-a", B: "hk-b", C: "hk-c", GONE: "hk-gone"}

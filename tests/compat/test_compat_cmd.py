@@ -45,5 +45,5 @@ def test_a_pin_mismatch_prints_fail_rows_and_exits_nonzero(tmp_path):
 
 def test_a_missing_engine_interpreter_is_one_error_line(tmp_path):
     done = run("compat", "--python", str(tmp_path / "nope"))
-    assert done.returncode == 1 and done.stderr.count("\n") == 1 and done.stderr.startswith("error: ")
+    assert done.returncode == 3 and done.stderr.count("\n") == 1 and done.stderr.startswith("error: ")
     assert "Traceback" not in done.stderr

@@ -1,54 +1,100 @@
-"""Calibration: the analysis on a synthetic pool with known effects, and the real command on the tiny engine."""
+"""Calibration: the analysis on synthetic raw rounds with known noise (false PASS, injected power, the chosen rule,
+the record's fields), the CLI on a raw file, and a short real collection on the tiny CPU engines."""
 
 import json
 
 import numpy as np
 import pytest
 
-from hotfloat.qualify.calibrate import analyse
-from hotfloat.qualify.records import RuleConfig, RunFrame
+from hotfloat.qualify.calibrate import (CalibrationRaw, RawRound, analyse, assignments, clopper_pearson_upper,
+                                        default_grid, walk)
+from hotfloat.qualify.records import EngineSpec, RuleConfig
+from hotfloat.qualify.workload import make_workload
 
 
-def pool(effects: dict[int, float], rounds=6, sigma_run=0.002, seed=0):
+def raw(n=400, sigma=0.003, tau=0.0005, seed=0) -> CalibrationRaw:
     rng = np.random.default_rng(seed)
-    base = rng.uniform(0.1, 1.0, 12)
-    order = [lv for _ in range(rounds) for l in effects for lv in (None, l)] + [None]
-    out = []
-    for i, lv in enumerate(order):
-        v = base * (1 + rng.normal(0, sigma_run)) * (1 + rng.normal(0, 0.003, 12)) * (1 - (effects[lv] if lv is not None else 0))
-        out.append((lv, RunFrame(index=i, role="B" if lv is None else "C", ok=True, latency_s=[v.tolist()],
-                                 tokens=[[[1]] * 12], logprobs=[[[-1.0]] * 12], margins=[[[1.0]] * 12], wall_s=2.0)))
-    return out
+    names = ["B1", "B2", "B3"]
+    offsets = dict(zip(names, np.exp(rng.normal(0, tau, 3))))
+    rounds = []
+    for r in range(n):
+        common = np.exp(rng.normal(0, 0.03))
+        order = [names[k] for k in rng.permutation(3)]
+        rounds.append(RawRound(t=1.6 * r, order=order, agree={k: 1.0 for k in names},
+                               pass_s={k: 0.5 * common * offsets[k] * float(np.exp(rng.normal(0, sigma))) for k in names}))
+    return CalibrationRaw(started="2026-12-03T00:00:00+00:00", device="synthetic",
+                          engine=EngineSpec(kind="sglang", preset="qwen2-0.5b", dtype="bf16", device="cuda"),
+                          engine_info={"engine": "sglang"}, workload=make_workload("sglang", 151936, seed=1),
+                          stock=names, boot_s={k: 60.0 for k in names}, rounds=rounds, sandboxed=True)
 
 
-def test_analysis_reports_false_pass_and_smallest_detected_effect():
-    report = analyse(pool({0: 0.0, 1: 0.004, 4: 0.04}), RuleConfig(bootstrap=200), trials=300)
-    rows = {r.level: r for r in report.levels}
-    assert report.false_pass_rate <= 0.01 and report.model_false_pass_rate <= 0.02
-    assert rows[4].pass_rate >= 0.95 and rows[4].true_improvement == pytest.approx(0.04, abs=0.005)
-    assert rows[1].pass_rate < 0.95
-    assert report.smallest_detected == pytest.approx(rows[4].true_improvement)
-    assert 0 < report.sigma_run < 0.01 and report.qualification_minutes > 0
+GRID = [RuleConfig(look_rounds=10, max_looks=4, process_floor=0.001, logprob_tol=0.1),
+        RuleConfig(look_rounds=10, max_looks=4, process_floor=0.03, logprob_tol=0.1)]
 
 
-def test_calibrate_command_runs_real_engines(capsys):
+def test_analysis_measures_false_pass_and_power_and_picks_the_powerful_rule():
+    rec = analyse([raw()], GRID, boot_draws=200)
+    assert rec.false_pass_rate <= 0.01 and rec.bootstrap_false_pass <= 0.02
+    assert rec.power_at_5pct == 1.0 and rec.power_at_2pct >= 0.9 and rec.power_at_1pct < rec.power_at_5pct
+    assert rec.rule.process_floor == 0.001 and rec.meets_targets  # the 3% floor cannot see 2%
+    assert rec.candidates[1].rows[2].pass_rate < 0.5
+    assert rec.independent_draws >= 10 and rec.draws_b_vs_b >= 3 * 10  # three choices of the engine playing C
+    assert 0 < rec.false_pass_upper_95 < 0.3 and 1.0 < rec.minutes_per_qualification < 2.0
+    assert rec.noise["pass_cv_B1"] > 0 and abs(rec.noise["ln_B2_over_B1_median"]) < 0.01
+
+
+def test_walk_forms_back_to_back_disjoint_decisions():
+    x = np.array([[r.pass_s[k] for k in ("B1", "B2", "B3")] for r in raw(n=100).rounds])
+    got = walk(x[:, 0], x[:, 1], x[:, 2], GRID[0])
+    assert sum(k for _, k in got) <= 100 and all(k % 10 == 0 for _, k in got) and len(got) >= 2
+
+
+def test_assignments_and_the_confidence_bound():
+    assert len(assignments(["B1", "B2", "B3"])) == 3 and len(assignments(["a", "b", "c", "d"])) == 12
+    assert clopper_pearson_upper(0, 298) == pytest.approx(1 - 0.05 ** (1 / 298), rel=1e-3)
+    assert clopper_pearson_upper(0, 0) == 1.0 and clopper_pearson_upper(2, 10) > 0.2
+    assert len(default_grid(0.1)) == 36
+
+
+def test_cli_analyse_writes_the_record_and_refuses_bad_input(tmp_path, capsys):
     from hotfloat.cli.main import main
 
+    src = tmp_path / "raw.json"
+    src.write_text(raw(n=120).model_dump_json())
+    out = tmp_path / "cal.json"
     with pytest.raises(SystemExit) as e:
-        main(["qualify", "calibrate", "--levels", "0,2", "--rounds", "1", "--base-passes", "2", "--passes", "1",
-              "--trials", "50", "--json"])
-    assert e.value.code == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["runs"] == 5 and [r["level"] for r in report["levels"]] == [0, 2]
-    assert report["run_seconds"] > 0 and report["sigma_run"] >= 0
+        main(["qualify", "calibrate", "analyse", str(src), "--out", str(out), "--boot-draws", "50"])
+    assert e.value.code in (0, None)
+    rec = json.loads(out.read_text())
+    for key in ("device", "engine", "draws_b_vs_b", "false_pass_rate", "false_pass_upper_95", "power_at_1pct",
+                "power_at_2pct", "power_at_5pct", "minutes_per_qualification", "rule", "command"):
+        assert key in rec
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "nope"}')
+    with pytest.raises(SystemExit) as e:
+        main(["qualify", "calibrate", "analyse", str(bad)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1
 
 
-def test_budget_stops_before_a_pair_that_would_not_fit():
-    """With no time left after the first baseline run, no candidate run starts and the pool still ends on B."""
-    from hotfloat.qualify.calibrate import pool_runs
-    from hotfloat.qualify.records import EngineSpec
-    from hotfloat.qualify.workload import make_workload
+def test_a_short_real_collection_on_cpu_and_evidence_formed_from_it(tmp_path, bundles):
+    """Three stock engines, a broken candidate and one that raises: rounds are written as they go, stock engines agree
+    exactly, the raising candidate leaves the collection (recorded) without ending it, and the kept completions make
+    a qualification whose gate fails the broken candidate and which recomputes."""
+    from hotfloat.qualify import QualifyOptions, recompute
+    from hotfloat.qualify.calibrate import collect, evidence_from, load_raw
 
-    pool = pool_runs(EngineSpec(preset="tiny", dtype="fp32", device="cpu", decode="static"),
-                     make_workload("tiny", 512, passes=1, warmup_passes=0, seed=1), [0, 2], 2, 2, budget_s=0.0)
-    assert [(lv, f.role) for lv, f in pool] == [(None, "B")] and pool[0][1].ok
+    out = tmp_path / "raw.json"
+    got = collect(QualifyOptions.for_device("cpu", seed=2, warmup_passes=0), out, stock=3,
+                  candidates={"C1": bundles["broken"], "C2": bundles["raises"]}, keep_rounds=3, budget_s=90)
+    back = load_raw(out)
+    assert back == got and len(got.rounds) >= 3 and got.stock == ["B1", "B2", "B3"] and list(got.candidates) == ["C1"]
+    assert "C2" in got.failed and "ZeroDivisionError" in got.failed["C2"] and "C2" not in got.kept
+    assert all(sorted(r.order) == ["B1", "B2", "B3", "C1"] and all(v > 0 for v in r.pass_s.values()) for r in got.rounds)
+    assert all(r.agree["B2"] == 1.0 and r.agree["B3"] == 1.0 for r in got.rounds)  # stock engines agree exactly
+    assert sum(got.routed["C1"].values()) > 0 and not sum(got.routed["B1"].values())
+    ev = evidence_from(got, tmp_path / "raw.json.outputs.jsonl", "C1", RuleConfig(look_rounds=3, max_looks=2, logprob_tol=1e-3))
+    assert ev.rule.max_looks == 1 and [f.role for f in ev.frames] == ["B", "C", "B"] and len(ev.frames[1].pass_s) == 3
+    assert ev.decision.status == "FAIL" and "does not match" in ev.decision.reason and recompute(ev) == ev.decision
+    with pytest.raises(ValueError, match="kept"):
+        evidence_from(got, tmp_path / "raw.json.outputs.jsonl", "B3", RuleConfig(look_rounds=3))

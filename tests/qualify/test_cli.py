@@ -14,11 +14,12 @@ def run(capsys, *args):
     return e.value.code, out.out, out.err
 
 
-def test_broken_bundle_exit_2_with_evidence_that_recomputes(bundles, tmp_path, capsys):
+def test_broken_bundle_exit_1_with_evidence_that_recomputes(bundles, tmp_path, capsys):
     ev = tmp_path / "ev.json"
-    code, out, _ = run(capsys, str(bundles["broken"]), "--passes", "1", "--seed", "4", "--evidence", str(ev), "--json")
+    code, out, _ = run(capsys, str(bundles["broken"]), "--device", "cpu", "--look-rounds", "3", "--max-looks", "1",
+                       "--seed", "4", "--evidence", str(ev), "--json")
     verdict = json.loads(out)
-    assert code == 2 and verdict["status"] == "FAIL" and verdict["score"] == 0
+    assert code == 1 and verdict["status"] == "FAIL" and verdict["score"] == 0 and verdict["decision"]["rounds"] == 0
     assert run(capsys, "recompute", str(ev))[0] == 0
 
 
@@ -30,3 +31,8 @@ def test_unknown_preset_is_bad_input(bundles, capsys):
 def test_not_a_bundle_is_bad_input(tmp_path, capsys):
     code, _, err = run(capsys, str(tmp_path / "missing"))
     assert code == 2 and err.startswith("error: ")
+
+
+def test_sglang_on_cpu_is_one_error_line(bundles, capsys):
+    code, _, err = run(capsys, str(bundles["exact"]), "--device", "cpu", "--engine", "sglang")
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "cuda" in err

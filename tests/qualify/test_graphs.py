@@ -48,7 +48,7 @@ def test_decode_mode_is_part_of_the_engine_identity_and_graphs_need_cuda():
         build_engine("tiny", "fp32", "cpu", 0, arm(None), decode="graph")
 
 
-def test_decode_defaults_by_device_and_graph_is_refused_on_cpu(capsys):
+def test_decode_defaults_by_device_and_graph_is_refused_on_cpu(bundles, capsys):
     assert EngineSpec(preset="qwen2-0.5b", dtype="bf16", device="cuda").decode == "graph"
     assert EngineSpec(preset="tiny", dtype="fp32", device="cpu").decode == "eager"
     assert QualifyOptions(device="cuda", decode="static").engine().decode == "static"
@@ -59,14 +59,13 @@ def test_decode_defaults_by_device_and_graph_is_refused_on_cpu(capsys):
     from hotfloat.cli.main import main
 
     with pytest.raises(SystemExit) as e:
-        main(["qualify", "calibrate", "--decode", "graph"])
+        main(["qualify", "run", str(bundles["exact"]), "--device", "cpu", "--decode", "graph"])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.startswith("error: ") and "cuda" in err and "Traceback" not in err
 
 
 def test_static_decode_qualification_runs_in_engine_processes(bundles):
-    rule = QualifyOptions().rule.model_copy(update={"max_pairs": 1})
-    opts = QualifyOptions(seed=3, passes=1, decode="static", rule=rule)
+    opts = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0, decode="static", rule={"look_rounds": 3, "max_looks": 1})
     r = qualify_bundle(bundles["exact"], opts)
     ev = r.evidence
     assert ev.engine.decode == "static" and ev.decision.gate == "PASS", r.reason

@@ -38,7 +38,7 @@ NAN = 'msg = {**msg, "logprobs": [float("nan")] * len(msg["logprobs"])} if msg.g
 MALFORMED = 'msg = {**msg, "tokens": "abc"} if msg.get("type") == "done" else msg'
 
 
-@pytest.mark.parametrize("change,why", [(LIES, "identity"), (NAN, "non-finite")])
+@pytest.mark.parametrize("change,why", [(LIES, "identity"), (NAN, "non-finite")], ids=["identity", "nan"])
 def test_a_lying_candidate_engine_fails(make_bundle, change, why):
     r = qualify_bundle(make_bundle(TAMPER.format(change=change), name="liar"), OPTS)
     assert r.status == "FAIL" and r.score == 0 and why in r.reason, r.reason
@@ -50,7 +50,7 @@ def test_a_malformed_completion_is_the_engines_own_fault(make_bundle):
     b = load_bundle(make_bundle(TAMPER.format(change=MALFORMED), name="malformed"))
     with staged({"c": b}, sandboxed=True) as paths:
         spec = dict(OPTS.engine().model_dump(), bundle=paths["c"], identity=b.identity, warmup=[], threads=1,
-                    extra_passes=0, cpus=None, max_batch=2, kv_tokens=0, mem_fraction=0.2)
+                    extra_passes=0, cpus=None, graph_batches=[2], kv_tokens=0, mem_fraction=0.2)
         engine = ResidentEngine("C", spec, device="cpu", kind="transformers", sandboxed=True, model_dir=None)
         try:
             engine.ready(time.monotonic() + 300)

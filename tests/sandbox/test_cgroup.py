@@ -36,12 +36,20 @@ def v2(tmp_path):
             pytest.skip("this host's v2 hierarchy is in use (pure v2): its own spawn tests cover it")
         yield mnt, spare[0]
     finally:
-        for d in sorted(mnt.rglob("*"), key=lambda p: -len(p.parts)):
-            if d.is_dir() and d.name.startswith("hotfloat") or d.name == "ns":
-                for pid in (d / "cgroup.procs").read_text().split() if (d / "cgroup.procs").exists() else []:
-                    (mnt / "cgroup.procs").write_text(pid)
-                d.rmdir()
+        for top in (mnt / cg.SUBTREE, mnt / "ns"):
+            _remove_tree(mnt, top)
         subprocess.run(["umount", str(mnt)], check=True)
+
+
+def _remove_tree(mnt: Path, group: Path) -> None:
+    """Removes a test's groups bottom-up, moving any process left in them back to the root first."""
+    if not group.is_dir():
+        return
+    for child in [c for c in group.iterdir() if c.is_dir()]:
+        _remove_tree(mnt, child)
+    for pid in (group / "cgroup.procs").read_text().split():
+        (mnt / "cgroup.procs").write_text(pid)
+    group.rmdir()
 
 
 def test_v2_parent_enables_the_controllers_down_a_subtree_of_its_own(v2):
@@ -69,6 +77,17 @@ def test_a_namespace_root_holding_processes_is_evacuated_only_when_privileged(v2
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_a_delegating_own_group_is_used_as_it_is_even_unprivileged(v2):
+    """A systemd `Delegate=yes` unit: the validator's own group already enables the controllers for its children."""
+    mnt, spare = v2
+    (mnt / "cgroup.subtree_control").write_text(f"+{spare}")
+    own = mnt / "ns"
+    own.mkdir()
+    (own / "cgroup.subtree_control").write_text(f"+{spare}")
+    assert cg.v2_parent(mnt, "/ns", (spare,), privileged=False) == own
+    assert not (mnt / cg.SUBTREE).exists(), "nothing is made outside the delegated group"
 
 
 def test_without_v2_controllers_nothing_is_bounded(v2):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import sys
 import textwrap
 import time
@@ -88,3 +89,49 @@ def _cmdline(pid: str) -> bytes:
             return f.read()
     except OSError:
         return b""
+
+
+class Seen(BaseModel):
+    payload_module: str
+    checkout_visible: bool
+
+
+def test_extra_site_directories_are_importable_but_the_checkout_stays_outside(tmp_path, monkeypatch):
+    """A device payload's site directory (on PYTHONPATH, outside the checkout) is bound read-only at its own path;
+    checkout entries are not: hotfloat itself comes from /hotfloat-lib."""
+    site = tmp_path / "payload-site"
+    site.mkdir()
+    (site / "payload_mod.py").write_text("NAME = 'from the payload'\n")
+    checkout = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(checkout / "libs" / "hotfloat"), str(site)]))
+    binds, pythonpath = hotfloat_binds()
+    script = tmp_path / "tool" / "child.py"
+    script.parent.mkdir()
+    script.write_text(textwrap.dedent(f"""
+        import os
+        from hotfloat.sandbox import channel
+        import payload_mod
+        channel.ready()
+        seen = os.path.exists({str(checkout / "libs")!r})
+        channel.reply({{"payload_module": payload_mod.NAME, "checkout_visible": seen}})
+    """))
+    outcome = run_child([sys.executable, "-s", "-B", "/tool/child.py"], Seen, request={}, policy=POLICY,
+                        sandboxed=True, binds=[*binds, Bind(script.parent, "/tool")],
+                        env=child_env({"PYTHONPATH": pythonpath}, home="/tmp"), startup_s=30, timeout_s=30)
+    assert outcome.result == Seen(payload_module="from the payload", checkout_visible=False), outcome
+
+
+def test_a_sandbox_that_cannot_start_raises_and_leaks_no_descriptor(tmp_path, monkeypatch):
+    from hotfloat.errors import SandboxUnavailable
+    from hotfloat.sandbox import process
+
+    before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap: fail closed
+    process._probe.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable):
+            _child(tmp_path, "channel.ready()\n")
+    finally:
+        monkeypatch.undo()
+        process._probe.cache_clear()
+    assert len(os.listdir("/proc/self/fd")) == before

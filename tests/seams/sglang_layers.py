@@ -14,6 +14,7 @@ load_plugins()
 
 from sglang.srt.layers.activation import SiluAndMul  # noqa: E402  (imported after the plugin patched it)
 from sglang.srt.layers.layernorm import RMSNorm  # noqa: E402
+from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler  # noqa: E402
 
 from hotfloat_sglang.plugin import router  # noqa: E402
 
@@ -22,6 +23,8 @@ def digest(t: torch.Tensor) -> str:
     return hashlib.sha256(t.contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()
 
 
+# SGLang 0.5.13's layers read the global server args when built; "dummy" skips model resolution.
+set_global_server_args_for_scheduler(ServerArgs(model_path="dummy"))
 g = torch.Generator().manual_seed(0)
 x = torch.randn(16, 512, generator=g).to(torch.bfloat16)
 norm = RMSNorm(256, eps=1e-6)

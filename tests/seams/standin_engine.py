@@ -3,14 +3,12 @@
 It arms the bundle as the SGLang plugin does (HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE / _IDENTITY; a failed arm
 prints the plugin's FATAL line and exits), writes the same per-process seam report, and decodes greedily from a tiny
 deterministic model whose MLP activation goes through the seam router, so a broken silu kernel changes the ids.
-STANDIN_BYPASS_SEAM=1 simulates an engine whose seam is not wired (the bundle never runs); STANDIN_HANG=1 one that
-never finishes booting, with a child process of its own (both pids go to hang.pids beside the result path).
+STANDIN_BYPASS_SEAM=1 simulates an engine whose seam is not wired (the bundle never runs).
 Usage: standin_engine.py SPEC.json
 """
 
 import json
 import os
-import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -53,10 +51,6 @@ def main() -> int:
     spec = json.loads(Path(sys.argv[1]).read_text())
     if not Path(spec["model_path"]).exists():
         sys.exit("model path does not exist")
-    if os.environ.get("STANDIN_HANG"):
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
-        Path(spec["result_path"]).with_name("hang.pids").write_text(f"{os.getpid()} {child.pid}")
-        time.sleep(3600)
     try:
         router = arm_from_env()
     except HotfloatError as e:

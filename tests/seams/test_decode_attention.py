@@ -48,7 +48,8 @@ def armed():
 
 
 def _call(backend, dtype=torch.bfloat16, indptr_pad=0, **extra):
-    t = SLOT.make_inputs(DIMS, dtype, torch.Generator().manual_seed(5))
+    gen = torch.Generator().manual_seed(5)
+    t = SLOT.make_inputs(DIMS, dtype, gen) | SLOT.make_scalars(DIMS, gen)
     indptr = torch.cat([t["kv_indptr"], t["kv_indptr"][-1:].repeat(indptr_pad)])
     o = torch.full_like(t["q"], float("nan"))
     b, hq = DIMS["B"], DIMS["Hq"]

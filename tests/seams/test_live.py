@@ -49,7 +49,7 @@ def test_exact_reproduces_broken_corrupts_and_a_missing_bundle_refuses_to_boot(t
 
 def test_an_unwired_seam_fails(tmp_path, monkeypatch):
     monkeypatch.setenv("STANDIN_BYPASS_SEAM", "1")
-    result = run_live(config(tmp_path, [NULL, BROKEN], parallel=1))
+    result = run_live(config(tmp_path, [NULL, BROKEN], parallel=1, workdir=None))  # judged in a temporary directory
     arms = by_name(result)
     assert result.status is Status.FAIL
     assert "no stock calls counted" in arms["null"].reason and "the seam did not run" in arms["broken"].reason
@@ -61,9 +61,9 @@ def test_an_engine_that_boots_despite_a_broken_prerequisite_fails(tmp_path):
     assert result.status is Status.FAIL and "booted and served" in by_name(result)["should-refuse"].reason
 
 
-def test_a_hung_boot_is_killed_with_its_process_group_at_the_timeout(tmp_path, monkeypatch):
-    monkeypatch.setenv("STANDIN_HANG", "1")
-    result = run_live(config(tmp_path, [NULL], boot_timeout_s=3))
+def test_a_hung_boot_is_killed_with_its_process_group_at_the_timeout(tmp_path):
+    hang = (sys.executable, str(HERE / "standin_hang.py"), "{spec}")
+    result = run_live(config(tmp_path, [NULL], boot_timeout_s=10, command=hang))
     null = by_name(result)["null"]
     assert result.status is Status.FAIL and "no result within" in null.reason and null.returncode < 0
     for pid in map(int, (tmp_path / "w" / "null" / "hang.pids").read_text().split()):

@@ -11,9 +11,9 @@ import time
 
 from hotfloat.bundle import load_bundle, pack
 from hotfloat.ledger import Ledger, State
+from hotfloat.validator import Pipeline
 from hotfloat_services.common.process import ServiceProcess
 from hotfloat_services.validator.clients import StageClients
-from hotfloat_services.validator.pipeline import Pipeline
 from hotfloat_services.validator.spawn import QUICK
 
 GOOD = """\

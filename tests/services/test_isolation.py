@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hotfloat.bundle import load_bundle, pack
 from hotfloat.ledger import Ledger, State
+from hotfloat.validator import Pipeline
 from hotfloat_services.validator.clients import StageClients
-from hotfloat_services.validator.pipeline import Pipeline
 
 BANNED = "import subprocess\n\ndef run(x, out):\n    out.zero_()\n"
 

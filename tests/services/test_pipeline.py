@@ -9,8 +9,8 @@ import pytest
 
 from hotfloat.bundle import load_bundle, pack
 from hotfloat.ledger import Ledger, State
+from hotfloat.validator import Pipeline
 from hotfloat_services.validator.clients import StageClients
-from hotfloat_services.validator.pipeline import Pipeline
 
 GOOD = """\
 import torch
@@ -102,20 +102,3 @@ def test_follow_mode_picks_up_new_submissions_until_stopped(services, token, mak
             runner.join(30)
         assert not runner.is_alive()
     clients.close()
-
-
-@pytest.mark.parametrize(("status", "gate", "ends"), [
-    ("FAIL", "FAIL", State.FAILED),             # wrong tokens in the second run: wrong, whenever it happens
-    ("FAIL", "PASS", State.NO_DECISION),        # correct but slower this time: not reproduced, not a loss
-    ("NO_DECISION", "PASS", State.NO_DECISION),
-    ("NO_DECISION", "N/A", State.NO_DECISION),  # infrastructure
-])
-def test_an_unreproduced_pass_fails_only_on_the_correctness_gate(status, gate, ends):
-    from hotfloat.verdict import Status
-    from hotfloat_services.validator.convert import Outcome
-    from hotfloat_services.validator.pipeline import unreproduced
-
-    second = Outcome(Status(status), ["why"], {"decision": {"status": status, "gate": gate}, "score": 0.0})
-    to, reason = unreproduced(second)
-    assert to is ends
-    assert reason.startswith("score: ") and reason.endswith("why")

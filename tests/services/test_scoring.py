@@ -20,12 +20,12 @@ from hotfloat.bundle import load_bundle, pack
 from hotfloat.cli.main import main
 from hotfloat.ledger import Ledger, State
 from hotfloat.qualify import RuleConfig
-from hotfloat.score.crowns import CHALLENGE_MARGIN, RUNNER_UP_SHARE, WINNER_SHARE
-from hotfloat.score.standings import crowns, scores
+from hotfloat.validator import Pipeline
+from hotfloat.validator.crowns import CHALLENGE_MARGIN, RUNNER_UP_SHARE, WINNER_SHARE
+from hotfloat.validator.standings import crowns, scores
 from hotfloat_services.serve import ServiceConfig
 from hotfloat_services.serve import start as start_service
 from hotfloat_services.validator.clients import StageClients
-from hotfloat_services.validator.pipeline import Pipeline
 
 GOOD = """\
 import torch
@@ -35,7 +35,7 @@ def run(x, out):
     d = x.shape[-1] // 2
     out.copy_((torch.nn.functional.silu(x[..., :d].float()) * x[..., d:].float()).to(out.dtype))
 """
-RULE = RuleConfig(logprob_tol=1e-3, drift_bound=5.0, max_pairs=8)
+RULE = RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=4, max_looks=2)
 """This machine's rule: drift far above a quiet GPU host's is tolerated, the error rate is the default."""
 FASTER = {"qualify_passes": 2, "qualify_warmup_passes": 1, "qualify_rule": RULE, "qualify_extra_passes": (("B", 128),)}
 SLOWER = {**FASTER, "qualify_extra_passes": (("C", 128),)}

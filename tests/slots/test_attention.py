@@ -46,7 +46,8 @@ def test_registered_with_the_triton_backend_layout():
 @pytest.mark.parametrize("hq,hkv,d", [(4, 4, 64), (8, 2, 128), (8, 1, 64)])
 def test_reference_matches_a_naive_float64_loop(hq, hkv, d):
     dims = {"B": 4, "S": 9, "P": 40, "N": 40, "Hq": hq, "Hkv": hkv, "D": d}
-    t = SLOT.make_inputs(dims, torch.float32, torch.Generator().manual_seed(hq * d))
+    gen = torch.Generator().manual_seed(hq * d)
+    t = SLOT.make_inputs(dims, torch.float32, gen) | SLOT.make_scalars(dims, gen)
     got = SLOT.reference(t)["out"]
     assert torch.allclose(got.double(), _naive(t), atol=1e-5, rtol=1e-5)
 
@@ -62,8 +63,19 @@ def test_inputs_are_ragged_scattered_and_fit_the_pool():
         assert int(t["kv_indptr"][0]) == 0 and int(lens.min()) >= 1 and int(t["kv_indptr"][-1]) <= dims["P"]
         assert sorted(t["kv_indices"].tolist()) == list(range(dims["P"]))  # a permutation of the whole pool
         assert int(lens.max()) == dims["S"] and (dims["B"] == 1 or int(lens.min()) == 1)
-        seen_scales.add(round(t["sm_scale"] * math.sqrt(dims["D"]), 3))
+        seen_scales.add(round(SLOT.make_scalars(dims, torch.Generator().manual_seed(seed))["sm_scale"]
+                              * math.sqrt(dims["D"]), 3))
     assert len(seen_scales) == 20 and min(seen_scales) >= 0.5 and max(seen_scales) <= 3.0
+
+
+def test_the_scale_is_one_secret_per_case_so_graph_replays_keep_it():
+    from hotfloat.verify.plan import Case, prepare
+
+    dims = dict(SLOT.shapes[1].dims)
+    case = Case(0, "bf16", dims, (3, 3, 3), (0, 0, 0))
+    scales = {prepare(SLOT, case, trial, seed).meta["args"][-1]["value"] for trial, seed in ((0, 1), (1, 2), (2, 3))}
+    other = prepare(SLOT, Case(0, "bf16", dims, (4, 2, 3), (0, 0, 0)), 0, 1).meta["args"][-1]["value"]
+    assert len(scales) == 1 and other not in scales
 
 
 def test_uniform_bench_shapes_move_exactly_the_bytes_counted():
@@ -93,3 +105,11 @@ def test_the_triton_example_passes_verify_in_the_interpreter():
     assert report.sandboxed and report.status is Status.PASS, [(r.shape, r.reason) for r in report.rows]
     assert {r.dtype for r in report.rows} == {"bf16", "fp16"}
     assert sum(not r.shape.startswith("drawn") for r in report.rows) == 2 * sum(s.cpu for s in SLOT.shapes)
+
+
+def test_bench_times_the_slots_own_decode_steps():
+    from hotfloat.bench.shapes import select
+
+    assert [s.dims for s in select(SLOT, "all", [], "cuda")] == [s.dims for s in SLOT.bench_shapes]
+    assert [s.dims for s in select(SLOT, "decode", [], "cuda")] == []  # the token-row grid does not apply
+    assert [s.dims for s in select(SLOT, "bench", [], "cpu")] == [s.dims for s in SLOT.bench_shapes if s.cpu]

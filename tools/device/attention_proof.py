@@ -2,7 +2,7 @@
 and the slot's exploit bundles on cuda, and summarise. Run by tools/device/attention.sh; each step writes JSON.
 
     attention_proof.py bench  OUT.json [--impl ours,sglang-triton,flashinfer]
-    attention_proof.py verify OUT.json BUNDLE [--dtype bf16 ...] [--max-shapes N] [--timeout S]
+    attention_proof.py verify OUT.json BUNDLE [--dtype bf16 ...] [--max-shapes N] [--timeout S] [--trials N]
     attention_proof.py table  DIR          (prints the summary table from DIR's JSON files)
 
 Bench: every bench shape of the slot (uniform lengths, so the KV bytes are exact), bf16, each implementation captured
@@ -96,8 +96,8 @@ IMPLS = {"ours": _ours, "sglang-triton": _sglang_triton, "flashinfer": _flashinf
 
 def _sets(slot, dims, dtype, nbytes):
     """Set 0 from the slot's own generator (checked against the reference); the rest fresh on the GPU."""
-    drawn = slot.make_inputs(dims, dtype, torch.Generator().manual_seed(7))
-    first = {k: (v.cuda() if torch.is_tensor(v) else v) for k, v in drawn.items()}
+    gen = torch.Generator().manual_seed(7)
+    first = {k: v.cuda() for k, v in slot.make_inputs(dims, dtype, gen).items()} | slot.make_scalars(dims, gen)
     count = max(1, min(512, -(-SET_BYTES // nbytes)))
     sets = [first]
     for _ in range(count - 1):
@@ -184,13 +184,13 @@ def bench(out_path: Path, impls: list[str]) -> None:
 
 
 def verify(out_path: Path, bundle_dir: str, dtypes: list[str], max_shapes: int | None, timeout: float,
-           device: str) -> None:
+           device: str, trials: int) -> None:
     from hotfloat.bundle import load_bundle
     from hotfloat.errors import InfrastructureError
     from hotfloat.verify import VerifyOptions, verify_bundle
 
     bundle = load_bundle(bundle_dir)
-    options = VerifyOptions(device=device, dtypes=dtypes, max_shapes=max_shapes, timeout_s=timeout)
+    options = VerifyOptions(device=device, dtypes=dtypes, max_shapes=max_shapes, timeout_s=timeout, trials=trials)
     note = ""
     try:
         report = verify_bundle(bundle, options)
@@ -254,13 +254,14 @@ def main() -> None:
     v.add_argument("--max-shapes", type=int, default=None)
     v.add_argument("--timeout", type=float, default=300.0)
     v.add_argument("--device", default="cuda", help="cpu for a dry run of this script off the GPU")
+    v.add_argument("--trials", type=int, default=3, help="eager calls per shape (graph replays stay 3)")
     t = sub.add_parser("table")
     t.add_argument("dir", type=Path)
     a = p.parse_args()
     if a.cmd == "bench":
         bench(a.out, a.impl.split(","))
     elif a.cmd == "verify":
-        verify(a.out, a.bundle, a.dtype or ["bf16", "fp16"], a.max_shapes, a.timeout, a.device)
+        verify(a.out, a.bundle, a.dtype or ["bf16", "fp16"], a.max_shapes, a.timeout, a.device, a.trials)
     else:
         table(a.dir)
 

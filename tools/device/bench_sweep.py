@@ -1,6 +1,6 @@
 """Device-only variant sweep for the three example kernels (silu_and_mul, rmsnorm, fused_add_rmsnorm): per shape,
-the graph-replay time of every config (rows per program, warps, columns per program = bytes per thread, persistent
-grid vs one program per tile, PDL on/off for the default), timed the way `hotfloat bench` times (64 calls per graph,
+the graph-replay time of every config (rows per program, warps, columns per program = bytes per thread, silu's tile
+order, the norms' persistent grid vs one program per row block, PDL on/off for the default), timed the way `hotfloat bench` times (64 calls per graph,
 rotated input sets: max(2, min(64, ceil(3 x L2 / bytes)))), beside three references measured the same way: the
 empty-kernel launch floor (plain and PDL), a one-element load->store round trip through the same input sets (the
 latency floor of any kernel that reads its input), and torch's device copy of the same byte count (what a copy reaches
@@ -31,9 +31,10 @@ DECODE = [(t, h) for h in (2880, 4096, 8192) for t in (1, 8, 32, 128)]
 OPS = {
     "silu": {"path": "examples/silu_triton/kernels/silu_and_mul.py",
              "shapes": DECODE + [(1024, 4096), (4096, 8192), (8192, 8192)],
+             # (BLOCK_T, BLOCK_D, warps, 1-D memory-order grid)
              "variants": [(1, 256, 1, 0), (1, 256, 2, 0), (1, 512, 2, 0), (1, 512, 4, 0), (1, 1024, 4, 0), (1, 1024, 8, 0),
                           (1, 2048, 8, 0), (2, 1024, 8, 0), (2, 2048, 16, 0), (1, 4096, 8, 0), (1, 4096, 16, 0),
-                          (1, 4096, 16, 2 * SM), (1, 4096, 16, 4 * SM), (1, 2048, 8, 8 * SM), (2, 1024, 8, 8 * SM)]},
+                          (1, 4096, 16, 1), (1, 2048, 8, 1), (1, 1024, 8, 1)]},
     "rmsnorm": {"path": "examples/rmsnorm_triton/kernels/rmsnorm.py",
                 "shapes": DECODE + [(1024, 4096), (4096, 8192), (8192, 8192)],
                 "variants": [(1, 1, 0), (1, 2, 0), (1, 4, 0), (1, 8, 0), (1, 16, 0), (2, 4, 0), (2, 8, 0), (4, 8, 0),
@@ -94,23 +95,54 @@ def error(name, s):
 def configs(name, mod, t, h):
     """(label, cfg, pdl) to time at one shape: every variant with PDL, and the example's default config with and
     without PDL."""
-    default = mod._config(t, h, True)
-    out = [("default", default, True), ("default-nopdl", default, False)]
-    return out + [("/".join(map(str, v)), tuple(v), True) for v in OPS[name]["variants"] if tuple(v) != tuple(default)]
+    default = tuple(mod._config(t, h, True))
+    out, seen = [("default", default, True), ("default-nopdl", default, False)], {_effective(name, t, h, default)}
+    for v in map(tuple, OPS[name]["variants"]):
+        key = _effective(name, t, h, v)
+        if key not in seen:  # a persistent grid at least as large as the work is the plain launch: time it once
+            seen.add(key)
+            out.append(("/".join(map(str, v)), v, True))
+    return out
+
+
+def _effective(name, t, h, cfg):
+    """The launch a config makes at this shape: the persistent grid size drops out when it covers every tile."""
+    if name == "silu":
+        return tuple(map(int, cfg))
+    bt, w, p = cfg
+    return bt, w, p if 0 < p < math.ceil(t / bt) else 0
+
+
+class _Warmup:
+    """Stands in for a Triton kernel in a compile worker: `kernel[grid](...)` compiles (into the shared cache) and
+    launches nothing, so workers never put kernels on a GPU that another process is timing."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.kernel.warmup(*args, grid=grid, **kwargs)
+
+
+KERNELS = {"silu": "_silu_and_mul_kernel", "rmsnorm": "_rmsnorm_kernel", "fused": "_fused_kernel"}
 
 
 def compile_job(name, h, cfg, pdl):
-    """Runs one config once on small inputs in a worker process, which fills the shared Triton cache."""
+    """Compiles one config in a worker process on empty (unlaunched) inputs, filling the shared Triton cache."""
     mod = load(name)
-    s, _ = make(name, 3, h)
+    setattr(mod, KERNELS[name], _Warmup(getattr(mod, KERNELS[name])))
+    bf = torch.bfloat16
+    s = {"x": torch.empty(3, 2 * h if name == "silu" else h, device="cuda", dtype=bf),
+         "w": torch.empty(h, device="cuda", dtype=bf), "r": torch.empty(3, h, device="cuda", dtype=bf),
+         "out": torch.empty(3, h, device="cuda", dtype=bf), "rout": torch.empty(3, h, device="cuda", dtype=bf)}
     call(mod, name, s, cfg, pdl)
-    torch.cuda.synchronize()
     return name, h, cfg
 
 
 def precompile(jobs):
     start = time.time()
-    with cf.ProcessPoolExecutor(max_workers=min(12, os.cpu_count() or 4), mp_context=mp.get_context("spawn")) as pool:
+    workers = int(os.environ.get("SWEEP_WORKERS", min(12, os.cpu_count() or 4)))
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
         futures = [pool.submit(compile_job, *j) for j in jobs]
         failed = 0
         for f in cf.as_completed(futures):
@@ -147,7 +179,10 @@ def main(out_dir):
     mods = {n: load(n) for n in ops}
     jobs = {(n, 4096 if n == "silu" else triton.next_power_of_2(h), cfg, pdl) for n in ops for t, h in OPS[n]["shapes"]
             for _, cfg, pdl in configs(n, mods[n], t, h)}
-    precompile(sorted(jobs))
+    if os.environ.get("SWEEP_PRECOMPILE", "1") == "1":
+        precompile(sorted(jobs))
+    if budget <= 0:
+        return
     timer, l2 = CudaTimer(l2_bytes()), l2_bytes()
 
     def graph_us(calls, before=None):
@@ -171,53 +206,55 @@ def main(out_dir):
     print(f"floor {floor[False]:.3f} us, PDL floor {floor[True]:.3f} us, copy {copy_bps / 1e12:.2f} TB/s", flush=True)
     log = open(os.path.join(out_dir, "sweep.jsonl"), "w")
     log.write(json.dumps(head) + "\n")
-    summary, start = [], time.time()
-    for i, name in enumerate(ops):
-        deadline = start + budget * (i + 1) / len(ops)  # each op its share; time one leaves passes to the next
+    summary, deadline = [], time.time() + budget
+    # Most informative first, so a short deadline still covers every op: 128-256 tokens (the rows furthest from
+    # copy bandwidth), then decode, then the large shapes.
+    order = sorted(((n, t, h) for n in ops for t, h in OPS[n]["shapes"]),
+                   key=lambda e: (0 if e[1] in (128, 256) else 1 if e[1] <= 32 else 2, e[2], e[1], ops.index(e[0])))
+    for name, t, h in order:
         mod = mods[name]
-        for t, h in OPS[name]["shapes"]:
-            if time.time() > deadline:
-                print(f"deadline: {name} {t}x{h} and later shapes not timed", flush=True)
-                break
-            first, nbytes = make(name, t, h)
-            sets = [first] + [make(name, t, h)[0] for _ in range(max(2, min(64, math.ceil(3 * l2 / nbytes))) - 1)]
-            rec = {"op": name, "T": t, "H": h, "bytes": nbytes, "sets": len(sets)}
-            rec["round_trip_us"] = graph_us([lambda s=s: _round_trip[(1,)](s["x"], s["out"], PDL=True, launch_pdl=True)
-                                             for s in sets])
-            half = [(torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda"), torch.empty(nbytes // 2, dtype=torch.uint8,
-                                                                                           device="cuda")) for _ in sets]
-            rec["copy_same_bytes_us"] = graph_us([lambda a=a, b=b: b.copy_(a) for a, b in half])
-            del half
-            rec["variants"] = {}
-            for label, cfg, pdl in configs(name, mod, t, h):
-                for k in ("out", "rout"):
-                    if k in sets[0]:
-                        sets[0][k].fill_(float("nan"))
-                try:
-                    call(mod, name, sets[0], cfg, pdl)
-                    err = error(name, sets[0])
-                except Exception as e:  # a config that cannot compile or launch (registers, shared memory) loses
-                    torch.cuda.synchronize()
-                    rec["variants"][label] = {"cfg": list(cfg), "pdl": pdl, "us": None, "ok": False, "why": str(e)[:200]}
-                    continue
-                us = graph_us([lambda s=s: call(mod, name, s, cfg, pdl) for s in sets])
-                ok = err == err and err < 0.02
-                rec["variants"][label] = {"cfg": list(cfg), "pdl": pdl, "us": us, "err": err, "ok": ok}
-            log.write(json.dumps(rec) + "\n")
-            log.flush()
-            good = {k: v["us"] for k, v in rec["variants"].items() if v["ok"] and v["us"] == v["us"]}
-            nopdl = rec["variants"].get("default-nopdl", {}).get("us") or float("nan")
-            best = min(good, key=good.get) if good else "-"
-            d = rec["variants"]["default"].get("us") or float("nan")
-            b = good.get(best, float("nan"))
-            line = (f"{name:7} {t:5}x{h:<5} default {d:7.2f} | best {best:14} {b:7.2f} ({b / floor[False]:5.2f}x floor, "
-                    f"{nbytes / b / 1e6 / (copy_bps / 1e12):6.1%} copy) | nopdl {nopdl:7.2f}"
-                    f" | round trip {rec['round_trip_us']:5.2f} | copy same bytes {rec['copy_same_bytes_us']:7.2f} "
-                    f"({nbytes / rec['copy_same_bytes_us'] / 1e6 / (copy_bps / 1e12):6.1%})")
-            print(line, flush=True)
-            summary.append(line)
-            del sets, first
-            torch.cuda.empty_cache()
+        if time.time() > deadline:
+            print(f"deadline: {name} {t}x{h} and later shapes not timed", flush=True)
+            break
+        first, nbytes = make(name, t, h)
+        sets = [first] + [make(name, t, h)[0] for _ in range(max(2, min(64, math.ceil(3 * l2 / nbytes))) - 1)]
+        rec = {"op": name, "T": t, "H": h, "bytes": nbytes, "sets": len(sets)}
+        rec["round_trip_us"] = graph_us([lambda s=s: _round_trip[(1,)](s["x"], s["out"], PDL=True, launch_pdl=True)
+                                         for s in sets])
+        half = [(torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda"), torch.empty(nbytes // 2, dtype=torch.uint8,
+                                                                                       device="cuda")) for _ in sets]
+        rec["copy_same_bytes_us"] = graph_us([lambda a=a, b=b: b.copy_(a) for a, b in half])
+        del half
+        rec["variants"] = {}
+        for label, cfg, pdl in configs(name, mod, t, h):
+            for k in ("out", "rout"):
+                if k in sets[0]:
+                    sets[0][k].fill_(float("nan"))
+            try:
+                call(mod, name, sets[0], cfg, pdl)
+                err = error(name, sets[0])
+            except Exception as e:  # a config that cannot compile or launch (registers, shared memory) loses
+                torch.cuda.synchronize()
+                rec["variants"][label] = {"cfg": list(cfg), "pdl": pdl, "us": None, "ok": False, "why": str(e)[:200]}
+                continue
+            us = graph_us([lambda s=s: call(mod, name, s, cfg, pdl) for s in sets])
+            ok = err == err and err < 0.02
+            rec["variants"][label] = {"cfg": list(cfg), "pdl": pdl, "us": us, "err": err, "ok": ok}
+        log.write(json.dumps(rec) + "\n")
+        log.flush()
+        good = {k: v["us"] for k, v in rec["variants"].items() if v["ok"] and v["us"] == v["us"]}
+        nopdl = rec["variants"].get("default-nopdl", {}).get("us") or float("nan")
+        best = min(good, key=good.get) if good else "-"
+        d = rec["variants"]["default"].get("us") or float("nan")
+        b = good.get(best, float("nan"))
+        line = (f"{name:7} {t:5}x{h:<5} default {d:7.2f} | best {best:14} {b:7.2f} ({b / floor[False]:5.2f}x floor, "
+                f"{nbytes / b / 1e6 / (copy_bps / 1e12):6.1%} copy) | nopdl {nopdl:7.2f}"
+                f" | round trip {rec['round_trip_us']:5.2f} | copy same bytes {rec['copy_same_bytes_us']:7.2f} "
+                f"({nbytes / rec['copy_same_bytes_us'] / 1e6 / (copy_bps / 1e12):6.1%})")
+        print(line, flush=True)
+        summary.append(line)
+        del sets, first
+        torch.cuda.empty_cache()
     log.close()
     with open(os.path.join(out_dir, "sweep.txt"), "w") as f:
         f.write("\n".join(summary) + "\n")

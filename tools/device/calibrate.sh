@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Raw data for the resident-engine rule's calibration on the H200 (SGLang): boots three stock engines B1 B2 B3 and a
-# candidate engine C (examples/silu_triton armed), concurrently, as sandboxed resident engines on the generated
-# Qwen2-0.5B-shaped model, warms them up, then serves rounds (one pass of the `sglang` mix per engine, random order
-# per round) until the wall budget is spent, rewriting $OUT/calibrate/raw.json after every round. The analysis
-# (false PASS over B-vs-B' draws, power at injected 1/2/5%, minutes per qualification, the rule chosen) runs on the
-# raw file afterwards, anywhere:  hotfloat qualify calibrate analyse raw.json --out docs/calibration-h200.json
+# Raw data for the resident-engine rule's calibration on the H200 (SGLang), and the two end-to-end candidates: boots
+# three stock engines B1 B2 B3, C1 (examples/silu_triton armed) and C2 (examples/fused_add_rmsnorm_triton armed),
+# concurrently, as sandboxed resident engines on the generated Qwen2-0.5B-shaped model, warms them up, then serves
+# rounds (one pass of the `sglang` mix per engine, random order per round) until the wall budget is spent,
+# rewriting $OUT/calibrate/raw.json after every round; the completions of B1, B2, C1, C2 in the first
+# CAL_KEEP (20) rounds go to raw.json.outputs.jsonl. Afterwards, anywhere (no device):
+#   hotfloat qualify calibrate analyse raw.json --out docs/calibration-h200.json          (false PASS, power, rule)
+#   hotfloat qualify calibrate evidence raw.json --candidate C1 --rule-from docs/calibration-h200.json --out ev.json
 # A quick analysis also runs here at the end (fewer bootstrap draws) so the log shows the numbers.
-# Run: bash tools/device/run_all.sh engine_install:90 calibrate:420   (CAL_BUDGET=330 s of collection, boots
+# Run: bash tools/device/run_all.sh engine_install:90 calibrate:420   (CAL_BUDGET=370 s of collection, boots
 # included; CAL_STOCK=3; CAL_SEED=11). Falls back to --unsandboxed (NOTE line) when the sandbox cannot be built.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -26,22 +28,38 @@ ensure_available(engine_policy("cuda", "sglang"))' > "$DEST/sandbox_check.txt" 2
   SANDBOX=(--unsandboxed)
 fi
 
-BUDGET=${CAL_BUDGET:-330}
-echo "=== collect (budget ${BUDGET}s, t=$(( $(date +%s) - T0 ))s) ==="
-timeout -k 10 $(( BUDGET + 40 )) python3 -m hotfloat.cli qualify calibrate collect --device cuda --engine sglang \
-  --stock "${CAL_STOCK:-3}" --candidate examples/silu_triton --budget "$BUDGET" --seed "${CAL_SEED:-11}" \
-  --out "$DEST/raw.json" "${SANDBOX[@]}" > "$DEST/collect.log" 2>&1
+[ "${CAL_UNSANDBOXED:-0}" = 1 ] && SANDBOX=(--unsandboxed)  # a short budget: shared JIT caches, fastest boots
+BUDGET=${CAL_BUDGET:-370}
+collect() {  # label budget extra-args...
+  local label=$1 budget=$2; shift 2
+  echo "=== collect $label (budget ${budget}s, t=$(( $(date +%s) - T0 ))s) ==="
+  timeout -k 10 $(( budget + 20 )) python3 -m hotfloat.cli qualify calibrate collect --device cuda --engine sglang \
+    --stock "${CAL_STOCK:-3}" --candidate examples/silu_triton --candidate examples/fused_add_rmsnorm_triton \
+    --keep-rounds "${CAL_KEEP:-20}" --budget "$budget" --boot-timeout 150 --seed "${CAL_SEED:-11}" \
+    --out "$DEST/raw.json" "$@" > "$DEST/collect.log" 2>&1
+  local rc=$?
+  echo "collect $label rc=$rc in $(( $(date +%s) - T0 ))s"
+  tail -n 25 "$DEST/collect.log"
+  return $rc
+}
+collect "${SANDBOX[*]:-sandboxed}" "$BUDGET" "${SANDBOX[@]}"
 rc=$?
-echo "collect rc=$rc in $(( $(date +%s) - T0 ))s"
-tail -n 25 "$DEST/collect.log"
+rounds=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["rounds"]))' "$DEST/raw.json" 2>/dev/null || echo 0)
+if [ "$rc" != 0 ] && [ "$rounds" = 0 ] && [ ${#SANDBOX[@]} -eq 0 ] && (( $(date +%s) - T0 < BUDGET - 120 )); then
+  echo "NOTE: the sandboxed collection failed before any round; keeping its log as collect.log.sandboxed, retrying --unsandboxed"
+  mv "$DEST/collect.log" "$DEST/collect.log.sandboxed"
+  collect unsandboxed $(( BUDGET - ($(date +%s) - T0) )) --unsandboxed
+  rc=$?
+fi
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv >> "$DEST/env.txt" 2>&1
 
 if [ -s "$DEST/raw.json" ]; then
   python3 - "$DEST/raw.json" <<'PY'
 import json, statistics as st, sys
 raw = json.load(open(sys.argv[1]))
-names = raw["stock"] + ([raw["candidate"]] if raw["candidate"] else [])
+names = raw["stock"] + list(raw["candidates"])
 print("boot s:", {k: round(v, 1) for k, v in raw["boot_s"].items()}, "sandboxed:", raw["sandboxed"])
+print("routed:", {k: sum(v.values()) for k, v in raw["routed"].items()}, "failed:", raw["failed"])
 print("engine:", json.dumps(raw["engine_info"]))
 rs = raw["rounds"]
 print(f"{len(rs)} rounds")
@@ -51,9 +69,12 @@ for n in names:
         print(f"{n:3} median {1e3 * st.median(x):8.2f} ms  min {1e3 * min(x):8.2f}  max {1e3 * max(x):8.2f}  "
               f"cv {st.pstdev(x) / st.mean(x):.4f}  agree {st.mean(r['agree'].get(n, 0) for r in rs):.3f}")
 PY
-  timeout 120 python3 -m hotfloat.cli qualify calibrate analyse "$DEST/raw.json" --boot-draws 200 \
-    --out "$DEST/calibration.json" > "$DEST/analyse.txt" 2>&1
-  echo "analyse rc=$?"; tail -n 3 "$DEST/analyse.txt"
+  left=$(( BUDGET + 35 - ($(date +%s) - T0) ))
+  if (( left > 15 )); then
+    timeout "$left" python3 -m hotfloat.cli qualify calibrate analyse "$DEST/raw.json" --boot-draws 0 \
+      --out "$DEST/calibration.json" > "$DEST/analyse.txt" 2>&1
+    echo "analyse rc=$?"; tail -n 2 "$DEST/analyse.txt"
+  fi
 fi
 echo "calibrate total $(( $(date +%s) - T0 ))s" | tee "$DEST/summary.txt"
 exit 0

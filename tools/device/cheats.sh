@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Device proof for issue 21 (about 90 s): verify on the H200 with the judge-detection defences (drawn poison and
-# padding, bursts run back to back on the GPU with stream-ordered snapshots, names hidden, real-activation inputs).
+# Device proof for issue 21 (about 90 s, limit 100 s): verify on the H200 with the judge-detection defences (drawn
+# poison and padding, bursts run back to back on the GPU with stream-ordered snapshots, names hidden, real-activation
+# inputs).
 #   - honest examples PASS on cuda (eager bursts plus CUDA-graph capture and replays);
 #   - the GPU-only exploits (side stream, graph host constant, stream race) still FAIL with the clone-based snapshot;
 #   - the judge-detection and input-family cheats FAIL on cuda too (NaN-poison check, call spacing, fp16 squares, ...);
 #   - collectives on NCCL with CUDA-graph capture when the machine has 2+ GPUs, else a SKIP line.
-# Run: bash tools/device/run_all.sh engine_install:<s> cheats:100 ; results in $OUT/cheats/ (summary.txt last).
-# Dry run on a CPU box: OUT=/tmp/o CHEATS_DEVICE=cpu CHEATS_NO_ENGINE=1 PYTHON=.venv/bin/python bash tools/device/cheats.sh
+# Run: bash tools/device/run_all.sh engine_install:<s> cheats:110 ; results in $OUT/cheats/ (summary.txt last).
+# Dry run on a CPU box (GPU-only bundles are then N/A, so UNEXPECTED):
+#   OUT=/tmp/o CHEATS_DEVICE=cpu CHEATS_NO_ENGINE=1 CHEATS_LIMIT=600 PYTHON=.venv/bin/python bash tools/device/cheats.sh
 set -u
 cd "$(dirname "$0")/../.."
 if [ -z "${CHEATS_NO_ENGINE:-}" ]; then . tools/device/sglang_env.sh || exit 1; fi
@@ -18,7 +20,7 @@ if ! command -v "${HOTFLOAT_BWRAP:-bwrap}" >/dev/null 2>&1; then
   echo "NOTE: bwrap missing on this machine: running UNSANDBOXED (the CPU suite covers the sandbox)"
   SANDBOXED=0
 fi
-SANDBOXED=$SANDBOXED DEVICE=${CHEATS_DEVICE:-cuda} timeout -k 5 85 ${PYTHON:-python3} - "$O" <<'PY' 2>&1 | tee "$O/run.txt"
+SANDBOXED=$SANDBOXED DEVICE=${CHEATS_DEVICE:-cuda} timeout -k 5 "${CHEATS_LIMIT:-100}" ${PYTHON:-python3} - "$O" <<'PY' 2>&1 | tee "$O/run.txt"
 """Runs every job concurrently (one child each), then prints one line per bundle and the summary table."""
 import json, os, sys, time
 from concurrent.futures import ThreadPoolExecutor
@@ -55,11 +57,16 @@ def run(job):
     try:
         options = VerifyOptions(device=device, seed=20261203, sandboxed=sandboxed, timeout_s=70, scan=not unscanned,
                                 **opts)
-        report = verify_bundle(load_bundle(path), options)
+        try:
+            report = verify_bundle(load_bundle(path), options)
+        except Exception as e:  # a sandbox that cannot start here is not what this script proves: say so, go on
+            print(f"NOTE: {Path(path).name}: sandboxed run failed ({type(e).__name__}: {e}); retrying unsandboxed")
+            report = verify_bundle(load_bundle(path), options.model_copy(update={"sandboxed": False}))
         (out / f"{Path(path).name}.json").write_text(json.dumps(report.model_dump(mode="json"), indent=1))
         graph = [r for r in report.rows if r.shape.startswith("graph")]
         bad = next((r for r in report.rows if r.status.value != "PASS"), None)
         detail = f"{bad.dtype} {bad.shape}: {bad.reason}" if bad else f"{len(report.rows)} rows, {len(graph)} graph"
+        detail = ("" if report.sandboxed else "[unsandboxed] ") + detail
         got = report.status.value
     except Exception as e:  # an infrastructure fault is a result of this run too
         got, detail = "ERROR", f"{type(e).__name__}: {e}"
@@ -84,7 +91,10 @@ def collective():
 
 with ThreadPoolExecutor(max_workers=4) as pool:
     results = list(pool.map(run, jobs))
-results.append(collective())
+try:
+    results.append(collective())
+except Exception as e:  # reported like any other job
+    results.append(("collective", "as listed", "ERROR", 0.0, f"{type(e).__name__}: {e}"))
 lines = [f"device={device} sandboxed={sandboxed}"]
 for name, expected, got, seconds, detail in results:
     mark = "ok" if got in (expected, "SKIP") else "UNEXPECTED"

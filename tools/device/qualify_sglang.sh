@@ -3,11 +3,11 @@
 # plugin) and B' as three sandboxed resident SGLang engines on a generated Qwen2-0.5B-shaped random model, warms them
 # up, runs a short qualification (rounds of one pass per engine in a secret order), recomputes the evidence, and
 # prints a per-engine table (boot, median pass, tok/s, routed calls) plus the per-round B/B' and C/B ratios.
-# Needs the SGLang payload: bash tools/device/run_all.sh engine_install:90 qualify_sglang:240
-# Budget ~200 s (boots ~60-120 s concurrently, 12 rounds x 3 passes of ~0.5 s). Knobs: QS_ROUNDS (look rounds, 6),
-# QS_LOOKS (2), QS_BUNDLE (examples/silu_triton), QS_BOOT (140), QS_TIMEOUT (190). Falls back to --unsandboxed
-# (printed as NOTE) when the sandbox cannot be built there, or when a sandboxed run fails early on infrastructure
-# (that attempt kept as *.sandboxed). Writes $OUT/qualify_sglang/{env.txt,run.json,evidence.json,recompute.txt,
+# Needs the SGLang payload: bash tools/device/run_all.sh engine_install:90 qualify_sglang:150
+# Budget 150 s (model generation ~20 s, concurrent boots, 6 rounds x 3 passes of ~0.6 s). Knobs: QS_ROUNDS (look
+# rounds, 3), QS_LOOKS (2), QS_BUNDLE (examples/silu_triton), QS_BOOT (100), QS_TIMEOUT (138). Falls back to
+# --unsandboxed (printed as NOTE) when the sandbox cannot be built there, or when a sandboxed run fails on
+# infrastructure within 25 s (that attempt kept as *.sandboxed). Writes $OUT/qualify_sglang/{env.txt,run.json,evidence.json,recompute.txt,
 # rounds.txt,engine-*.log,summary.txt}.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -31,7 +31,7 @@ run() {  # label limit extra-args...
   local label=$1 lim=$2; shift 2
   echo "=== qualify $label (limit ${lim}s, t=$(( $(date +%s) - T0 ))s) ==="
   timeout -k 10 "$lim" python3 -m hotfloat.cli qualify run "$BUNDLE" --device cuda --engine sglang --seed 7 \
-    --look-rounds "${QS_ROUNDS:-6}" --max-looks "${QS_LOOKS:-2}" --boot-timeout "${QS_BOOT:-140}" --evidence "$DEST/evidence.json" --json "$@" \
+    --look-rounds "${QS_ROUNDS:-3}" --max-looks "${QS_LOOKS:-2}" --boot-timeout "${QS_BOOT:-100}" --evidence "$DEST/evidence.json" --json "$@" \
     > "$DEST/run.json" 2> "$DEST/run.stderr"
   local rc=$?
   echo "qualify $label rc=$rc in $(( $(date +%s) - T0 ))s"
@@ -40,16 +40,16 @@ run() {  # label limit extra-args...
   return $rc
 }
 
-run "${SANDBOX[*]:-sandboxed}" "${QS_TIMEOUT:-190}" "${SANDBOX[@]}"
+run "${SANDBOX[*]:-sandboxed}" "${QS_TIMEOUT:-138}" "${SANDBOX[@]}"
 rc=$?
 # exit 0 PASS, 1 FAIL, 5 NO_DECISION are verdicts. An early infrastructure NO_DECISION (or no evidence) from a
 # sandboxed run is retried unsandboxed once, to tell the sandbox apart from the engine, when time is left.
 infra=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(int(r["reason"].startswith("infrastructure")))' \
   "$DEST/run.json" 2>/dev/null || echo 1)
-if [ "$infra" = 1 ] && [ ${#SANDBOX[@]} -eq 0 ] && (( $(date +%s) - T0 < 110 )); then
+if [ "$infra" = 1 ] && [ ${#SANDBOX[@]} -eq 0 ] && (( $(date +%s) - T0 < 25 )); then
   echo "NOTE: the sandboxed run ended in an infrastructure fault; keeping it as *.sandboxed and retrying --unsandboxed"
   for f in run.json run.stderr evidence.json; do [ -e "$DEST/$f" ] && mv "$DEST/$f" "$DEST/$f.sandboxed"; done
-  run unsandboxed $(( 235 - ($(date +%s) - T0) )) --unsandboxed
+  run unsandboxed $(( 140 - ($(date +%s) - T0) )) --unsandboxed
   rc=$?
 fi
 

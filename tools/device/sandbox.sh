@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device proof for issue 19 (about 150 s, limit 200): the candidate sandbox as root on the H200's cgroup v2 host, with the
+# Device proof for issue 19 (about 110 s, limit 200): the candidate sandbox as root on the H200's cgroup v2 host, with the
 # bubblewrap carried in the engine payload ($HOTFLOAT_BWRAP) and the libseccomp binding (pyseccomp) from it.
 #   1. host.txt: what the sandbox finds (cgroup mount and layout, controllers, bwrap, libseccomp, userns sysctls),
 #      printed first so one run is enough to diagnose a different layout;
@@ -41,20 +41,21 @@ mkdir -p "$O"
 } > "$O/host.txt" 2>&1
 cat "$O/host.txt"
 
-echo "== hotfloat verify examples/silu_triton --device $DEV (sandboxed)"
+# The CLI verify runs alone first: beside the proof's eight exploit children it overran a 45 s op budget on 2 of 7
+# rows (2026-12-03 call 2a), a measurement of contention, not of the sandbox.
+echo "== hotfloat verify examples/silu_triton --device $DEV --dtype bf16 (sandboxed)"
 start=$(date +%s)
-timeout -k 5 60 $PY -m hotfloat.cli verify examples/silu_triton --device "$DEV" --timeout 45 > "$O/verify.txt" 2>&1
+timeout -k 5 100 $PY -m hotfloat.cli verify examples/silu_triton --device "$DEV" --dtype bf16 > "$O/verify.txt" 2>&1
 vrc=$?
-cat "$O/verify.txt" | head -40
+head -30 "$O/verify.txt"
 sandbox_line=$(grep -o 'sandbox=[^ ]*' "$O/verify.txt" | head -1)
-echo "verify rc=$vrc in $(( $(date +%s) - start ))s $sandbox_line" | tee "$O/verify.rc"
-
-timeout -k 5 125 $PY tools/device/sandbox_proof.py "$O" --device "$DEV" > "$O/proof.txt" 2>&1
+echo "verify rc=$vrc $sandbox_line in $(( $(date +%s) - start ))s"
+timeout -k 5 85 $PY tools/device/sandbox_proof.py "$O" --device "$DEV" > "$O/proof.txt" 2>&1
 prc=$?
-cat "$O/proof.txt" | tail -40
+tail -30 "$O/proof.txt" | cut -c1-400
 
 vok=FAIL
-case "$sandbox_line" in *namespaces*pids*seccomp*) [ $vrc -eq 0 ] && vok=ok ;; esac
+case "$sandbox_line" in *namespaces*pids*seccomp*) [ "$vrc" = 0 ] && vok=ok ;; esac
 echo
 echo "== SANDBOX SUMMARY ($(date -u +%H:%M:%S))"
 printf '%-58s %s\n' "verify examples/silu_triton --device $DEV sandboxed" "$vok (rc=$vrc $sandbox_line)"

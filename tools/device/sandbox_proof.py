@@ -67,7 +67,40 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     device = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cuda"
     gpu = device == "cuda"
-    base = SandboxPolicy(gpu=gpu, address_space_bytes=None, memory_bytes=2 * GiB, max_processes=64, cpu_seconds=120)
+    base = SandboxPolicy(gpu=gpu, address_space_bytes=None, memory_bytes=8 * GiB, max_processes=128, cpu_seconds=120)
+
+    exploits = {  # name -> (options, reason regex; None: any FAIL)
+        "side_stream_deferred": ("quick", None), "graph_host_constant": ("quick", None),
+        "stream_race_pointer_cache": ("quick", None),
+        "fork_bomb": ("fp32", r"timed out"), "memory_bomb": ("fp32", r"alloc|died .*SIGKILL"),
+        "read_etc_passwd": ("fp32", r"\('/etc/passwd', 'FileNotFoundError'\)"),
+        "network_egress": ("fp32", r"egress: \['1\.1\.1\.1: OSError'"),
+        "steal_parent_memory": ("fp32", r"parent processes reached: none"),
+    }
+    os.environ["HOTFLOAT_TEST_SECRET_TOKEN"] = "s3cr3t-canary"
+
+    def verify(name: str):
+        kind, pattern = exploits[name]
+        started = time.monotonic()
+        opts = dict(dtypes=["bf16"], max_shapes=3) if kind == "quick" else dict(dtypes=["fp32"], max_shapes=1)
+        try:
+            if name == "memory_bomb" and gpu:  # the CUDA default (64 GiB) takes longer to fill than the op deadline
+                opts["policy"] = SandboxPolicy(gpu=True, address_space_bytes=None, memory_bytes=4 * GiB)
+            report = verify_bundle(load_bundle(ADVERSARIAL / name), VerifyOptions(
+                device=device, seed=20261203, sandboxed=True, timeout_s=10, **opts, **NO_SCAN))
+            (out / f"{name}.json").write_text(json.dumps(report.model_dump(mode="json"), indent=1))
+            reasons = [r.reason for r in report.rows if r.status.value != "PASS"]
+            want_na = kind == "quick" and not gpu
+            ok = (report.status.value == ("N/A" if want_na else "FAIL") and report.sandboxed
+                  and (want_na or pattern is None or any(re.search(pattern, r) for r in reasons))
+                  and "s3cr3t" not in " ".join(reasons))
+            detail = f"{report.status.value} sandbox={'+'.join(report.bounds)}: {(reasons or [''])[0][:200]}"
+        except Exception as e:
+            ok, detail = False, f"{type(e).__name__}: {e}"
+        return name, ok, detail, time.monotonic() - started
+
+    pool = ThreadPoolExecutor(max_workers=len(exploits))
+    running = pool.map(verify, exploits)  # submitted now: the bundles run while the checks below do
 
     @check("cgroup layout")
     def _():
@@ -103,7 +136,8 @@ def main() -> int:
             try:
                 import torch
                 x = torch.randn(1024, 1024, device="cuda" if torch.cuda.is_available() else "cpu")
-                got["torch"] = f"{x.device} {float((x @ x).sum()):.1f} {torch.cuda.get_device_name() if x.is_cuda else ''}"
+                name = torch.cuda.get_device_name() if x.is_cuda else ""
+                got["torch"] = f"{x.device} {float((x @ x).sum()):.1f} {name}"
             except Exception as e:
                 got["torch"] = f"{type(e).__name__}: {e}"
             got["ptrace"] = call(101, 0, 0, 0, 0)
@@ -150,9 +184,27 @@ def main() -> int:
             print("survived")
         """, base.model_copy(update={"memory_bytes": GiB}), out, 90)
         reached = max([int(m) for m in re.findall(r"MiB (\d+)", text)] or [0])
-        ok = "survived" not in text and rc is not None and rc != 0 and reached <= 1024 and "memory" in bounds
+        ok = "survived" not in text and rc is not None and rc != 0 and 0 < reached <= 1024 and "memory" in bounds
         return ok, f"rc={rc} reached={reached} MiB (bound 1024) bounds={sorted(bounds)}"
 
+    @check("native admission worker sandboxed (carried cubins)")
+    def _():
+        built = REPO / ".device-carry" / "native" / "silu_triton_aot"
+        if not (built / "index.json").exists():
+            return True, "skipped: no .device-carry/native (make device-carry-native)"
+        from hotfloat.build import load_build
+        from hotfloat.native.admission import admit
+
+        ev = (built / "index.json").read_text()
+        rec = load_build(ev, {k["cubin"]: (built / k["cubin"]).read_bytes() for k in json.loads(ev)["kernels"]})
+        rep = admit(load_bundle(REPO / "examples" / "silu_triton_aot"), rec, seed=7)
+        return (rep.status.value == "PASS") == gpu, f"{rep.status.value} {rep.device} {rep.reasons[:2]}"
+
+    for name, ok, detail, seconds in running:
+        row(f"exploit {name}", ok, detail, seconds)
+    pool.shutdown()
+
+    # last: it swaps the cgroup out of spawn for a moment, which must not touch the exploit runs above
     @check("uid-drop fallback (forced: no cgroup), CUDA and a fork bomb as a fresh uid")
     def _():
         real = spawn_module.Cgroup.create
@@ -182,52 +234,6 @@ def main() -> int:
             and 0 < int(m.group(3)) < base.max_processes and "uid-drop" in bounds
         return ok, f"rc={rc} bounds={sorted(bounds)} {text.strip()[-300:]!r}"
 
-    @check("native admission worker sandboxed (carried cubins)")
-    def _():
-        built = REPO / ".device-carry" / "native" / "silu_triton_aot"
-        if not (built / "index.json").exists():
-            return True, "skipped: no .device-carry/native (make device-carry-native)"
-        from hotfloat.build import load_build
-        from hotfloat.native.admission import admit
-
-        ev = (built / "index.json").read_text()
-        rec = load_build(ev, {k["cubin"]: (built / k["cubin"]).read_bytes() for k in json.loads(ev)["kernels"]})
-        rep = admit(load_bundle(REPO / "examples" / "silu_triton_aot"), rec, seed=7)
-        return (rep.status.value == "PASS") == gpu, f"{rep.status.value} {rep.device} {rep.reasons[:2]}"
-
-    exploits = {  # name -> (options, reason regex; None: any FAIL)
-        "side_stream_deferred": ("quick", None), "graph_host_constant": ("quick", None),
-        "stream_race_pointer_cache": ("quick", None),
-        "fork_bomb": ("fp32", r"timed out"), "memory_bomb": ("fp32", r"alloc|memory|died"),
-        "read_etc_passwd": ("fp32", r"\('/etc/passwd', 'FileNotFoundError'\)"),
-        "network_egress": ("fp32", r"egress: \['1\.1\.1\.1: OSError'"),
-        "steal_parent_memory": ("fp32", r"parent processes reached: none"),
-        "leak_env_secrets": ("fp32", r"secrets found: none"),
-        "write_outside": ("fp32", r"wrote into"),
-    }
-    os.environ["HOTFLOAT_TEST_SECRET_TOKEN"] = "s3cr3t-canary"
-
-    def verify(name: str):
-        kind, pattern = exploits[name]
-        started = time.monotonic()
-        opts = dict(dtypes=["bf16"], max_shapes=3) if kind == "quick" else dict(dtypes=["fp32"], max_shapes=1)
-        try:
-            report = verify_bundle(load_bundle(ADVERSARIAL / name), VerifyOptions(
-                device=device, seed=20261203, sandboxed=True, timeout_s=20, **opts, **NO_SCAN))
-            (out / f"{name}.json").write_text(json.dumps(report.model_dump(mode="json"), indent=1))
-            reasons = [r.reason for r in report.rows if r.status.value != "PASS"]
-            want_na = kind == "quick" and not gpu
-            ok = (report.status.value == ("N/A" if want_na else "FAIL") and report.sandboxed
-                  and (want_na or pattern is None or any(re.search(pattern, r) for r in reasons))
-                  and "s3cr3t" not in " ".join(reasons))
-            detail = f"{report.status.value} sandbox={'+'.join(report.bounds)}: {(reasons or [''])[0][:200]}"
-        except Exception as e:
-            ok, detail = False, f"{type(e).__name__}: {e}"
-        return name, ok, detail, time.monotonic() - started
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        for name, ok, detail, seconds in pool.map(verify, exploits):
-            row(f"exploit {name}", ok, detail, seconds)
 
     (out / "proof.json").write_text(json.dumps(rows, indent=1))
     table = [f"{'check':58} {'ok':4} {'s':>6}  detail"]

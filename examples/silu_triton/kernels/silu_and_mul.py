@@ -2,18 +2,33 @@
 
 On Hopper the kernel is launched with programmatic dependent launch (PDL): it may start while the previous kernel
 in the stream or graph finishes, and waits (griddepcontrol.wait) before touching memory, so decode-sized calls pay
-less than a full launch gap. The grid is 1-D over (row block, column block) tiles; a grid smaller than the tile count
-makes the programs persistent (each loops over tiles). Tile shapes come from a sweep on the H200
-(tools/device/bench_sweep.py, docs/benchmarks.md)."""
+less than a full launch gap. Two tile orders, each used where the H200 measured it faster (docs/benchmarks.md,
+version 3): below 16M output elements a 2-D grid (rows on axis 0; 0.73-0.83 us at 1-8 tokens, 1.95 us at 128 x 4096);
+from 16M up a 1-D grid walking the tiles in memory order (4096-8192 x 8192 at the copy ceiling, level with FlashInfer).
+The 1-D grid at decode sizes ran 0.07-0.15 us slower per call, in the run that had it everywhere."""
 
 import torch
 import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+ROW_MAJOR_ELEMENTS = 1 << 24
+"""Calls with at least this many output elements use the 1-D memory-order grid."""
+
 
 @triton.jit
-def _tile(x_ptr, out_ptr, T, D, x_row_stride, out_row_stride, row0, col0, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr):
+def _silu_and_mul_kernel(x_ptr, out_ptr, T, D, x_row_stride, out_row_stride, BLOCK_T: tl.constexpr,
+                         BLOCK_D: tl.constexpr, PDL: tl.constexpr, ROW_MAJOR: tl.constexpr):
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()
+    if ROW_MAJOR:
+        col_tiles = tl.cdiv(D, BLOCK_D)
+        row0 = (tl.program_id(0) // col_tiles) * BLOCK_T
+        col0 = (tl.program_id(0) % col_tiles) * BLOCK_D
+    else:
+        row0 = tl.program_id(0) * BLOCK_T
+        col0 = tl.program_id(1) * BLOCK_D
     rows = row0 + tl.arange(0, BLOCK_T)
     cols = col0 + tl.arange(0, BLOCK_D)
     mask = (rows[:, None] < T) & (cols[None, :] < D)
@@ -26,48 +41,31 @@ def _tile(x_ptr, out_ptr, T, D, x_row_stride, out_row_stride, row0, col0, BLOCK_
     tl.store(out_row + cols[None, :], y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit(do_not_specialize=["T"])  # one compile for every token count
-def _silu_and_mul_kernel(x_ptr, out_ptr, T, D, x_row_stride, out_row_stride, BLOCK_T: tl.constexpr,
-                         BLOCK_D: tl.constexpr, PDL: tl.constexpr, PERSISTENT: tl.constexpr):
-    if PDL:
-        gdc_wait()
-        gdc_launch_dependents()
-    col_tiles = tl.cdiv(D, BLOCK_D)
-    if PERSISTENT:
-        for tile in tl.range(tl.program_id(0), tl.cdiv(T, BLOCK_T) * col_tiles, tl.num_programs(0)):
-            _tile(x_ptr, out_ptr, T, D, x_row_stride, out_row_stride, (tile // col_tiles) * BLOCK_T,
-                  (tile % col_tiles) * BLOCK_D, BLOCK_T, BLOCK_D)
-    else:
-        tile = tl.program_id(0)
-        _tile(x_ptr, out_ptr, T, D, x_row_stride, out_row_stride, (tile // col_tiles) * BLOCK_T,
-              (tile % col_tiles) * BLOCK_D, BLOCK_T, BLOCK_D)
-
-
-def _config(t: int, d: int, on_gpu: bool) -> tuple[int, int, int, int]:
-    """(BLOCK_T, BLOCK_D, num_warps, max programs; 0 = one program per tile). The CPU interpreter pays per program,
-    so it gets few large tiles; on the GPU decode calls get narrow tiles (more multiprocessors share few bytes) and
-    large calls 16-byte-per-thread rows."""
+def _config(t: int, d: int, on_gpu: bool) -> tuple[int, int, int, bool]:
+    """(BLOCK_T, BLOCK_D, num_warps, row-major 1-D grid). The CPU interpreter pays per program, so it gets few large
+    tiles; on the GPU decode calls get narrow tiles (more multiprocessors share few bytes) and large calls
+    16-byte-per-thread rows in memory order."""
     if not on_gpu:
         block_d = min(triton.next_power_of_2(d), 4096)
-        return max(1, min(triton.next_power_of_2(t), 16384 // block_d)), block_d, 4, 0
+        return max(1, min(triton.next_power_of_2(t), 16384 // block_d)), block_d, 4, False
     if t <= 16:
-        return 1, min(triton.next_power_of_2(d), 512), 4, 0
+        return 1, min(triton.next_power_of_2(d), 512), 4, False
     if t <= 128:
-        return 1, min(triton.next_power_of_2(d), 1024), 8, 0
+        return 1, min(triton.next_power_of_2(d), 1024), 8, False
     block_d = min(triton.next_power_of_2(d), 4096)
-    return 1, block_d, max(4, block_d // 256), 0
+    return 1, block_d, max(4, block_d // 256), t * d >= ROW_MAJOR_ELEMENTS
 
 
-def launch(x: torch.Tensor, out: torch.Tensor, config: tuple[int, int, int, int], pdl: bool) -> None:
-    """One launch with an explicit config (the sweep times several; silu_and_mul picks one)."""
+def launch(x: torch.Tensor, out: torch.Tensor, config: tuple[int, int, int, bool], pdl: bool) -> None:
+    """One launch with an explicit config (tools/device/bench_sweep.py times several; silu_and_mul picks one)."""
     t, two_d = x.shape
     d = two_d // 2
-    block_t, block_d, warps, programs = config
-    tiles = triton.cdiv(t, block_t) * triton.cdiv(d, block_d)
-    grid = min(tiles, programs or tiles)
+    block_t, block_d, warps, row_major = config
+    grid = (triton.cdiv(t, block_t), triton.cdiv(d, block_d))
     launch_kw = {"launch_pdl": True} if pdl else {}
-    _silu_and_mul_kernel[(grid,)](x, out, t, d, x.stride(0), out.stride(0), BLOCK_T=block_t, BLOCK_D=block_d, PDL=pdl,
-                                  PERSISTENT=grid < tiles, num_warps=warps, **launch_kw)
+    _silu_and_mul_kernel[(grid[0] * grid[1],) if row_major else grid](
+        x, out, t, d, x.stride(0), out.stride(0), BLOCK_T=block_t, BLOCK_D=block_d, PDL=pdl, ROW_MAJOR=bool(row_major),
+        num_warps=warps, **launch_kw)
 
 
 def silu_and_mul(x: torch.Tensor, out: torch.Tensor) -> None:

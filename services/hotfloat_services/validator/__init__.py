@@ -1,1 +1,1 @@
-"""The validator: moves each ledger submission through compile, admission and qualification over gRPC."""
+"""The validator's gRPC adapter: `hotfloat.validator.Stages` over the compiler, admission and qualification services."""

@@ -1,20 +1,23 @@
-"""The validator's side of the wire: one call per stage, each with its deadline, the token, and progress relayed."""
+"""The validator's stages over gRPC (`hotfloat.validator.Stages`): one call per stage, each with its deadline, the
+token, and progress relayed. gRPC failures become library errors here, so the pipeline never sees grpc."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 from dataclasses import dataclass
 
-from hotfloat.errors import InfrastructureError
+import grpc
 
-from .._proto import admission_pb2_grpc, compiler_pb2, compiler_pb2_grpc, qualification_pb2_grpc
+from hotfloat.errors import InfrastructureError
+from hotfloat.validator import OnProgress, Outcome, StageRefused
+
+from .._proto import admission_pb2_grpc, compiler_pb2_grpc, qualification_pb2_grpc
 from ..common.auth import call_metadata
 from ..common.transport import Tls, channel
 from . import convert
-from .convert import Outcome
 
-OnProgress = Callable[[str, str], None]
-"""Called with (stage, message) for each progress event a service streams."""
+REFUSALS = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED}
+"""Codes that refuse the validator itself (a deployment fault); any other failure is transient and retried."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,21 @@ class Deadlines:
     build: float = 600.0
     admit: float = 900.0
     qualify: float = 3600.0
+
+
+def _translated(call):
+    """A stage call whose gRPC failures arrive as StageRefused or InfrastructureError, never as grpc.RpcError."""
+
+    @functools.wraps(call)
+    def wrapper(*args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except grpc.RpcError as e:
+            if e.code() in REFUSALS:
+                raise StageRefused(e.details() or "") from None
+            raise InfrastructureError(f"{e.code().name}: {e.details()}") from None
+
+    return wrapper
 
 
 class StageClients:
@@ -46,25 +64,29 @@ class StageClients:
         for c in self._channels:
             c.close()
 
+    @_translated
     def scan(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome:
         reply = self._compiler.Scan(convert.scan_request(archive, identity), timeout=self._deadlines.scan, metadata=self._meta)
         return convert.outcome(reply.verdict)
 
+    @_translated
     def build(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome:
         stream = self._compiler.Build(convert.build_request(archive, identity), timeout=self._deadlines.build, metadata=self._meta)
         result = _final(stream, "build", on_progress)
         return convert.outcome(result.verdict, result.artifacts)
 
-    def admit(self, archive: bytes, identity: str, build: compiler_pb2.BuildResult, on_progress: OnProgress) -> Outcome:
-        stream = self._admission.Admit(convert.admit_request(archive, identity, build), timeout=self._deadlines.admit,
+    @_translated
+    def admit(self, archive: bytes, identity: str, built: Outcome, on_progress: OnProgress) -> Outcome:
+        stream = self._admission.Admit(convert.admit_request(archive, identity, built), timeout=self._deadlines.admit,
                                        metadata=self._meta)
         result = _final(stream, "admit", on_progress)
         return convert.outcome(result.verdict, extra={"device": result.device})
 
-    def qualify(self, archive: bytes, identity: str, build: compiler_pb2.BuildResult, on_progress: OnProgress) -> Outcome:
+    @_translated
+    def qualify(self, archive: bytes, identity: str, built: Outcome, on_progress: OnProgress) -> Outcome:
         if self._qualification is None:
             raise InfrastructureError("no qualification service is configured")
-        stream = self._qualification.Qualify(convert.qualify_request(archive, identity, build),
+        stream = self._qualification.Qualify(convert.qualify_request(archive, identity, built),
                                              timeout=self._deadlines.qualify, metadata=self._meta)
         result = _final(stream, "qualify", on_progress)
         return convert.outcome(result.verdict, extra={"score": result.score})

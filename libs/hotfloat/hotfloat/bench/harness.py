@@ -275,9 +275,11 @@ def _outputs(result) -> tuple:
 
 
 def _check(slot: SlotSpec, dtype: str, results, refs, phase: str) -> str:
-    """'' when every call's outputs match the reference of its input set within the slot's tolerance."""
+    """'' when every call's outputs match the reference of its input set within the slot's tolerance. The counts of
+    bad elements are gathered on the device and read back once (one sync per check, not one per output)."""
     tol = slot.tolerances[dtype]
     names = [a.name for a in slot.of_role(Role.OUTPUT)]
+    counts, where = [], []
     for i, outs in enumerate(results):
         ref = refs[i % len(refs)]
         for name, got in zip(names, outs):
@@ -285,7 +287,9 @@ def _check(slot: SlotSpec, dtype: str, results, refs, phase: str) -> str:
             if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape):
                 return f"{phase}: output {name} has the wrong shape or type"
             a = got.float()
-            bad = ~(torch.isfinite(a) & ((a - want).abs() <= tol.atol + tol.rtol * want.abs()))
-            if bool(bad.any()):
-                return f"{phase}: {int(bad.sum())} of {a.numel()} elements of {name} out of tolerance (call {i})"
+            counts.append((~(torch.isfinite(a) & ((a - want).abs() <= tol.atol + tol.rtol * want.abs()))).sum())
+            where.append((i, name, a.numel()))
+    for (i, name, n), bad in zip(where, torch.stack(counts).tolist() if counts else []):
+        if bad:
+            return f"{phase}: {bad} of {n} elements of {name} out of tolerance (call {i})"
     return ""

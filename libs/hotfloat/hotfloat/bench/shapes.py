@@ -12,15 +12,18 @@ CPU_ELEMENTS = 128 * 4096
 SETS = ("bench", "decode", "all")
 
 
-def hidden_dim(slot: SlotSpec) -> str:
-    """The one dim besides the token count that the bench shapes vary."""
-    (name,) = (d for d in slot.bench_shapes[0].dims if d != slot.count_dim)
-    return name
+def hidden_dim(slot: SlotSpec) -> str | None:
+    """The one dim besides the token count that the bench shapes vary; None when there are more (attention)."""
+    others = [d for d in slot.bench_shapes[0].dims if d != slot.count_dim]
+    return others[0] if len(others) == 1 else None
 
 
 def decode_shapes(slot: SlotSpec) -> tuple[Shape, ...]:
-    """Decode-step calls: few tokens at the hidden sizes of current models."""
+    """Decode-step calls: few tokens at the hidden sizes of current models (token-row slots only; attention's own
+    bench shapes are decode steps already)."""
     h = hidden_dim(slot)
+    if h is None:
+        return ()
     return tuple(Shape({slot.count_dim: t, h: d}, cpu=t * d <= CPU_ELEMENTS) for d in DECODE_HIDDEN for t in DECODE_TOKENS)
 
 
@@ -50,4 +53,6 @@ def select(slot: SlotSpec, which: str, explicit: list[dict[str, int]], device: s
         if device == "cuda" or s.cpu:
             seen.setdefault(tuple(sorted(s.dims.items())), s)
     h = hidden_dim(slot)
+    if h is None:
+        return list(seen.values())
     return sorted(seen.values(), key=lambda s: (s.dims[h], s.dims[slot.count_dim]))

@@ -42,6 +42,12 @@ def pack(bundle: Bundle) -> bytes:
 
 def unpack(data: bytes) -> Bundle:
     """Extracts an untrusted archive into memory with hard bounds, then validates it as a bundle."""
+    return bundle_from_files(read_archive(data))
+
+
+def read_archive(data: bytes) -> dict[str, bytes]:
+    """Every regular file of an untrusted tar or tar.gz, under all the bounds, without bundle validation (the Cacheon
+    importer reads archives whose manifest is not a hotfloat manifest yet)."""
     if len(data) > MAX_ARCHIVE_BYTES:
         raise BundleError(f"archive is {len(data)} bytes, over the {MAX_ARCHIVE_BYTES}-byte limit")
     raw = _tar_bytes(bytes(data))
@@ -72,7 +78,7 @@ def unpack(data: bytes) -> Bundle:
                     raise BundleError(f"archive member {name}: size does not match its header")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         raise BundleError(f"not a valid bundle archive: {e}") from None
-    return bundle_from_files(files)
+    return files
 
 
 def _tar_bytes(data: bytes) -> bytes:

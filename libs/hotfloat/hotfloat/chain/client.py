@@ -155,10 +155,6 @@ class Chain:
             last = self._sub.query(("SubtensorModule", "LastUpdate"), [netuid]) or []
         return {int(d): int(w) for d, w in row}, int(last[uid]) if uid < len(last) else 0
 
-    def tempo(self, netuid: int) -> int:
-        with _sdk("reading Tempo"):
-            return int(self._sub.query(("SubtensorModule", "Tempo"), [netuid]) or 0)
-
     def commit_reveal(self, netuid: int) -> bool:
         """Whether the subnet hides weights until a timelocked reveal (then read-back cannot confirm at once)."""
         with _sdk("reading CommitRevealWeightsEnabled"):

@@ -1,9 +1,9 @@
 """The chain's part of each validator cycle: take in new finalized commitments, and once per window of N blocks set
-weights from the ledger's crown table.
+weights from the ledger's crown table through `publish_crowns`, the one weights publisher (`chain weights` uses it too).
 
 The validator's pipeline calls it at the top of every loop, so both steps cost one block read when nothing changed:
 intake runs when the finalized block moved, weights when the head entered a window with no publication yet. The
-window is the publication round (`every-N-<head // N>`), journaled by `publish`: a restarted validator reconciles the
+window is the publication round (`window_round`: `every-N-<head // N>`), journaled by `publish`: a restarted validator reconciles the
 window's publication instead of sending it twice, and crowns that change inside a window wait for the next one.
 A chain that cannot be reached is reported and tried again next cycle; scoring goes on meanwhile. Intake and weights
 are isolated from each other, and the intake isolates each commitment, so no input can stop weights being set.
@@ -17,15 +17,34 @@ import bittensor as bt
 
 from ..errors import HotfloatError, InputError
 from ..ledger import Ledger
-from ..score.standings import crowns
+from ..validator import Crown
+from ..validator.standings import crowns
 from .client import Chain
 from .fetch import FetchPolicy
 from .intake import Decision, owners, run_intake
 from .publish import Publication, PubState, load, publish
-from .weights import crown_weights
+from .weights import crown_weights, window_round
 
 SETTLED = (PubState.CONFIRMED, PubState.FAILED)
 """A window whose publication reached one of these is done; any other state is reconciled by `publish`."""
+
+
+def publish_crowns(chain: Chain, ledger: Ledger, netuid: int, wallet: bt.Wallet, crowned: list[Crown], every: int,
+                   report: Callable[[str], None] = lambda msg: None) -> Publication | None:
+    """Publishes the crowns' weights once in the head's window of `every` blocks: a window already journaled keeps
+    its vector (reconciled, never recomputed), a settled one is returned as it stands; None while no crowned
+    identity has a registered owner."""
+    round_key = window_round(chain.head(), every)
+    done = load(ledger, netuid, round_key)
+    if done is not None and done.state in SETTLED:
+        return done
+    vector = done.weights if done is not None else crown_weights(crowned, owners(ledger, netuid), chain.hotkeys(netuid))
+    if not vector:
+        return None
+    pub = publish(chain, ledger, netuid, round_key, vector, wallet)
+    if done is None or pub.state is not done.state:
+        report(f"weights {round_key}: {pub.state.value} {dict(sorted(pub.weights.items()))} {pub.reason}".rstrip())
+    return pub
 
 
 class ChainCycle:
@@ -68,16 +87,6 @@ class ChainCycle:
         return decisions
 
     def weights(self) -> Publication | None:
-        """Publishes the crowns' weights once in the head's window; None while no crowned identity has an owner."""
-        round_key = f"every-{self.every}-{self.chain.head() // self.every}"
-        done = load(self.ledger, self.netuid, round_key)
-        if done is not None and done.state in SETTLED:
-            return done
-        vector = done.weights if done is not None else crown_weights(
-            list(crowns(self.ledger).values()), owners(self.ledger, self.netuid), self.chain.hotkeys(self.netuid))
-        if not vector:
-            return None
-        pub = publish(self.chain, self.ledger, self.netuid, round_key, vector, self.wallet)
-        if done is None or pub.state is not done.state:
-            self.report(f"weights {round_key}: {pub.state.value} {dict(sorted(pub.weights.items()))} {pub.reason}".rstrip())
-        return pub
+        """Publishes the crown table's weights once in the head's window."""
+        return publish_crowns(self.chain, self.ledger, self.netuid, self.wallet, list(crowns(self.ledger).values()),
+                              self.every, self.report)

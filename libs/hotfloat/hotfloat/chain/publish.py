@@ -41,7 +41,7 @@ class Publication(BaseModel):
 
     netuid: int
     round: str
-    """Caller's name for the round (default: the subnet epoch); one publication per round."""
+    """The round's name (`weights.window_round`); one publication per round."""
     hotkey: str
     weights: dict[int, float]
     u16: dict[int, int]
@@ -51,12 +51,6 @@ class Publication(BaseModel):
     """Head block when the extrinsic was about to leave."""
     extrinsic_id: str | None = None
     reason: str = ""
-
-
-def default_round(chain: Chain, netuid: int) -> str:
-    """The subnet epoch the head is in, so a validator publishes at most once per epoch by default."""
-    tempo = chain.tempo(netuid) or 1
-    return f"epoch-{chain.head() // (tempo + 1)}"
 
 
 def publish(chain: Chain, ledger: Ledger, netuid: int, round_key: str, weights: dict[int, float],

@@ -170,9 +170,11 @@ def services_config(handicap: int):
 
 
 def settings(handicap: int) -> list[str]:
+    """Every way the demo differs from a validator's deployment, printed with the summary."""
     return [
         "admission verifies 2 shapes per dtype in fp32 and bf16 (a validator verifies every shape and dtype)",
-        "qualification: the tiny CPU engine, at most 6 rounds of B C B' (a look after 3); the drift bound is loose for a shared CPU",
+        "qualification: the tiny CPU engine, at most 6 rounds of B C B' (a look after 3); the drift bound is loose "
+        "for a shared CPU",
         (f"the baseline engine runs {handicap} extra stock activation passes (the calibration knob): nothing beats "
          "stock torch on a CPU, so without it the honest miner cannot show a speed-up here; `--handicap 0` removes it"
          if handicap else "no handicap: the honest kernel is as fast as stock, so expect NO_DECISION or FAIL"),
@@ -189,7 +191,10 @@ def _sdk_home(root: Path) -> Iterator[None]:
         yield
     finally:
         for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
@@ -200,7 +205,6 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
     import bittensor as bt
     from hotfloat_services.serve import start
     from hotfloat_services.validator.clients import StageClients
-    from hotfloat_services.validator.pipeline import Pipeline
 
     from ..chain.client import Chain
     from ..chain.cycle import ChainCycle
@@ -208,7 +212,8 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
     from ..chain.miner import commitment
     from ..chain.standin import LocalSubstrate
     from ..chain.tables import open_ledger
-    from ..score.standings import crowns, scores
+    from ..validator import Pipeline
+    from ..validator.standings import crowns, scores
 
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
@@ -270,6 +275,7 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
         LocalSubstrate(chain_path).advance(WEIGHTS_EVERY)  # a fresh window of blocks: the settled crowns publish now
         cycle()
         weights, _ = chain.weights_row(NETUID, 0)
+        report(f"weights: the validator's row on chain is {dict(sorted(weights.items())) or 'empty (nothing crowned)'}")
 
         kept = {led.get(sid).identity: score for sid, (_, score) in scores(led).items()}
         held = {}

@@ -15,9 +15,9 @@ from pydantic import TypeAdapter, ValidationError
 from ..chain.fetch import FetchPolicy
 from ..chain.miner import commitment, package
 from ..chain.payload import parse_payload
-from ..chain.weights import crown_weights
+from ..chain.weights import WEIGHTS_EVERY, crown_weights
 from ..errors import InputError
-from ..score import Crown
+from ..validator import Crown
 from .options import bundle_argument, ledger_option as _ledger_option, writable_ledger
 from .output import emit_json, json_option, table
 
@@ -190,20 +190,22 @@ def status_cmd(netuid: int, network: str, ledger_path: str | None, as_json: bool
 
 @chain.command("weights")
 @click.option("--crowns", "crowns_path", type=click.Path(exists=True, dir_okay=False), required=True,
-              help="JSON list of settled crowns, one per slot (hotfloat.score.Crown: winner, runner_up, weights, reason).")
+              help="JSON list of settled crowns, one per slot (hotfloat.validator.Crown: winner, runner_up, weights, reason).")
 @netuid_option
 @network_option
 @wallet_options
 @ledger_option
-@click.option("--round", "round_key", default=None, help="Publication round name (default: the current epoch).")
+@click.option("--every", type=click.IntRange(1), default=WEIGHTS_EVERY, show_default=True,
+              help="Blocks per publication window: one publication per window, as `validator run --weights-every`.")
 @click.option("--dry-run", is_flag=True, help="Show the uid vector and its u16 form without sending.")
 @json_option
 def weights_cmd(crowns_path: str, netuid: int, network: str, wallet_name: str, hotkey: str, wallet_path: str | None,
-                ledger_path: str, round_key: str | None, dry_run: bool, as_json: bool) -> None:
-    """Map settled crowns to the owners' uids and publish the weights through the ledger's journal."""
+                ledger_path: str, every: int, dry_run: bool, as_json: bool) -> None:
+    """Map settled crowns to the owners' uids and publish the weights once in the head's window, through the ledger's
+    journal (the publisher `validator run --chain` uses); a window already journaled keeps its vector."""
     from ..chain.client import Chain, load_wallet
+    from ..chain.cycle import publish_crowns
     from ..chain.intake import owners
-    from ..chain.publish import default_round, publish
     from ..chain.tables import open_ledger
 
     crowns = _read_crowns(crowns_path)
@@ -216,8 +218,10 @@ def weights_cmd(crowns_path: str, netuid: int, network: str, wallet_name: str, h
         info: dict = {"netuid": netuid, "weights": weights, "u16": u16, "dry_run": dry_run}
         if not dry_run:
             wallet = load_wallet(wallet_name, hotkey, wallet_path)
-            pub = publish(client, ledger, netuid, round_key or default_round(client, netuid), weights, wallet)
-            info.update(round=pub.round, state=pub.state.value, extrinsic=pub.extrinsic_id, reason=pub.reason)
+            pub = publish_crowns(client, ledger, netuid, wallet, crowns, every)
+            weights, u16 = pub.weights, pub.u16
+            info.update(weights=weights, u16=u16, round=pub.round, state=pub.state.value, extrinsic=pub.extrinsic_id,
+                        reason=pub.reason)
     finally:
         client.close()
         ledger.close()

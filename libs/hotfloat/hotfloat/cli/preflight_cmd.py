@@ -2,7 +2,7 @@
 
 import click
 
-from ..env.preflight import QUESTIONS, preflight
+from ..preflight import QUESTIONS, preflight
 from ..errors import ExitCode, HotfloatError
 from .options import DEVICES
 from .output import emit_json, json_option, table

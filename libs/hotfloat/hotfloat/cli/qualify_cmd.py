@@ -147,26 +147,38 @@ def calibrate() -> None:
 @calibrate.command("collect")
 @_engine_options
 @click.option("--stock", type=click.IntRange(3, 8), default=3, show_default=True, help="Stock engines to boot.")
-@click.option("--candidate", type=click.Path(file_okay=False, exists=True), default=None,
-              help="Also boot a candidate engine with this bundle armed (its measured effect is reported).")
+@click.option("--candidate", "candidates", type=click.Path(file_okay=False, exists=True), multiple=True,
+              help="Also boot an engine with this bundle armed (C1, C2, ... in order; repeatable).")
+@click.option("--keep-rounds", type=click.IntRange(0, 1000), default=0, show_default=True,
+              help="Keep the completions of B1, B2 and the candidates in this many first rounds (for `evidence`).")
 @click.option("--budget", type=click.FloatRange(10, 36000), default=300, show_default=True,
               help="Wall seconds for the whole collection, boots included; the last round ends before it.")
 @click.option("--seed", type=int, default=None, help="Workload prompt and order seed.")
+@click.option("--boot-timeout", type=click.FloatRange(1, 3600), default=None,
+              help="Seconds the engines get to boot, arm and warm up [default: 900].")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), required=True,
               help="Raw JSON, rewritten after every round.")
 def collect_cmd(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
-                drift_bound, logprob_tol, unsandboxed, stock, candidate, budget, seed, out_path):
+                drift_bound, logprob_tol, unsandboxed, stock, candidates, keep_rounds, budget, seed, boot_timeout, out_path):
     """Boot STOCK stock engines (and a candidate) as resident engines and time rounds until the budget is spent."""
     import sys
     from pathlib import Path
 
+    from ..errors import InfrastructureError
     from ..qualify.calibrate import collect
+    from ..qualify.resident import EngineFault
 
     opts = _options(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
                     drift_bound, logprob_tol, unsandboxed, seed)
-    raw = collect(opts, Path(out_path), stock=stock, candidate=candidate, budget_s=budget,
-                  progress=lambda m: click.echo(m, err=True), command=" ".join(["hotfloat", *sys.argv[1:]]))
-    click.echo(f"{len(raw.rounds)} rounds of {len(raw.stock) + bool(raw.candidate)} engines -> {out_path}")
+    if boot_timeout:
+        opts = opts.model_copy(update={"startup_timeout_s": boot_timeout})
+    try:
+        raw = collect(opts, Path(out_path), stock=stock, candidates={f"C{i + 1}": c for i, c in enumerate(candidates)},
+                      budget_s=budget, keep_rounds=keep_rounds, progress=lambda m: click.echo(m, err=True),
+                      command=" ".join(["hotfloat", *sys.argv[1:]]))
+    except (RuntimeError, EngineFault) as e:
+        raise InfrastructureError(f"calibration collection stopped: {str(e)[:1500]}") from None
+    click.echo(f"{len(raw.rounds)} rounds of {len(raw.stock) + len(raw.candidates)} engines -> {out_path}")
 
 
 @calibrate.command("analyse")
@@ -210,6 +222,38 @@ def analyse_cmd(raw, out_path, logprob_tol, boot_draws, as_json):
                f"{record.draws_b_vs_b} draws ({record.independent_draws} independent, upper 95% "
                f"{pct(record.false_pass_upper_95)}); power 2% {pct(record.power_at_2pct)}; "
                f"{record.minutes_per_qualification:.1f} min per qualification")
+
+
+@calibrate.command("evidence")
+@click.argument("raw", type=click.Path(dir_okay=False, exists=True))
+@click.option("--candidate", required=True, help="Candidate engine name in RAW (C1, C2, ...).")
+@click.option("--rule-from", "rule_from", type=click.Path(dir_okay=False, exists=True), required=True,
+              help="A calibration record (e.g. docs/calibration-h200.json) whose chosen rule decides.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), required=True,
+              help="Evidence file to write (`hotfloat qualify recompute` checks it).")
+@json_option
+def evidence_cmd(raw, candidate, rule_from, out_path, as_json):
+    """Form a qualification of CANDIDATE from a collection's kept rounds (B1 as B, B2 as B') under a calibrated rule."""
+    from pathlib import Path
+
+    from pydantic import ValidationError
+
+    from ..qualify import save_evidence
+    from ..qualify.calibrate import CalibrationRecord, evidence_from, load_raw
+
+    try:
+        record = CalibrationRecord.model_validate_json(Path(rule_from).read_bytes())
+        ev = evidence_from(load_raw(raw), Path(f"{raw}.outputs.jsonl"), candidate, record.rule)
+    except (ValidationError, ValueError, OSError) as e:
+        raise InputError(f"cannot form evidence for {candidate}: {str(e).splitlines()[0]}") from None
+    save_evidence(ev, out_path)
+    d = ev.decision
+    if as_json:
+        emit_json({"status": d.status, "score": d.score, "reason": d.reason, "decision": d.model_dump(mode="json"),
+                   "evidence": out_path})
+    else:
+        _decision_table(d)
+    exit_with(d.status)
 
 
 def _median_ms(frame) -> str:

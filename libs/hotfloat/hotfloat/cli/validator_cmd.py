@@ -12,9 +12,11 @@ from pathlib import Path
 import click
 
 from ..bundle import load_bundle, pack
+from ..chain.weights import WEIGHTS_EVERY
 from ..errors import InputError
 from ..ledger import ORDER, Ledger, State
-from ..score.standings import crowns, scores
+from ..validator import Pipeline
+from ..validator.standings import crowns, scores
 from .chain_cmd import wallet_options
 from .options import DEVICES, ledger_option, resolve_device, writable_ledger
 from .output import emit_json, json_option, table
@@ -71,7 +73,7 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
               "local, a ws(s):// endpoint or standin:PATH. Without it the run works the ledger only.")
 @click.option("--netuid", type=click.IntRange(0, 65535), help="Subnet id (with --chain).")
 @wallet_options
-@click.option("--weights-every", type=click.IntRange(1), default=100, show_default=True,
+@click.option("--weights-every", type=click.IntRange(1), default=WEIGHTS_EVERY, show_default=True,
               help="Set weights from the crown table once per this many blocks (with --chain).")
 @click.option("--cafile", type=click.Path(exists=True, dir_okay=False), help="Extra CA bundle to trust for archive origins.")
 @click.option("--allow-private", is_flag=True, help="Allow archive origins on private or loopback addresses (tests only).")
@@ -81,7 +83,6 @@ def run(ledger_path, spawn, compiler, admission, qualification, token_file, devi
     """Work the ledger's queue: resume interrupted submissions, then every received one, to a final state."""
     from hotfloat_services.common.auth import load_token
     from hotfloat_services.validator.clients import StageClients
-    from hotfloat_services.validator.pipeline import Pipeline
     from hotfloat_services.validator.spawn import spawned
 
     if spawn == bool(compiler and admission):

@@ -29,7 +29,7 @@ from ..sandbox import ensure_available
 from .decision import judge
 from .engine import PRESETS
 from .gate import gate
-from .host import engine_policy, staged
+from .host import engine_policy, model_view, staged
 from .records import Decision, Decode, EngineKind, EngineSpec, Evidence, QualifyResult, Record, Role, RuleConfig, RunFrame
 from .resident import EngineFault, ResidentEngine, cpu_sets, harden_self
 from .rule import decide
@@ -194,7 +194,7 @@ def _protocol(engine: EngineSpec, workload, options: QualifyOptions, arms, model
     accs = [_Acc(i, r) for i, r in enumerate(roles)]
     warmup = [(prompts(workload, -1 - p, b), [r.max_new_tokens for r in batch])
               for p in range(workload.warmup_passes) for b, batch in enumerate(workload.batches)]
-    max_batch = max(len(b) for b in workload.batches)
+    graph_batches = sorted({len(b) for b in workload.batches})
     kv_tokens = 2 * max(sum(r.prompt_len + r.max_new_tokens for r in b) for b in workload.batches) + 4096
     cpus = cpu_sets(3)
     engines: list[ResidentEngine | None] = [None, None, None]
@@ -203,12 +203,12 @@ def _protocol(engine: EngineSpec, workload, options: QualifyOptions, arms, model
     try:
         for i, (bundle, identity) in enumerate(arms):
             spec = dict(engine.model_dump(), bundle=bundle, identity=identity, warmup=warmup, threads=options.threads,
-                        extra_passes=options.extra_passes.get(roles[i], 0), cpus=cpus[i], max_batch=max_batch, kv_tokens=kv_tokens,
-                        mem_fraction=options.mem_fraction)
+                        extra_passes=options.extra_passes.get(roles[i], 0), cpus=cpus[i], graph_batches=graph_batches, kv_tokens=kv_tokens,
+                        mem_fraction=options.mem_fraction, model_dir=model_view(model_dir, sandboxed=options.sandboxed))
             try:
                 engines[i] = ResidentEngine(f"{i}{roles[i]}", spec, device=engine.device, kind=engine.kind,
                                             sandboxed=options.sandboxed, model_dir=model_dir)
-            except (InfrastructureError, OSError) as e:
+            except (InfrastructureError, OSError, EngineFault) as e:
                 accs[i].fail(e, own=False)
         if progress:
             progress("booting B, C, B'", 0, rule.max_rounds)

@@ -58,17 +58,37 @@ class CalibrationRaw(Record):
     started: str
     device: str
     engine: EngineSpec
+    engine_identity: str = ""
     engine_info: dict[str, str] = {}
     workload: Workload
     stock: list[str]
     """Names of the stock engines (B1, B2, ...)."""
-    candidate: str | None = None
-    """Name of the candidate engine, if one was booted."""
-    candidate_bundle: str | None = None
+    candidates: dict[str, str] = {}
+    """Candidate engine name (C1, C2, ...) -> identity of the bundle armed in it."""
     boot_s: dict[str, float]
     rounds: list[RawRound] = []
+    routed: dict[str, dict[str, int]] = {}
+    """Engine name -> seam calls routed to its bundle over its lifetime (reported when it stopped)."""
+    kept: list[str] = []
+    """Engines whose completions of the first `kept_rounds` rounds are in the outputs file (for evidence)."""
+    kept_rounds: int = 0
+    failed: dict[str, str] = {}
+    """Candidate engines that failed (at boot or in a round) and left the collection, with why."""
     sandboxed: bool
+    env: dict = {}
+    """hotfloat.env.collect() of the device host."""
     command: str = ""
+
+
+class KeptRound(Record):
+    """One engine's completions in one round, as a qualification's frame holds them."""
+
+    round: int
+    engine: str
+    latency_s: list[float]
+    tokens: list[list[int]]
+    logprobs: list[list[float]]
+    margins: list[list[float]]
 
 
 class RateRow(Record):
@@ -114,7 +134,8 @@ class CalibrationRecord(Record):
     noise: dict[str, float]
     """Per-pass relative s.d. per engine, the s.d. and median of ln(B'/B) per stock pair, the round pace."""
     measured_candidate: dict[str, float] = {}
-    """The real candidate's effect, when one was booted: trimmed mean of ln(sqrt(B B') / C) as a fraction."""
+    """Each real candidate booted alongside: its effect against B1 and B2 (the rule's estimator) and its token
+    agreement with B1."""
     candidates: list[RuleChoice]
     """Every rule tried, with its rates."""
     meets_targets: bool
@@ -126,15 +147,17 @@ class CalibrationRecord(Record):
 # ----------------------------------------------------------------------------------------------------- collection
 
 
-def collect(options, out: Path, *, stock: int = 3, candidate=None, budget_s: float = 300.0,
-            progress: Callable[[str], None] | None = None, command: str = "") -> CalibrationRaw:
-    """Boots `stock` stock engines (and a candidate engine when `candidate` is a bundle) and serves rounds until
-    `budget_s` (counted from the start, boots included) would be exceeded; the raw JSON at `out` is rewritten after
-    every round. `options` is a QualifyOptions (engine, workload mix, sandboxing)."""
+def collect(options, out: Path, *, stock: int = 3, candidates: dict | None = None, budget_s: float = 300.0,
+            keep_rounds: int = 0, progress: Callable[[str], None] | None = None, command: str = "") -> CalibrationRaw:
+    """Boots `stock` stock engines and one engine per candidate bundle (name -> bundle or path), and serves rounds
+    until `budget_s` (counted from the start, boots included) would be exceeded; the raw JSON at `out` is rewritten
+    after every round. With `keep_rounds`, the completions of B1, B2 and the candidates in the first rounds are
+    appended to `<out>.outputs.jsonl`, so a qualification's evidence can be formed from them afterwards
+    (`evidence_from`). `options` is a QualifyOptions (engine, workload mix, sandboxing)."""
     from ..bundle import load_bundle
     from .api import _model_dir, environment
     from .engine import PRESETS
-    from .host import staged
+    from .host import model_view, staged
     from .resident import EngineFault, ResidentEngine, cpu_sets, harden_self
     from .workload import make_workload, prompts
 
@@ -143,79 +166,160 @@ def collect(options, out: Path, *, stock: int = 3, candidate=None, budget_s: flo
     engine = options.engine()
     workload = make_workload(options.shapes, PRESETS[options.preset]["vocab_size"], passes=1,
                              warmup_passes=options.warmup_passes, seed=options.seed)
-    names = [f"B{i + 1}" for i in range(stock)] + (["C"] if candidate is not None else [])
-    bundle = load_bundle(candidate) if candidate is not None and not hasattr(candidate, "identity") else candidate
+    bundles = {n: b if hasattr(b, "identity") else load_bundle(b) for n, b in (candidates or {}).items()}
+    names = [f"B{i + 1}" for i in range(stock)] + list(bundles)
+    keep = [n for n in names if n in ("B1", "B2") or n in bundles] if keep_rounds else []
     model_dir = _model_dir(engine)
     warmup = [(prompts(workload, -1 - p, b), [r.max_new_tokens for r in batch])
               for p in range(workload.warmup_passes) for b, batch in enumerate(workload.batches)]
-    max_batch = max(len(b) for b in workload.batches)
+    graph_batches = sorted({len(b) for b in workload.batches})
     kv_tokens = 2 * max(sum(r.prompt_len + r.max_new_tokens for r in b) for b in workload.batches) + 4096
     cpus = cpu_sets(len(names))
     rng = np.random.default_rng(workload.seed)
+    outputs = Path(f"{out}.outputs.jsonl")
+    outputs.unlink(missing_ok=True)
     engines: dict[str, ResidentEngine] = {}
-    with staged({"c": bundle} if bundle is not None else {}, sandboxed=options.sandboxed) as paths:
+    with staged(bundles, sandboxed=options.sandboxed) as paths:
         try:
             for i, name in enumerate(names):
-                armed = name == "C"
-                spec = dict(engine.model_dump(), bundle=paths["c"] if armed else None,
-                            identity=bundle.identity if armed else None, warmup=warmup, threads=options.threads,
-                            extra_passes=0, cpus=cpus[i], max_batch=max_batch, kv_tokens=kv_tokens,
-                            mem_fraction=options.mem_fraction)
+                spec = dict(engine.model_dump(), bundle=paths.get(name), identity=bundles[name].identity if name in bundles else None,
+                            warmup=warmup, threads=options.threads, extra_passes=0, cpus=cpus[i], graph_batches=graph_batches,
+                            kv_tokens=kv_tokens, mem_fraction=options.mem_fraction,
+                            model_dir=model_view(model_dir, sandboxed=options.sandboxed))
                 engines[name] = ResidentEngine(name, spec, device=engine.device, kind=engine.kind,
                                                sandboxed=options.sandboxed, model_dir=model_dir)
             deadline = t0 + options.startup_timeout_s
-            infos = {}
-            for name, e in engines.items():
+            infos, failed = {}, {}
+
+            def drop(name: str, why: str) -> None:
+                """A candidate engine that fails leaves the collection (recorded); a stock one ends it."""
+                if name not in bundles:
+                    raise RuntimeError(f"calibration engine {name} failed: {why}")
+                failed[name] = why[:2000]
+                names.remove(name)
+                if name in keep:
+                    keep.remove(name)
+                engines.pop(name).close()
+                if progress:
+                    progress(f"{name} dropped: {why[:300]}")
+
+            for name, e in list(engines.items()):
                 try:
                     infos[name] = e.ready(deadline)
                 except EngineFault as f:
-                    raise RuntimeError(f"calibration engine {name} failed to boot: {f}; {e.log_tail()}") from None
+                    drop(name, f"boot: {f}; {e.log_tail()}")
+                    continue
                 if progress:
                     progress(f"{name} ready after {e.boot_s:.1f} s")
-            if len({infos[n][0] for n in names if n != "C"}) != 1:
-                raise RuntimeError("the stock engines report different identities")
+            idents = {infos[n][0] for n in names}
+            if len(idents) != 1:
+                raise RuntimeError(f"the engines report different identities: {sorted(i[:12] for i in idents)}")
             env = environment()
             raw = CalibrationRaw(
                 started=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                device=env.get("gpu_model") or engine.device,
-                engine=engine, engine_info=infos[names[0]][1], workload=workload, stock=names[:stock],
-                candidate="C" if bundle is not None else None, candidate_bundle=bundle.identity if bundle else None,
-                boot_s={n: e.boot_s for n, e in engines.items()}, sandboxed=options.sandboxed, command=command)
+                device=env.get("gpu_model") or engine.device, engine=engine, engine_identity=infos["B1"][0],
+                engine_info=infos["B1"][1], workload=workload, stock=names[:stock],
+                candidates={n: b.identity for n, b in bundles.items() if n in names},
+                boot_s={n: e.boot_s for n, e in engines.items()}, kept=list(keep), kept_rounds=keep_rounds,
+                failed=failed, sandboxed=options.sandboxed, env=env, command=command)
             rounds: list[RawRound] = []
             t_rounds = time.monotonic()
             r = 0
             while True:
                 pace = (time.monotonic() - t_rounds) / r if r else 0.0
-                if time.monotonic() - t0 + 1.5 * pace > budget_s:
+                if time.monotonic() - t0 + 1.5 * pace + 30 > budget_s:  # 30 s to stop the engines and write
                     break
                 order = [names[k] for k in rng.permutation(len(names))]
                 start = time.monotonic() - t_rounds
                 batches = [(prompts(workload, r, b), [q.max_new_tokens for q in batch])
                            for b, batch in enumerate(workload.batches)]
-                pass_s, toks = {}, {}
+                pass_s, done = {}, {}
                 for name in order:
                     total, got = 0.0, []
-                    for ps, mx in batches:
-                        try:
-                            s, outs = engines[name].serve(ps, mx, options.batch_timeout_s)
-                        except EngineFault as f:
-                            raise RuntimeError(f"calibration engine {name} failed in round {r}: {f}") from None
-                        total += s
-                        got += [o["tokens"] for _, o in outs]
-                    pass_s[name], toks[name] = total, got
-                ref = toks[names[0]]
-                agree = {n: sum(a == b for a, b in zip(ref, t)) / len(ref) for n, t in toks.items()}
-                rounds.append(RawRound(t=start, order=order, pass_s=pass_s, agree=agree))
+                    try:
+                        for ps, mx in batches:
+                            s_, outs = engines[name].serve(ps, mx, options.batch_timeout_s)
+                            total += s_
+                            got += outs
+                    except EngineFault as f:
+                        drop(name, f"round {r}: {f}")
+                        continue
+                    pass_s[name], done[name] = total, got
+                if failed.keys() - raw.failed.keys():
+                    raw = raw.model_copy(update={"failed": dict(failed), "kept": list(keep),
+                                                 "candidates": {n: i for n, i in raw.candidates.items() if n in names}})
+                order = [n for n in order if n in names]
+                ref = [o["tokens"] for _, o in done["B1"]]
+                agree = {n: sum(a == o["tokens"] for a, (_, o) in zip(ref, got)) / len(ref) for n, got in done.items()}
+                rounds.append(RawRound(t=start, order=order, pass_s={n: pass_s[n] for n in order}, agree=agree))
+                if r < keep_rounds:
+                    with outputs.open("a") as f:
+                        for n in keep:
+                            f.write(KeptRound(round=r, engine=n, latency_s=[x for x, _ in done[n]],
+                                              tokens=[o["tokens"] for _, o in done[n]],
+                                              logprobs=[_r4(o["logprobs"]) for _, o in done[n]],
+                                              margins=[_r4(o["margins"]) for _, o in done[n]]).model_dump_json() + "\n")
                 r += 1
                 _write(out, raw.model_copy(update={"rounds": rounds}))
                 if progress and r % 10 == 0:
                     progress(f"round {r}: " + " ".join(f"{n} {1e3 * pass_s[n]:.1f}ms" for n in names))
-            raw = raw.model_copy(update={"rounds": rounds})
+            routed = {}
+            for n in names:
+                try:
+                    routed[n] = engines[n].stop(options.batch_timeout_s)[0]
+                except EngineFault as f:
+                    if progress:
+                        progress(f"{n} did not report its seam counts: {f}")
+            raw = raw.model_copy(update={"rounds": rounds, "routed": routed})
             _write(out, raw)
             return raw
         finally:
             for e in engines.values():
                 e.close()
+
+
+def _r4(xs: list[float]) -> list[float]:
+    """Kept logprobs to 1e-4 (far inside the gate's 0.1 bf16 tolerance): the outputs must come back from the device
+    in one small archive. NaN and infinities stay as they are."""
+    return [round(x, 4) if math.isfinite(x) else x for x in xs]
+
+
+def evidence_from(raw: CalibrationRaw, outputs: Path, candidate: str, rule: RuleConfig):
+    """A qualification of `candidate` formed from a collection: B1 as B, the candidate as C, B2 as B', over the
+    kept rounds (the three were served in a random order within each round, among the collection's other engines).
+    The rule's looks are capped to the kept rounds. Returns the Evidence; its decision is `judge`'s."""
+    from .decision import judge
+    from .records import Evidence, RunFrame
+
+    if candidate not in raw.candidates or candidate not in raw.kept or not {"B1", "B2"} <= set(raw.kept):
+        raise ValueError(f"{candidate!r} is not a candidate whose completions were kept (kept: {raw.kept})")
+    kept: dict[tuple[int, str], KeptRound] = {}
+    for line in outputs.read_text().splitlines():
+        k = KeptRound.model_validate_json(line)
+        kept[(k.round, k.engine)] = k
+    trio = ["B1", candidate, "B2"]
+    n = 0
+    while n < len(raw.rounds) and all((n, e) in kept for e in trio):
+        n += 1
+    looks = min(rule.max_looks, n // rule.look_rounds)
+    if looks < 1:
+        raise ValueError(f"only {n} kept rounds, fewer than one look of {rule.look_rounds}")
+    rule = rule.model_copy(update={"max_looks": looks})
+    frames = [RunFrame(index=i, role="C" if e == candidate else "B", ok=True,
+                       pass_s=[raw.rounds[r].pass_s[e] for r in range(n)],
+                       latency_s=[kept[(r, e)].latency_s for r in range(n)], tokens=[kept[(r, e)].tokens for r in range(n)],
+                       logprobs=[kept[(r, e)].logprobs for r in range(n)], margins=[kept[(r, e)].margins for r in range(n)],
+                       routed=raw.routed.get(e, {}) if e == candidate else {}, boot_s=raw.boot_s[e],
+                       tokens_per_s=sum(q.max_new_tokens for b in raw.workload.batches for q in b) * n
+                       / sum(raw.rounds[r].pass_s[e] for r in range(n)))
+              for i, e in enumerate(trio)]
+    decision = judge(frames, rule)
+    order = [[trio.index(e) for e in raw.rounds[r].order if e in trio] for r in range(n)]
+    used = decision.rounds or n
+    seconds = max(raw.boot_s[e] for e in trio) + sum(raw.rounds[r].pass_s[e] for r in range(used) for e in trio)
+    return Evidence(bundle_identity=raw.candidates[candidate], engine=raw.engine, engine_identity=raw.engine_identity,
+                    engine_info=raw.engine_info, workload=raw.workload, order=order, rule=rule, env=raw.env,
+                    sandboxed=raw.sandboxed, frames=frames, decision=decision, started=raw.started, seconds=seconds)
 
 
 def _write(path: Path, raw: CalibrationRaw) -> None:
@@ -305,7 +409,7 @@ def clopper_pearson_upper(k: int, n: int, level: float = 0.95) -> float:
 def noise(raws: list[CalibrationRaw]) -> dict[str, float]:
     out: dict[str, float] = {}
     for raw in raws:
-        names = raw.stock + ([raw.candidate] if raw.candidate else [])
+        names = raw.stock + list(raw.candidates)
         x = series(raw, names)
         for j, n in enumerate(names):
             out[f"pass_cv_{n}"] = float(np.std(x[:, j]) / np.mean(x[:, j]))
@@ -324,15 +428,16 @@ def noise(raws: list[CalibrationRaw]) -> dict[str, float]:
 
 
 def measured_candidate(raws: list[CalibrationRaw], trim: float) -> dict[str, float]:
+    """Each real candidate's effect against B1 and B2 over all rounds (the rule's estimator), and its agreement."""
     from .rule import trimmed_mean
 
     out = {}
     for raw in raws:
-        if raw.candidate and len(raw.stock) >= 2:
-            x = series(raw, [raw.stock[0], raw.candidate, raw.stock[1]])
+        for name in raw.candidates:
+            x = series(raw, [raw.stock[0], name, raw.stock[1]])
             e = (np.log(x[:, 0]) + np.log(x[:, 2])) / 2 - np.log(x[:, 1])
-            out["improvement"] = float(-math.expm1(-trimmed_mean(e, trim)))
-            out["token_agreement"] = float(np.mean([r.agree.get(raw.candidate, float("nan")) for r in raw.rounds]))
+            out[f"{name}_improvement"] = float(-math.expm1(-trimmed_mean(e, trim)))
+            out[f"{name}_token_agreement"] = float(np.mean([r.agree.get(name, float("nan")) for r in raw.rounds]))
     return out
 
 
@@ -342,7 +447,7 @@ def analyse(raws: list[CalibrationRaw], grid: list[RuleConfig], *, boot_draws: i
     if not raws or any(len(r.stock) < 3 or len(r.rounds) < 3 for r in raws):
         raise ValueError("calibration needs at least three stock engines and three rounds per raw file")
     nz = noise(raws)
-    round3 = nz.get("round_s", 0.0) * 3 / (len(raws[0].stock) + bool(raws[0].candidate))
+    round3 = nz.get("round_s", 0.0) * 3 / (len(raws[0].stock) + len(raws[0].candidates))
     choices = []
     for rule in grid:
         rows = [rates(raws, rule, e, boot_draws, seed) for e in (0.0, *EFFECTS)]

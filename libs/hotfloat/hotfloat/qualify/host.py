@@ -93,6 +93,9 @@ def runtime_view(kind: str, environ: dict[str, str] | None = None) -> tuple[list
             env[k] = v
         tools = [p for p in environ.get("PATH", "").split(os.pathsep) if p and any(
             h and (p.rstrip("/") + "/").startswith(h.rstrip("/") + "/") for h in (root, env.get("CUDA_HOME")))]
+        # SGLang's and FlashInfer's JIT kernels build with ninja, which pip installs beside the runtime's python.
+        if (ninja := shutil.which("ninja", path=environ.get("PATH"))) and os.path.dirname(ninja) not in tools:
+            tools.append(os.path.dirname(ninja))
         dirs = [*path_entries, *env.get("LD_LIBRARY_PATH", "").split(os.pathsep), env.get("CUDA_HOME", ""),
                 env.get("CUDA_PATH", ""), *tools]
         for d in dirs:
@@ -106,6 +109,11 @@ def runtime_view(kind: str, environ: dict[str, str] | None = None) -> tuple[list
         env["PATH"] = os.pathsep.join([*tools, "/usr/local/bin", "/usr/bin", "/bin"])
     env["PYTHONPATH"] = os.pathsep.join([LIB, *(path_entries if kind == "sglang" else [])])
     return list(binds.values()), env
+
+
+def model_view(model_dir: str | None, *, sandboxed: bool) -> str | None:
+    """Where the engine finds the validator's model: bound at MODEL in the sandbox, the host path without one."""
+    return None if model_dir is None else (MODEL if sandboxed else model_dir)
 
 
 def lib_dir() -> Path:
@@ -143,7 +151,9 @@ def spawn_engine(device: str, kind: str, *, sandboxed: bool, model_dir: str | No
         extra["PYTHONPATH"] = os.pathsep.join([str(lib_dir()), *filter(None, [os.environ.get("PYTHONPATH")])])
         if kind == "sglang":  # the validator's own runtime view, caches included (no seeding needed)
             extra.update({k: v for k, v in os.environ.items() if k.startswith(PREFIXES) or k in PASSTHROUGH})
-    extra.update(TRITON_CACHE_DIR=f"{home}/cache/triton", XDG_CACHE_HOME=f"{home}/cache", HOTFLOAT_WORKER_HOME=home)
+            extra["PATH"] = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+    extra.update(TRITON_CACHE_DIR=f"{home}/cache/triton", TORCHINDUCTOR_CACHE_DIR=f"{home}/cache/inductor",
+                 XDG_CACHE_HOME=f"{home}/cache", HOTFLOAT_WORKER_HOME=home)
     argv = [sys.executable, "-m", "hotfloat.qualify.worker"]
     with open(log_path, "wb") as log:
         return spawn(argv, engine_policy(device, kind), sandboxed=sandboxed, binds=binds,

@@ -62,7 +62,11 @@ class ResidentEngine:
         finally:
             theirs.close()
         self.boot_s = 0.0
-        self._send(spec)
+        try:
+            self._send(spec)
+        except EngineFault:
+            self.close()
+            raise
 
     def ready(self, deadline: float) -> tuple[str, dict[str, str]]:
         """Waits for the engine's ready message; returns the identity and info it reports about itself."""

@@ -3,12 +3,12 @@ hotfloat_sglang plugin in every SGLang process of this engine, greedy completion
 
 Settings are the validator's and part of the engine identity: attention on SGLang's Triton backend (no prebuilt
 flashinfer cubins needed), PyTorch sampling, no grammar backend, no radix cache (so B and C do the same prefill work
-on every pass), SGLang's own decode CUDA graphs up to the batch size, piecewise graphs off, and a KV pool capped to
-what the workload needs: the engines boot concurrently on one GPU, and SGLang sizes its pool from the free memory it
-measures before and after loading the model, so an uncapped neighbour allocating in between would starve it. The plugin is armed from
-the environment (HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE, HOTFLOAT_ARMED_IDENTITY); each process writes its seam
-counts to HOTFLOAT_SEAMS_REPORT_DIR when it exits, so `counts` interrupts the scheduler (SIGINT: Python unwinds and
-runs its exit hooks) and reads the reports back.
+on every pass), SGLang's own decode CUDA graphs for the workload's batch sizes (smaller decode batches pad up to the
+next one), piecewise graphs off, and a KV pool capped to what the workload needs: the engines boot concurrently on
+one GPU, and SGLang sizes its pool from the free memory it measures before and after loading the model, so an
+uncapped neighbour allocating in between would starve it. The plugin is armed from the environment
+(HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE, HOTFLOAT_ARMED_IDENTITY); each SGLang process keeps its seam counts in
+HOTFLOAT_SEAMS_REPORT_DIR up to date, and `counts` sums them.
 """
 
 from __future__ import annotations
@@ -17,11 +17,8 @@ import glob
 import hashlib
 import json
 import os
-import signal
 import time
 from importlib import metadata
-
-MODEL = "/model"
 
 
 class SglangEngine:
@@ -34,10 +31,11 @@ class SglangEngine:
             os.environ.pop(k, None)
         if spec.get("bundle"):
             os.environ.update(HOTFLOAT_ARMED_BUNDLE=spec["bundle"], HOTFLOAT_ARMED_IDENTITY=spec["identity"])
-        model = spec.get("model_dir") or MODEL
+        model = spec["model_dir"]
         self.settings = dict(
             attention_backend="triton", sampling_backend="pytorch", grammar_backend="none", disable_radix_cache=True,
-            disable_cuda_graph=False, cuda_graph_max_bs=int(spec["max_batch"]), disable_piecewise_cuda_graph=True,
+            disable_cuda_graph=False, cuda_graph_bs=[int(b) for b in spec["graph_batches"]],
+            disable_piecewise_cuda_graph=True,
             mem_fraction_static=float(spec["mem_fraction"]), max_total_tokens=int(spec["kv_tokens"]), dtype={"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[spec["dtype"]],
             random_seed=0, sleep_on_idle=bool(spec.get("sleep_on_idle", True)),
         )
@@ -72,20 +70,11 @@ class SglangEngine:
         warm-up as well as the timed passes (with graphs, capture is where a decode kernel is called at all)."""
 
     def counts(self) -> tuple[dict[str, int], dict[str, int]]:
-        """Interrupts SGLang's helper processes so their plugin writes final counts, then sums the reports."""
-        watchdog = getattr(self.engine.tokenizer_manager, "_subprocess_watchdog", None)
-        if watchdog is not None:
-            watchdog.stop()  # else it takes the scheduler's exit for a crash and SIGQUITs this whole process tree
-        signal.signal(signal.SIGQUIT, signal.SIG_IGN)
-        kids = _descendants(os.getpid())
-        for pid in kids:
-            try:
-                os.kill(pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-        end = time.monotonic() + 20
-        while time.monotonic() < end and any(_alive(p) for p in kids):
-            time.sleep(0.05)
+        """Sums the per-process reports the plugin rewrites within REPORT_INTERVAL_S of any change; after the last
+        pass the engine is idle, so waiting a few intervals gives the final counts."""
+        from hotfloat_sglang.plugin import REPORT_INTERVAL_S
+
+        time.sleep(3 * REPORT_INTERVAL_S)
         routed: dict[str, int] = {}
         stock: dict[str, int] = {}
         for path in glob.glob(os.path.join(self.reports, "seams-*.json")):
@@ -106,29 +95,3 @@ def _version(*dists: str) -> str:
             continue
     return "absent"
 
-
-def _descendants(pid: int) -> list[int]:
-    """Every live descendant of `pid`, from /proc (the engine's sandbox holds nothing else)."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False

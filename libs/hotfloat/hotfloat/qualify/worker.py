@@ -1,11 +1,11 @@
 """The engine process: the only place candidate code runs during qualification.
 
 One resident worker per role (B, C, B') lives for a whole qualification in its own sandbox (hotfloat.qualify.host).
-It pins itself to the CPUs the validator gave it, builds its engine (the transformers stand-in, or SGLang with the
-hotfloat_sglang plugin arming the bundle in every engine process), warms up on prompts the timed passes never use,
-reports ready, then answers batches one at a time until told to stop. It never sees the workload seed or future
-prompts, so it cannot precompute answers, and it never measures time: the validator timestamps each completion
-message as it arrives. Messages are length-prefixed JSON (hotfloat.qualify.wire) on fd 0.
+It builds its engine (the transformers stand-in, or SGLang with the hotfloat_sglang plugin arming the bundle in
+every engine process), warms up on prompts the timed passes never use, pins its whole process tree to the CPUs the
+validator gave it, reports ready, then answers batches one at a time until told to stop. It never sees the workload
+seed or future prompts, so it cannot precompute answers, and it never measures time: the validator timestamps each
+completion message as it arrives. Messages are length-prefixed JSON (hotfloat.qualify.wire) on fd 0.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import resource
 import shutil
 import socket
+import traceback
 
 from . import wire
 
@@ -25,12 +26,12 @@ def main(conn) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     try:
         spec = wire.recv(conn)
-        if spec.get("cpus"):
-            os.sched_setaffinity(0, spec["cpus"])  # before any engine thread or process exists, so all inherit it
         _seed_caches()
         engine = _build(spec)
         for prompts, max_new in spec["warmup"]:
             engine.serve(prompts, max_new, lambda *a: None)
+        if spec.get("cpus"):
+            _pin(spec["cpus"])
         engine.reset_counts()
         wire.send(conn, {"type": "ready", "identity": engine.identity, "info": engine.info})
         while True:
@@ -42,12 +43,42 @@ def main(conn) -> None:
         routed, stock = engine.counts()
         wire.send(conn, {"type": "counts", "routed": routed, "stock": stock})
     except BaseException as e:  # candidate code may raise anything, SystemExit included: report it as data
+        traceback.print_exc()  # the engine's log, for diagnostics
+        where = "".join(f" <- {f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in traceback.extract_tb(e.__traceback__)[-3:])
         try:
-            wire.send(conn, {"type": "error", "message": f"{type(e).__name__}: {e}"[:2000]})
+            wire.send(conn, {"type": "error", "message": f"{type(e).__name__}: {e}{where}"[:2000]})
         except OSError:
             pass
     finally:
         os._exit(0)  # SGLang's helper processes are ended with the sandbox; no interpreter shutdown to hang in
+
+
+def _pin(cpus: list[int]) -> None:
+    """Pins every thread of this engine's process tree to its CPU set once it is warm (boot and JIT compilation use
+    the whole machine; timed passes do not disturb each other); threads started later inherit the set."""
+    todo, tree = [os.getpid()], []
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(name))
+            except (OSError, IndexError, ValueError):
+                continue
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo += children.get(pid, [])
+    for pid in tree:
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                os.sched_setaffinity(tid, cpus)
+            except OSError:
+                pass
 
 
 def _seed_caches() -> None:

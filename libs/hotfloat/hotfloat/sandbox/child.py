@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import subprocess
 import tempfile
 import threading
 import time
@@ -76,6 +77,10 @@ def run_child(argv: list[str], result: type[M], *, request: BaseModel | dict, po
         try:
             proc = spawn(argv, policy, sandboxed=sandboxed, binds=binds, env={**env, RESULT_FD: str(res_w)},
                          cwd=home, pass_fds=(res_w,), stdin=req_r, stdout=out_w)
+        except BaseException:
+            for fd in (req_w, res_r, out_r):
+                os.close(fd)
+            raise
         finally:
             for fd in (req_r, res_w, out_w):
                 os.close(fd)
@@ -88,7 +93,7 @@ def run_child(argv: list[str], result: type[M], *, request: BaseModel | dict, po
             kind, data = _read(res_r, startup_s, timeout_s, max_result_bytes)
             try:
                 rc = proc.popen.wait(timeout=5) if kind == "done" else None
-            except Exception:
+            except subprocess.TimeoutExpired:
                 rc = None
         finally:
             status = proc.kill()

@@ -75,8 +75,10 @@ def log_tail(path, n: int = 600) -> str:
 
 def child_env(extra: dict[str, str], *, home: str) -> dict[str, str]:
     """A fresh environment from an allowlist: the validator's secrets, tokens and paths never reach the child."""
+    # USER/LOGNAME: the sandbox has no /etc/passwd, and getpass.getuser() (torch inductor's cache path) reads these
+    # before it falls back to pwd.getpwuid, which raises there.
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
+           "USER": "hotfloat", "LOGNAME": "hotfloat", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
     for k in ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES"):
         if k in os.environ:
             env[k] = os.environ[k]

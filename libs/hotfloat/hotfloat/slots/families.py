@@ -28,7 +28,8 @@ def _uniform(gen, shape, lo: float, hi: float):
 
 
 def activations(rows: int, cols: int, gen, *, bound: float | None = None):
-    """An fp32 [rows, cols] hidden state: randn, outlier channels, log-uniform row scales, zero rows, |x| <= bound."""
+    """An fp32 [rows, cols] hidden state: randn, outlier channels, log-uniform row scales, zero rows (never all of
+    them), |x| <= bound."""
     import torch
 
     x = torch.randn((rows, cols), generator=gen)
@@ -36,7 +37,9 @@ def activations(rows: int, cols: int, gen, *, bound: float | None = None):
     x[:, outliers] *= _uniform(gen, (len(outliers),), *OUTLIER_GAIN)
     lo, hi = (math.log(s) for s in SCALES)
     x *= _uniform(gen, (rows, 1), lo, hi).exp()
-    x[torch.randint(0, ZERO_ROW_ODDS, (rows,), generator=gen) == 0] = 0.0
+    zero = torch.randint(0, ZERO_ROW_ODDS, (rows,), generator=gen) == 0
+    zero[int(torch.randint(0, rows, (), generator=gen))] = False  # never all rows: a call must say something
+    x[zero] = 0.0
     return x if bound is None else x.clamp(-bound, bound)
 
 

@@ -131,6 +131,9 @@ class SlotSpec:
     world_size: int = 1
     """Ranks the slot needs; collectives need more than one."""
     tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: TOLERANCES)
+    make_scalars: Callable[[Mapping[str, int], torch.Generator], dict[str, float]] | None = None
+    """Scalars drawn per verification case (e.g. attention's scale), fixed over the case's calls because a captured
+    CUDA graph bakes them in; None passes each scalar's default."""
     ranges: Mapping[str, DimRange] = field(default_factory=dict)
     """Every size the slot accepts per dim, for shapes drawn from the secret; a slot without ranges draws from its
     published shapes instead."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+import zlib
 from dataclasses import dataclass, field
 
 import torch
@@ -138,6 +139,9 @@ def make_cases(slot: SlotSpec, op: Op, dtypes: list[str], device: str, rng: rand
     """
     lo, hi = op.metadata.min_num_tokens, op.metadata.max_num_tokens
     budget = cpu_max_elements if device == "cpu" else None
+    # a drawn shape is never larger than the largest published one: its cost stays inside the op's time budget
+    published = max(_largest(slot, dict(s.dims)) for s in slot.shapes if device == "cuda" or s.cpu)
+    cap = published if budget is None else min(budget, published)
     shapes = [s for s in slot.shapes if device == "cuda" or s.cpu][: max_shapes or None]
     pool = [s for s in (*slot.bench_shapes, *slot.shapes) if device == "cuda" or s.cpu]
     cases: list[Case] = []
@@ -147,7 +151,7 @@ def make_cases(slot: SlotSpec, op: Op, dtypes: list[str], device: str, rng: rand
             dims = _fit(slot, dict(shape.dims), budget)
             counts = tuple(jitter(dims[slot.count_dim], rng, lo, hi) for _ in range(trials))
             planned.append((dims, counts, dict(shape.dims)))
-        planned.append((*drawn_shape(slot, rng, trials, lo, hi, pool, budget), None))
+        planned.append((*drawn_shape(slot, rng, trials, lo, hi, pool, cap), None))
         rows = 0
         for dims, counts, public in planned:
             # with one trial, cases of several rows alternate padded/contiguous starting padded (a padding needs a
@@ -217,6 +221,11 @@ def _stale(t: torch.Tensor, capacity: int, gen: torch.Generator) -> torch.Tensor
     return flat
 
 
+def _case_seed(case: Case) -> int:
+    """One seed per case from its secret token counts: the same for every trial, capture and replay of the case."""
+    return zlib.crc32(repr((case.counts, sorted(case.dims.items()))).encode())
+
+
 def prepare(slot: SlotSpec, case: Case, trial: int, seed: int, expect: bool = True) -> Prepared:
     """Fresh inputs in buffers sized for the case's largest count (so storage repeats), poisoned outputs, reference
     (unless `expect` is False: a collective's reference needs every rank's inputs)."""
@@ -225,11 +234,11 @@ def prepare(slot: SlotSpec, case: Case, trial: int, seed: int, expect: bool = Tr
     dtype = DTYPES[case.dtype]
     gen = torch.Generator().manual_seed(seed)
     fresh = slot.make_inputs(dims, dtype, gen)
+    drawn = slot.make_scalars(case.dims, torch.Generator().manual_seed(_case_seed(case))) if slot.make_scalars else {}
     sent, inputs, outputs, args = [], {}, {}, []
     for arg in slot.args:
         if arg.role is Role.SCALAR:
-            # a slot whose scalar depends on the shape (attention's scale) draws it with the inputs
-            args.append({"name": arg.name, "kind": "scalar", "value": float(fresh.get(arg.name, arg.default))})
+            args.append({"name": arg.name, "kind": "scalar", "value": float(drawn.get(arg.name, arg.default))})
             continue
         if arg.role is Role.GROUP:
             args.append({"name": arg.name, "kind": "group"})  # the rank passes its process group here

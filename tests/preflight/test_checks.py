@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from hotfloat.cli.main import cli, main
 from hotfloat.env import collect
-from hotfloat.env.preflight import device_checks, preflight, static_checks
+from hotfloat.preflight import device_checks, preflight, static_checks
 from hotfloat.verdict import Status
 
 

@@ -1,4 +1,4 @@
-"""`hotfloat preflight`: three separate questions before trusting this host with a verdict.
+"""The three preflight questions, each answered by checks:
 
 1. device: does Torch see the intended devices, with the capability recorded, and does its CUDA match the driver
    and (inside our image) the image's lock?
@@ -18,9 +18,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
+from ..env import IMAGE_IDENTITY_FILE, EnvIdentity, collect
 from ..verdict import Status, combine
-from .probes import IMAGE_IDENTITY_FILE, collect
-from .record import EnvIdentity
 
 Question = Literal["device", "static", "behavioral"]
 QUESTIONS: tuple[Question, ...] = ("device", "static", "behavioral")

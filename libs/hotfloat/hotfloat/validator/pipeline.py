@@ -1,15 +1,17 @@
 """Moving submissions through the stages, one ledger transaction per change.
 
+The stages are whatever implements `Stages` (over gRPC: `hotfloat_services.validator.clients`).
+
 A qualification PASS counts only once reproduced: the score stage runs a second, independent qualification (the
-service draws a fresh workload seed) and settles the lower score. A second run that fails the correctness gate
-ends the submission FAILED (a kernel that is right only some of the time is wrong); any other second run that does
-not PASS (slower this time, undecided) ends it NO_DECISION: not reproduced, never a loss. A scored submission's slot set is re-crowned in the transaction that records SCORED.
+service draws a fresh workload seed) and `settle` decides (the one reproduction rule, in `settle.py`): both PASS ->
+SCORED at the lower score; a correctness-gate FAIL -> FAILED; anything else -> NO_DECISION, never a loss. A scored
+submission's slot set is re-crowned in the transaction that records SCORED.
 A validator stopped between the two runs resumes at the second: QUALIFIED already holds the first.
 
 Only a service's verdict moves a submission forward or fails it. Infrastructure faults (a dead worker, a missed
 deadline, a malformed reply) are retried up to `max_attempts` per stage, counted across restarts, and then end
 NO_DECISION: never FAILED, never lost. A service that refuses the validator itself (wrong token, a stage it does not
-offer) stops the run with nothing judged: that is a deployment fault, not a submission's.
+offer: `StageRefused`) stops the run with nothing judged: that is a deployment fault, not a submission's.
 """
 
 from __future__ import annotations
@@ -20,17 +22,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-import grpc
-
-from hotfloat.bundle import unpack
-from hotfloat.errors import HotfloatError, InfrastructureError
-from hotfloat.ledger import NEXT, Ledger, State, Submission
-from hotfloat.score import Attempt, settle
-from hotfloat.score.standings import record_scored, slot_set
-from hotfloat.verdict import Status
-
-from .clients import StageClients
-from .convert import Outcome, build_result
+from ..bundle import unpack
+from ..errors import HotfloatError, InfrastructureError
+from ..ledger import NEXT, Ledger, State, Submission
+from ..verdict import Status
+from .settle import Attempt, settle
+from .stages import Outcome, StageRefused, Stages
+from .standings import record_scored, slot_set
 
 log = logging.getLogger("hotfloat.validator")
 OnEvent = Callable[[int, str, str], None]
@@ -40,18 +38,17 @@ SKIPPABLE = {"build": {Status.PASS, Status.N_A}}
 """A build with nothing to build (python ops) moves forward too; every other stage needs PASS."""
 UNDECIDED = {Status.NO_DECISION, Status.N_A}
 """N/A at admission means no op runs on this worker's device: the worker cannot judge, so it is not a FAIL."""
-FATAL = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED}
 
 
 class Pipeline:
     """Drives ledger submissions through the stages up to `through`, with `workers` submissions at a time."""
 
-    def __init__(self, ledger: Ledger, clients: StageClients, *, through: State = State.ADMITTED, workers: int = 2,
+    def __init__(self, ledger: Ledger, stages: Stages, *, through: State = State.ADMITTED, workers: int = 2,
                  max_attempts: int = 3, backoff_s: float = 0.5, on_event: OnEvent | None = None,
                  on_progress: OnEvent | None = None):
         if through not in (State.SCANNED, State.BUILT, State.ADMITTED, State.QUALIFIED, State.SCORED):
             raise InfrastructureError(f"a run can go through scanned, built, admitted, qualified or scored, not {through.value}")
-        self.ledger, self.clients, self.through = ledger, clients, through
+        self.ledger, self.stages, self.through = ledger, stages, through
         self.workers, self.max_attempts, self.backoff_s = workers, max_attempts, backoff_s
         self.on_event = on_event or (lambda sid, stage, msg: log.info("#%d %s: %s", sid, stage, msg))
         self.on_progress = on_progress or (lambda sid, stage, msg: None)
@@ -99,12 +96,9 @@ class Pipeline:
         self.on_event(sub.id, stage, "started")
         try:
             result = self._call(stage, sub)
-        except grpc.RpcError as e:
-            code = e.code()
-            if code in FATAL:
-                self.ledger.end_attempt(sub.id, stage, "refused", e.details() or "")
-                raise InfrastructureError(f"{stage}: the service refused the validator: {e.details()}") from None
-            return self._retry(sub, stage, f"{code.name}: {e.details()}")
+        except StageRefused as e:
+            self.ledger.end_attempt(sub.id, stage, "refused", str(e))
+            raise InfrastructureError(f"{stage}: the service refused the validator: {e}") from None
         except HotfloatError as e:
             return self._retry(sub, stage, str(e))
         except Exception as e:  # one submission's fault is counted against it alone; the others go on
@@ -119,15 +113,15 @@ class Pipeline:
             self.on_progress(sub.id, name, message)
 
         if stage == "scan":
-            return self.clients.scan(archive, sub.identity, progress)
+            return self.stages.scan(archive, sub.identity, progress)
         if stage == "build":
-            return self.clients.build(archive, sub.identity, progress)
-        built = self.ledger.evidence(sub.id, State.BUILT) or {}
-        build = build_result(built, {n: self.ledger.blob(d) for n, d in built.get("artifacts", {}).items()})
+            return self.stages.build(archive, sub.identity, progress)
+        row = self.ledger.evidence(sub.id, State.BUILT) or {}
+        built = Outcome.from_ledger(row, {n: self.ledger.blob(d) for n, d in row.get("artifacts", {}).items()})
         if stage == "admit":
-            return self.clients.admit(archive, sub.identity, build, progress)
+            return self.stages.admit(archive, sub.identity, built, progress)
         if stage in ("qualify", "score"):
-            return self.clients.qualify(archive, sub.identity, build, progress)
+            return self.stages.qualify(archive, sub.identity, built, progress)
         raise InfrastructureError(f"no client for stage {stage}")
 
     def _record(self, sub: Submission, stage: str, result: Outcome) -> Submission:
@@ -143,17 +137,17 @@ class Pipeline:
         return self._decide(sub, to, f"{stage}: {why}", result.ledger_evidence())
 
     def _settle(self, sub: Submission, second: Outcome) -> Submission:
-        """Settles the reproduction: both runs PASS -> SCORED at the lower score; see `unreproduced` otherwise."""
+        """Settles the reproduction by the one rule (`settle`): SCORED at the lower score, FAILED or NO_DECISION."""
         first = self.ledger.evidence(sub.id, State.QUALIFIED) or {}
         reproduced = second.ledger_evidence()
         evidence = {**reproduced, "runs": [_summary(first), _summary(reproduced)]}
-        if second.status is not Status.PASS:
-            to, reason = unreproduced(second)
-            return self._decide(sub, to, reason, evidence)
         try:
-            settled = settle(*(Attempt(identity=sub.identity, status="PASS", score=run["score"]) for run in evidence["runs"]))
-        except ValueError as e:  # a score outside [0, 1] is the service's fault, never the candidate's
+            settled = settle(_attempt(sub.identity, first), _attempt(sub.identity, reproduced))
+        except ValueError as e:  # a score outside [0, 1], a malformed run: the service's fault
             return self._retry(sub, "score", f"unusable scores {evidence['runs']}: {e}")
+        if settled.status != "PASS":
+            to = State.FAILED if settled.status == "FAIL" else State.NO_DECISION
+            return self._decide(sub, to, f"score: {settled.reason}", evidence)
         pool = slot_set(unpack(self.ledger.archive(sub.id)))
         evidence.update(settled=settled.model_dump(), slot_set=pool)
         self.on_event(sub.id, "score", f"PASS -> scored {settled.score:.4f} in {pool}")
@@ -173,14 +167,12 @@ class Pipeline:
         return self.ledger.advance(sub.id, sub.state, to, reason, evidence)
 
 
-def unreproduced(second: Outcome) -> tuple[State, str]:
-    """Where a submission ends when its second qualification did not PASS: FAILED only if that run's correctness gate
-    failed (wrong tokens are wrong whenever they happen), NO_DECISION for anything else."""
-    why = "; ".join(second.reasons) or "no reason given"
-    gate = ((second.evidence or {}).get("decision") or {}).get("gate")
-    if second.status is Status.FAIL and gate == Status.FAIL.value:
-        return State.FAILED, f"score: the second qualification failed the correctness gate: {why}"
-    return State.NO_DECISION, f"score: the qualification PASS did not reproduce: second run {second.status.value}: {why}"
+def _attempt(identity: str, evidence: dict) -> Attempt:
+    """One qualification run's evidence row as settlement reads it; only a PASS carries its score."""
+    record = evidence.get("record") or {}
+    status = evidence.get("status")
+    return Attempt(identity=identity, status=status, score=record.get("score", 0.0) if status == "PASS" else 0.0,
+                   gate=(record.get("decision") or {}).get("gate"), reason="; ".join(evidence.get("reasons", [])))
 
 
 def _summary(evidence: dict) -> dict:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hotfloat.score import CHALLENGE_MARGIN, Settled, crown
+from hotfloat.validator import CHALLENGE_MARGIN, Settled, crown
 
 
 def s(c, score, status="PASS"):

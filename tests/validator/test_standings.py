@@ -6,8 +6,8 @@ import pytest
 
 from hotfloat.bundle import load_bundle, pack
 from hotfloat.ledger import ORDER, Ledger, LedgerConflict, State
-from hotfloat.score import CHALLENGE_MARGIN, Settled
-from hotfloat.score.standings import crowns, record_scored, scores, slot_set
+from hotfloat.validator import CHALLENGE_MARGIN, Settled
+from hotfloat.validator.standings import crowns, record_scored, scores, slot_set
 
 SILU, NORM = "activation.silu_and_mul", "norm.rmsnorm"
 TWO_SLOTS = """\

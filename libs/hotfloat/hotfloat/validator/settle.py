@@ -1,4 +1,7 @@
-"""Settlement: a PASS counts only once an independent second qualification also passes; the lower score stands."""
+"""Settlement, the one reproduction rule: a PASS counts only once an independent second qualification also passes,
+and the lower score stands. A run that failed the correctness gate settles FAIL (a kernel that is right only some of
+the time is wrong); any other run that did not pass (slower this time, undecided) settles NO_DECISION: not
+reproduced, never a loss."""
 
 from __future__ import annotations
 
@@ -18,6 +21,10 @@ class Attempt(_Record):
     status: Literal["PASS", "FAIL", "NO_DECISION", "N/A"]
     score: Annotated[float, Field(ge=0, le=1)]
     """Median relative end-to-end improvement over the baseline; 0 unless PASS."""
+    gate: Literal["PASS", "FAIL", "NO_DECISION", "N/A"] | None = None
+    """The correctness gate's verdict within this run; None when the run never reached it."""
+    reason: str = ""
+    """Why the run ended as it did, as the qualification said."""
 
 
 class Settled(_Record):
@@ -25,7 +32,7 @@ class Settled(_Record):
 
     identity: str
     status: Literal["PASS", "FAIL", "NO_DECISION", "N/A"]
-    """PASS only when both passed; FAIL if either failed; else NO_DECISION (retry) or N/A."""
+    """PASS only when both passed; FAIL if either failed its correctness gate; N/A if neither ran; else NO_DECISION."""
     score: Annotated[float, Field(ge=0, le=1)]
     reason: str
 
@@ -45,9 +52,18 @@ def settle(first: Attempt, second: Attempt) -> Settled:
         low = min(first.score, second.score)
         return Settled(identity=first.identity, status="PASS", score=low,
                        reason=f"reproduced: scores {first.score:.4f} and {second.score:.4f}, the lower is kept")
-    if "FAIL" in statuses:
-        return Settled(identity=first.identity, status="FAIL", score=0.0, reason="a qualification failed")
+    runs = {"first": first, "second": second}
+    for name, run in runs.items():
+        if run.status == "FAIL" and run.gate == "FAIL":
+            return Settled(identity=first.identity, status="FAIL", score=0.0,
+                           reason=f"the {name} qualification failed the correctness gate: {_why(run)}")
     if statuses == {"N/A"}:
         return Settled(identity=first.identity, status="N/A", score=0.0, reason="the bundle never ran in the engine")
+    name, run = next((n, r) for n, r in runs.items() if r.status != "PASS")
+    what = "the qualification PASS did not reproduce" if "PASS" in statuses else "no qualification passed"
     return Settled(identity=first.identity, status="NO_DECISION", score=0.0,
-                   reason="not reproduced by two passing qualifications (undecided or infrastructure); retry")
+                   reason=f"{what}: {name} run {run.status}: {_why(run)}")
+
+
+def _why(run: Attempt) -> str:
+    return run.reason or "no reason given"

@@ -1,0 +1,16 @@
+"""The validator's state machine: submissions move through the stages (`Stages`), a reproduced PASS is settled
+(`settle`), each slot set crowned (`crown`, 80% winner / 20% runner-up, 1-point challenger margin) and its standings
+kept in the ledger (`standings`). Services and the CLI are adapters around it; it imports no grpc.
+
+    from hotfloat.validator import Attempt, crown, settle
+    s = settle(Attempt(identity=h, status="PASS", score=0.031), Attempt(identity=h, status="PASS", score=0.027))
+    crown([s, ...], incumbent=previous_winner_identity)   # -> Crown(winner, runner_up, weights)
+"""
+
+from .crowns import CHALLENGE_MARGIN, RUNNER_UP_SHARE, WINNER_SHARE, Crown, crown
+from .pipeline import Pipeline
+from .settle import Attempt, Settled, settle
+from .stages import OnProgress, Outcome, StageRefused, Stages
+
+__all__ = ["CHALLENGE_MARGIN", "RUNNER_UP_SHARE", "WINNER_SHARE", "Attempt", "Crown", "OnProgress", "Outcome",
+           "Pipeline", "Settled", "StageRefused", "Stages", "crown", "settle"]

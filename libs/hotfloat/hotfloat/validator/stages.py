@@ -1,0 +1,55 @@
+"""The stages interface: what the pipeline asks of the compiler, admission and qualification, whoever serves them.
+
+The pipeline knows only this protocol and these records; `hotfloat_services.validator.clients` implements it over
+gRPC. A transport fault surfaces as an `InfrastructureError` (retried, never judged); a service that refuses the
+validator itself raises `StageRefused` (the run stops, nothing is judged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from hashlib import sha256
+from typing import Protocol
+
+from ..errors import InfrastructureError
+from ..verdict import Status
+
+OnProgress = Callable[[str, str], None]
+"""Called with (stage, message) for each progress event a service streams."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a stage decided: its status and reasons, the evidence to record, and any artifact bytes to keep."""
+
+    status: Status
+    reasons: list[str]
+    evidence: dict
+    artifacts: dict[str, bytes] = field(default_factory=dict)
+
+    def ledger_evidence(self) -> dict:
+        """The evidence row: verdict, the service's record, and artifact digests (their bytes go to blobs)."""
+        return {"status": self.status.value, "reasons": self.reasons, "record": self.evidence,
+                "artifacts": {n: sha256(d).hexdigest() for n, d in sorted(self.artifacts.items())}}
+
+    @classmethod
+    def from_ledger(cls, row: dict, artifacts: dict[str, bytes]) -> Outcome:
+        """The outcome an evidence row was written from, with its artifacts' bytes read back from the blobs."""
+        return cls(Status(row["status"]), row["reasons"], row["record"], artifacts)
+
+
+class StageRefused(InfrastructureError):
+    """A service refused the validator itself (credentials, a stage it does not offer): a deployment fault."""
+
+
+class Stages(Protocol):
+    """One call per stage; admission and qualification get the build's outcome as recorded at BUILT."""
+
+    def scan(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome: ...
+
+    def build(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome: ...
+
+    def admit(self, archive: bytes, identity: str, built: Outcome, on_progress: OnProgress) -> Outcome: ...
+
+    def qualify(self, archive: bytes, identity: str, built: Outcome, on_progress: OnProgress) -> Outcome: ...

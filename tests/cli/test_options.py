@@ -1,0 +1,32 @@
+"""`--device auto` is the default wherever a command can run on either device, and resolves to cuda only when a GPU
+is visible."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from hotfloat.cli.main import cli
+from hotfloat.cli.options import resolve_device
+
+GPU_ONLY = ('bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+            'source = "kernels/k.py"\nentry = "run"\narchitectures = ["sm_90"]\n')
+
+
+@pytest.mark.parametrize("path", [("verify",), ("bench",), ("preflight",), ("validator", "run"), ("qualify", "run")])
+def test_device_defaults_to_auto(path):
+    cmd = cli
+    for name in path:
+        cmd = cmd.commands[name]
+    [device] = [p for p in cmd.params if p.name == "device"]
+    assert device.default == "auto" and list(device.type.choices) == ["auto", "cpu", "cuda"]
+
+
+def test_auto_is_cuda_only_with_a_gpu(make_bundle):
+    want = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto") == want and resolve_device("cpu") == "cpu"
+    p = subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(make_bundle(manifest=GPU_ONLY)), "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert json.loads(p.stdout)["device"] == want
