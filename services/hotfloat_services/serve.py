@@ -37,8 +37,6 @@ class ServiceConfig:
     """Only the first N verification shapes per dtype (quick local loops); None verifies every shape."""
     verify_dtypes: tuple[str, ...] | None = None
     """Only these dtypes; None verifies every dtype an op declares."""
-    qualify_passes: int = 2
-    """Timed passes per engine run of a qualification."""
     qualify_warmup_passes: int = 1
     qualify_rule: RuleConfig | None = None
     """The decision rule a calibrated host sets (`hotfloat qualify calibrate`); None: the library default."""

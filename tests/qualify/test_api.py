@@ -6,7 +6,6 @@ never PASS; what must hold exactly is the gate: exact bundles match, broken ones
 
 from pathlib import Path
 
-import pytest
 
 from hotfloat.qualify import QualifyOptions, qualify_bundle, recompute
 from hotfloat.qualify.api import round_order

@@ -21,7 +21,7 @@ def run(x, out):
 
 
 def test_qualify_streams_runs_and_returns_recomputable_evidence(services, token, packed, make_bundle):
-    targets = services("compiler", "qualification", qualify_passes=1, qualify_warmup_passes=0)
+    targets = services("compiler", "qualification", qualify_warmup_passes=0)
     auth = call_metadata(token)
     archive, identity = packed(make_bundle(GOOD))
     bundle = common_pb2.BundleArchive(identity=identity, archive=archive)

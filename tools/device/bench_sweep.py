@@ -201,7 +201,7 @@ def main(out_dir):
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda").random_()
     dst = torch.empty_like(src)
     copy_bps = 2 * src.numel() / timer.cold([lambda: dst.copy_(src)], 0.2)[0].median_us * 1e6
-    del src, dst
+    src = dst = None  # frees the 2 GiB before the sweep
     head = {"floor_us": floor[False], "floor_pdl_us": floor[True], "copy_Bps": copy_bps}
     print(f"floor {floor[False]:.3f} us, PDL floor {floor[True]:.3f} us, copy {copy_bps / 1e12:.2f} TB/s", flush=True)
     log = open(os.path.join(out_dir, "sweep.jsonl"), "w")

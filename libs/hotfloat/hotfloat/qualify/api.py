@@ -104,7 +104,8 @@ DEFAULT_RULES: dict[str, dict] = {
     "cpu": dict(look_rounds=4, max_looks=2, drift_bound=5.0, noise_floor=0.01, process_floor=0.01),
     "cuda": dict(look_rounds=10, max_looks=4, drift_bound=0.02, noise_floor=0.003, process_floor=0.003),
 }
-"""Rule parameters per device; the CUDA ones are the H200 calibration's (docs/calibration-h200.json)."""
+"""Rule parameters per device. The CUDA ones are provisional: the H200 collection so far (docs/calibration-h200.json,
+9 rounds) is far too short to choose them, and its per-pass noise puts 2% out of reach of any rule (docs/qualification.md)."""
 
 
 def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions | None = None, *,

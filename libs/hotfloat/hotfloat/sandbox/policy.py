@@ -32,5 +32,5 @@ class SandboxPolicy(BaseModel):
     gpu: bool = False
     """Expose the NVIDIA device nodes and /sys (read-only) so CUDA works inside."""
     writable_dev: bool = True
-    """False mounts /dev (and /dev/shm with it) read-only: a fork server's engines share the sandbox, so a
-    writable /dev would carry state from one engine to the next (collectives need it writable for shared memory)."""
+    """False mounts /dev (and /dev/shm with it) read-only, for a sandbox that must carry no state in shared memory
+    (collectives and engines need it writable)."""

@@ -1,7 +1,7 @@
 """Killing every member of a group of processes that may still be forking: SIGKILL, look again, until none is left.
 
-One loop serves the cgroup teardown (members from cgroup.procs) and the qualification fork server's sweep of its
-own pid namespace (members from /proc); a process forked between the listing and the kill is caught next round.
+The cgroup teardown lists members from cgroup.procs; a process forked between the listing and the kill is caught
+next round.
 """
 
 from __future__ import annotations

@@ -73,10 +73,10 @@ DENIED_ATTRS = {
 
 REEXPORTED_MODULES = frozenset({
     "argparse", "ast", "atexit", "bltns", "builtins", "concurrent", "contextvars", "copyreg", "ctypes", "datetime", "dis",
-    "gc", "glob", "gzip", "importlib", "inspect", "io", "linecache", "logging", "marshal", "mp", "multiprocessing", "os",
-    "pathlib", "pickle", "pickletools", "pkgutil", "platform", "posix", "python_multiprocessing", "reducer",
-    "reduction", "shutil", "signal", "socket", "subprocess", "sys", "sysconfig", "tarfile", "tempfile", "threading",
-    "time", "tokenize", "traceback", "types", "unittest", "weakref", "zipfile",
+    "gc", "glob", "gzip", "importlib", "inspect", "io", "linecache", "logging", "marshal", "mock", "mp",
+    "multiprocessing", "os", "pathlib", "pickle", "pickletools", "pkgutil", "platform", "posix", "python_multiprocessing",
+    "reducer", "reduction", "shutil", "signal", "socket", "subprocess", "synchronize", "sys", "sysconfig", "tarfile",
+    "tempfile", "threading", "time", "tokenize", "traceback", "types", "unittest", "weakref", "wintypes", "zipfile",
 })
 """Names under which torch, numpy, triton and the allowed stdlib modules re-export modules bundle code may not import
 (`torch.os`, `enum.bltns`, `dataclasses.sys`, ...): refused as attributes of any object, in dotted imports and as

@@ -11,8 +11,6 @@ MAX_WORLD = 64
 
 
 def _reference(t):
-    import torch
-
     return {"out": t["x"].float().sum(dim=0)}
 
 
