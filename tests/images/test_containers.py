@@ -65,7 +65,9 @@ def test_compiler_container_cannot_reach_the_network(images):
 
 def test_miner_workflow_matches_the_validator(images, make_bundle):
     good = compose.miner(REPO / "examples/silu_triton", images / "compiler")
-    assert {s["stage"]: s["status"] for s in good["stages"]} == {"scan": "PASS", "verify": "PASS", "build": "PASS"}, good
+    # a plain Triton op has nothing to compile ahead of time: build is N/A, which moves it on in the validator too
+    assert {s["stage"]: s["status"] for s in good["stages"]} == {"scan": "PASS", "verify": "PASS", "build": "N/A"}, good
+    compose.raise_on_failure(good)
     assert good["identity"] == load_bundle(REPO / "examples/silu_triton").identity
     sneaky = make_bundle("import os\n\ndef run(x, out):\n    os.system('true')\n", name="sneaky")
     bad = compose.miner(sneaky, images / "compiler")

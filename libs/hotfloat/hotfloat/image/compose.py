@@ -8,11 +8,16 @@ import secrets
 import time
 from pathlib import Path
 
-from ..errors import HotfloatError, InfrastructureError
+from ..errors import ExitCode, HotfloatError, InfrastructureError
 from ..verdict import Status
 from . import runtime
 from .oci import Layout
 from .runtime import Container, Mount
+
+EXIT_STATUS = {ExitCode.OK: Status.PASS, ExitCode.FAIL: Status.FAIL, ExitCode.NOT_APPLICABLE: Status.N_A,
+               ExitCode.NO_DECISION: Status.NO_DECISION}
+"""A stage's verdict from the `hotfloat` command's exit code (the one exit-code table); any other code is
+infrastructure, NO_DECISION."""
 
 STATE = Path("out/run")
 """Host folder for the shared socket directory, the validator's ledger, and container logs."""
@@ -117,9 +122,7 @@ def miner(bundle: Path, image: Path, *, timeout: float = 900) -> dict:
         if result is None:
             stages.append({"stage": stage, "status": Status.N_A.value, "detail": "skipped: scan failed"})
             continue
-        status = {0: Status.PASS, 2: Status.FAIL}.get(result["rc"], Status.NO_DECISION)
-        if stage == "build" and result["rc"] == 1 and _json(result["stdout"]) is not None:
-            status = Status.FAIL  # the build ran and reported a failed compile: the candidate's fault
+        status = EXIT_STATUS.get(result["rc"], Status.NO_DECISION)
         report = _json(result["stdout"])
         detail = result["stderr"].strip().splitlines()[-1] if result["stderr"].strip() else f"exit {result['rc']}"
         if isinstance(report, dict) and "status" in report:
@@ -145,8 +148,8 @@ class MinerCheckFailed(HotfloatError):
 
 
 def raise_on_failure(report: dict) -> None:
-    bad = [s for s in report["stages"] if s["status"] not in (Status.PASS.value,)]
-    if bad:
-        failed = [s for s in bad if s["status"] != Status.N_A.value]
+    """N/A moves a bundle on in the validator too (a build with nothing to compile); anything else not PASS stops it."""
+    failed = [s for s in report["stages"] if s["status"] not in (Status.PASS.value, Status.N_A.value)]
+    if failed:
         kind = InfrastructureError if all(s["status"] == Status.NO_DECISION.value for s in failed) else MinerCheckFailed
-        raise kind("miner check did not pass: " + ", ".join(f"{s['stage']} {s['status']}" for s in bad))
+        raise kind("miner check did not pass: " + ", ".join(f"{s['stage']} {s['status']}" for s in failed))
