@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from hotfloat.scan import scan_source
-from hotfloat.scan.policy import ALLOWED_MODULES, DANGEROUS_MODULES, REEXPORTED_MODULES
+from hotfloat.scan.policy import REEXPORTED_MODULES
 
 
 WALK = """
