@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -61,6 +62,8 @@ def test_submit_then_status(capsys, make_bundle, tmp_path):
     (("serve", "compiler"), "exactly one of --socket"),
     (("serve", "compiler", "--listen", "0.0.0.0:7000", "--token-file", "{token}"), "loopback only"),
     (("serve", "compiler", "--socket", "{db}.sock"), "deployment token"),
+    (("serve", "compiler", "--socket", "{db}.sock", "--rule-from", "{db}"), "applies only to the qualification"),
+    (("serve", "qualification", "--socket", "{db}.sock", "--rule-from", "{db}"), "not a calibration record"),
 ])
 def test_bad_input_is_one_error_line_exit_2(capsys, tmp_path, monkeypatch, argv, says):
     monkeypatch.delenv("HOTFLOAT_TOKEN", raising=False)
@@ -87,3 +90,12 @@ def test_run_spawns_separate_service_processes(capsys, make_bundle, tmp_path):
     assert code == 0, err
     assert json.loads(out)["counts"]["failed"] == 1 and json.loads(out)["counts"]["no_decision"] == 1
     assert "#1 scan: failed: scan:" in err and "#2 admit: no_decision: admit: no op of the bundle applies on cpu" in err
+
+
+def test_the_committed_calibration_record_gives_serve_its_rule():
+    from hotfloat.qualify.calibrate import CalibrationRecord, load_rule
+
+    record = Path(__file__).resolve().parents[2] / "docs" / "calibration-h200.json"
+    rule = load_rule(record)
+    assert rule == CalibrationRecord.model_validate_json(record.read_bytes()).rule
+    assert rule.look_rounds == 5  # the rule the H200 collection chose, not the library default

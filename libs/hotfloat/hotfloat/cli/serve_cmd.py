@@ -22,11 +22,13 @@ SERVICE_NAMES = ("compiler", "admission", "qualification")
               help="Library calls run at once; up to 4x this many calls may wait, more are refused.")
 @click.option("--verify-max-shapes", type=click.IntRange(1), help="Admission: only the first N shapes per dtype (quick runs).")
 @click.option("--verify-dtype", "verify_dtypes", multiple=True, type=click.Choice(sorted(DTYPES)), help="Admission: only these dtypes (repeatable).")
+@click.option("--rule-from", "rule_from", type=click.Path(dir_okay=False),
+              help="Qualification: decide with the rule a calibration record chose (e.g. docs/calibration-h200.json).")
 @click.option("--tls-ca", type=click.Path(exists=True, dir_okay=False), help="CA for mutual TLS (TCP only).")
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Server certificate for mutual TLS.")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="Server key for mutual TLS.")
-def serve(name, socket_path, listen, token_file, device, concurrency, verify_max_shapes, verify_dtypes, tls_ca, tls_cert,
-          tls_key) -> None:
+def serve(name, socket_path, listen, token_file, device, concurrency, verify_max_shapes, verify_dtypes, rule_from, tls_ca,
+          tls_cert, tls_key) -> None:
     """Serve NAME until SIGTERM; prints the address it listens on once it is ready."""
     from hotfloat_services.common.auth import load_token
     from hotfloat_services.common.transport import Tls
@@ -37,7 +39,15 @@ def serve(name, socket_path, listen, token_file, device, concurrency, verify_max
     tls_parts = (tls_ca, tls_cert, tls_key)
     if any(tls_parts) and not all(tls_parts):
         raise InputError("mutual TLS needs all of --tls-ca, --tls-cert and --tls-key")
+    if rule_from and name != "qualification":
+        raise InputError("--rule-from applies only to the qualification service")
     tls = Tls.load(*tls_parts) if all(tls_parts) else None
-    config = ServiceConfig(device=device, verify_max_shapes=verify_max_shapes, verify_dtypes=verify_dtypes or None)
+    rule = None
+    if rule_from:
+        from ..qualify.calibrate import load_rule
+
+        rule = load_rule(rule_from)
+    config = ServiceConfig(device=device, verify_max_shapes=verify_max_shapes, verify_dtypes=verify_dtypes or None,
+                           qualify_rule=rule)
     running = start(name, socket_path or listen, token=load_token(token_file), config=config, concurrency=concurrency, tls=tls)
     serve_forever(running, ready=lambda target: click.echo(f"serving {name} on {target}", err=True))

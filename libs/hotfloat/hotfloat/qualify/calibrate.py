@@ -290,6 +290,26 @@ def _r4(xs: list[float]) -> list[float]:
     return [round(x, 4) if math.isfinite(x) else x for x in xs]
 
 
+RECORD_BYTES = 8 << 20
+"""A calibration record is tens of KiB; a larger file is refused before it is parsed."""
+
+
+def load_rule(path: Path) -> RuleConfig:
+    """The rule a calibration record chose, for a service or validator to decide with (`hotfloat serve --rule-from`)."""
+    from pydantic import ValidationError
+
+    from ..errors import InputError
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read(RECORD_BYTES + 1)
+        if len(data) > RECORD_BYTES:
+            raise ValueError(f"over {RECORD_BYTES} bytes")
+        return CalibrationRecord.model_validate_json(data).rule
+    except (ValidationError, ValueError, OSError) as e:
+        raise InputError(f"{path}: not a calibration record: {str(e).splitlines()[0]}") from None
+
+
 def evidence_from(raw: CalibrationRaw, outputs: Path, candidate: str, rule: RuleConfig):
     """A qualification of `candidate` formed from a collection: B1 as B, the candidate as C, B2 as B', over the
     kept rounds (the three were served in a random order within each round, among the collection's other engines).
