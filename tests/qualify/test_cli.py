@@ -36,3 +36,12 @@ def test_not_a_bundle_is_bad_input(tmp_path, capsys):
 def test_sglang_on_cpu_is_one_error_line(bundles, capsys):
     code, _, err = run(capsys, str(bundles["exact"]), "--device", "cpu", "--engine", "sglang")
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "cuda" in err
+
+
+def test_calibrate_evidence_refuses_a_file_that_is_not_a_calibration_record(tmp_path, capsys):
+    raw, record = tmp_path / "raw.json", tmp_path / "record.json"
+    raw.write_text("{}")
+    record.write_text('{"rule": ' * 40 + "1" + "}" * 40)
+    code, _, err = run(capsys, "calibrate", "evidence", str(raw), "--candidate", "C1", "--rule-from", str(record),
+                       "--out", str(tmp_path / "ev.json"))
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "not a calibration record" in err, err

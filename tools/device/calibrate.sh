@@ -9,7 +9,8 @@
 #   hotfloat qualify calibrate evidence raw.json --candidate C1 --rule-from docs/calibration-h200.json --out ev.json
 # A quick analysis also runs here at the end (fewer bootstrap draws) so the log shows the numbers.
 # Run: bash tools/device/run_all.sh engine_install:90 calibrate:420   (CAL_BUDGET=370 s of collection, boots
-# included; CAL_STOCK=3; CAL_SEED=11). Falls back to --unsandboxed (NOTE line) when the sandbox cannot be built.
+# included; CAL_STOCK=3 (3..8); CAL_SEED=11; CAL_UNSANDBOXED=1 skips the sandbox: shared JIT caches, fastest boots).
+# Falls back to --unsandboxed (NOTE line) when the sandbox cannot be built or no sandboxed round was served.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 . tools/device/sglang_env.sh || exit 1
@@ -28,7 +29,7 @@ ensure_available(engine_policy("cuda", "sglang"))' > "$DEST/sandbox_check.txt" 2
   SANDBOX=(--unsandboxed)
 fi
 
-[ "${CAL_UNSANDBOXED:-0}" = 1 ] && SANDBOX=(--unsandboxed)  # a short budget: shared JIT caches, fastest boots
+[ "${CAL_UNSANDBOXED:-0}" = 1 ] && SANDBOX=(--unsandboxed)
 BUDGET=${CAL_BUDGET:-370}
 collect() {  # label budget extra-args...
   local label=$1 budget=$2; shift 2

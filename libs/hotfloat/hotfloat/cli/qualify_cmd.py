@@ -239,11 +239,11 @@ def evidence_cmd(raw, candidate, rule_from, out_path, as_json):
     from pydantic import ValidationError
 
     from ..qualify import save_evidence
-    from ..qualify.calibrate import CalibrationRecord, evidence_from, load_raw
+    from ..qualify.calibrate import evidence_from, load_raw, load_rule
 
+    rule = load_rule(rule_from)
     try:
-        record = CalibrationRecord.model_validate_json(Path(rule_from).read_bytes())
-        ev = evidence_from(load_raw(raw), Path(f"{raw}.outputs.jsonl"), candidate, record.rule)
+        ev = evidence_from(load_raw(raw), Path(f"{raw}.outputs.jsonl"), candidate, rule)
     except (ValidationError, ValueError, OSError) as e:
         raise InputError(f"cannot form evidence for {candidate}: {str(e).splitlines()[0]}") from None
     save_evidence(ev, out_path)
