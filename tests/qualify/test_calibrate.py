@@ -93,6 +93,9 @@ def test_a_short_real_collection_on_cpu_and_evidence_formed_from_it(tmp_path, bu
     assert "C2" in got.failed and "ZeroDivisionError" in got.failed["C2"] and "C2" not in got.kept
     assert all(sorted(r.order) == ["B1", "B2", "B3", "C1"] and all(v > 0 for v in r.pass_s.values()) for r in got.rounds)
     assert all(r.agree["B2"] == 1.0 and r.agree["B3"] == 1.0 for r in got.rounds)  # stock engines agree exactly
+    # every pass carries the host's readings; a CPU engine's pass is its tree's own CPU work, so it used CPU time
+    assert all(r.host.keys() == r.pass_s.keys() and all(h["cpu_s"] > 0 and h["steal_s"] >= 0 for h in r.host.values())
+               for r in got.rounds)
     assert sum(got.routed["C1"].values()) > 0 and not sum(got.routed["B1"].values())
     ev = evidence_from(got, tmp_path / "raw.json.outputs.jsonl", "C1", RuleConfig(look_rounds=3, max_looks=2, logprob_tol=1e-3))
     assert ev.rule.max_looks == 1 and [f.role for f in ev.frames] == ["B", "C", "B"] and len(ev.frames[1].pass_s) == 3

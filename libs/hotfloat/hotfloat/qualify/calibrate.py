@@ -52,6 +52,9 @@ class RawRound(Record):
     """Engine name -> seconds of its pass (validator clock), the quantity the rule compares."""
     agree: dict[str, float] = {}
     """Engine name -> fraction of requests whose tokens equal the first stock engine's in this round."""
+    host: dict[str, dict[str, float]] = {}
+    """Engine name -> what the host did during its pass (hotfloat.qualify.hostload): the engine tree's CPU seconds,
+    seconds stolen by the hypervisor, the SM clock after the pass. Diagnostics for where slow passes come from."""
 
 
 class CalibrationRaw(Record):
@@ -239,9 +242,10 @@ def collect(options, out: Path, *, stock: int = 3, candidates: dict | None = Non
                 start = time.monotonic() - t_rounds
                 batches = [(prompts(workload, r, b), [q.max_new_tokens for q in batch])
                            for b, batch in enumerate(workload.batches)]
-                pass_s, done = {}, {}
+                pass_s, done, host = {}, {}, {}
                 for name in order:
                     total, got = 0.0, []
+                    before = engines[name].reading()
                     try:
                         for ps, mx in batches:
                             s_, outs = engines[name].serve(ps, mx, options.batch_timeout_s)
@@ -250,14 +254,15 @@ def collect(options, out: Path, *, stock: int = 3, candidates: dict | None = Non
                     except EngineFault as f:
                         drop(name, f"round {r}: {f}")
                         continue
-                    pass_s[name], done[name] = total, got
+                    pass_s[name], done[name], host[name] = total, got, engines[name].reading().since(before)
                 if failed.keys() - raw.failed.keys():
                     raw = raw.model_copy(update={"failed": dict(failed), "kept": list(keep),
                                                  "candidates": {n: i for n, i in raw.candidates.items() if n in names}})
                 order = [n for n in order if n in names]
                 ref = [o["tokens"] for _, o in done["B1"]]
                 agree = {n: sum(a == o["tokens"] for a, (_, o) in zip(ref, got)) / len(ref) for n, got in done.items()}
-                rounds.append(RawRound(t=start, order=order, pass_s={n: pass_s[n] for n in order}, agree=agree))
+                rounds.append(RawRound(t=start, order=order, pass_s={n: pass_s[n] for n in order}, agree=agree,
+                                       host={n: host[n] for n in order}))
                 if r < keep_rounds:
                     with outputs.open("a") as f:
                         for n in keep:
@@ -450,7 +455,23 @@ def noise(raws: list[CalibrationRaw]) -> dict[str, float]:
             out["round_s"] = float(np.median(np.diff(t)))
             out["pass_overhead_s"] = float(np.median(np.diff(t)) / len(names) - np.median(x))
         out["boot_s_max"] = max(raw.boot_s.values())
+        out.update(stall_signs(raw, names, x))
     return out
+
+
+def stall_signs(raw: CalibrationRaw, names: list[str], x: np.ndarray) -> dict[str, float]:
+    """How slow passes line up with the host readings (RawRound.host): the share of passes 10% over their engine's
+    median, and the correlation of excess pass time with the engine tree's CPU seconds and with stolen time."""
+    if not raw.rounds or not all(n in r.host for r in raw.rounds for n in names):
+        return {}
+    excess = (x / np.median(x, axis=0) - 1).ravel()
+    cpu = np.array([[r.host[n]["cpu_s"] for n in names] for r in raw.rounds]).ravel()
+    steal = np.array([[r.host[n]["steal_s"] for n in names] for r in raw.rounds]).ravel()
+    mhz = np.array([[r.host[n]["sm_mhz"] for n in names] for r in raw.rounds]).ravel()
+    corr = lambda a: float(np.corrcoef(excess, a)[0, 1]) if np.std(a) > 0 and np.std(excess) > 0 else 0.0  # noqa: E731
+    return {"stall_share": float(np.mean(excess > 0.1)), "stall_corr_engine_cpu": corr(cpu),
+            "stall_corr_steal": corr(steal), "steal_s_per_pass": float(np.mean(steal)),
+            "sm_mhz_min": float(mhz.min()), "sm_mhz_median": float(np.median(mhz))}
 
 
 def measured_candidate(raws: list[CalibrationRaw], trim: float) -> dict[str, float]:

@@ -12,6 +12,7 @@ do, so the activation seam sees one (T, 2d) tensor exactly like `activation.silu
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import inspect
 import json
@@ -231,6 +232,11 @@ class TransformersEngine:
         serve_batch(self.engine, prompts, max_new, on_done)
         if self.engine.device.type == "cuda":
             torch.cuda.synchronize(self.engine.device)
+
+    def freeze_gc(self) -> None:
+        """After warm-up: the model and everything built with it leave the collector's view."""
+        gc.collect()
+        gc.freeze()
 
     def reset_counts(self) -> None:
         self.router.reset_counts()

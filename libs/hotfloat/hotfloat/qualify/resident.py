@@ -4,12 +4,14 @@ its channel, timestamp every completion on arrival, and turn whatever it does in
 The validator alone holds a clock: an engine only ever receives the prompts of the batch that is due and answers
 with tokens; the time between sending a batch and receiving its completions is what the rule compares. Before any
 engine starts, the validator process makes itself non-dumpable (no same-uid ptrace, no core, no /proc/<pid>/mem),
-on top of the engines living in other pid namespaces where it does not exist.
+on top of the engines living in other pid namespaces where it does not exist. The validator's own garbage
+collector is off inside a timed window: a collection there would be charged to whichever engine was being served.
 """
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import math
 import os
 import shutil
@@ -18,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import wire
+from . import hostload, wire
 from .host import spawn_engine
 
 PR_SET_DUMPABLE = 4
@@ -80,17 +82,27 @@ class ResidentEngine:
 
     def serve(self, prompts: list[list[int]], max_new: list[int], timeout_s: float) -> tuple[float, list[tuple[float, dict]]]:
         """Sends one batch; returns (seconds until its last completion, [(latency, completion)] per request)."""
-        sent = time.perf_counter()
-        deadline = time.monotonic() + timeout_s
-        self._send({"op": "batch", "prompts": prompts, "max_new": max_new})
-        done: dict[int, tuple[float, dict]] = {}
-        while len(done) < len(prompts):
-            msg = self._expect("done", deadline)
-            i = msg.get("i")
-            if type(i) is not int or not 0 <= i < len(prompts) or i in done:
-                raise EngineFault(f"engine sent a completion for request {i!r} it was not asked for", own=True)
-            done[i] = (time.perf_counter() - sent, _completion(msg, max_new[i], i))
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            sent = time.perf_counter()
+            deadline = time.monotonic() + timeout_s
+            self._send({"op": "batch", "prompts": prompts, "max_new": max_new})
+            done: dict[int, tuple[float, dict]] = {}
+            while len(done) < len(prompts):
+                msg = self._expect("done", deadline)
+                i = msg.get("i")
+                if type(i) is not int or not 0 <= i < len(prompts) or i in done:
+                    raise EngineFault(f"engine sent a completion for request {i!r} it was not asked for", own=True)
+                done[i] = (time.perf_counter() - sent, _completion(msg, max_new[i], i))
+        finally:
+            if collecting:
+                gc.enable()
         return max(s for s, _ in done.values()), [done[i] for i in range(len(prompts))]
+
+    def reading(self) -> hostload.Reading:
+        """The host counters for this engine's process tree (calibration diagnostics; read outside timed windows)."""
+        return hostload.read(self.proc.pid)
 
     def stop(self, timeout_s: float) -> tuple[dict[str, int], dict[str, int]]:
         """Ends serving; returns the routed and stock seam counts the engine reports."""

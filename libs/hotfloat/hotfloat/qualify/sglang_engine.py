@@ -51,7 +51,7 @@ class SglangEngine:
             "cuda": str(torch.version.cuda),
             "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
             "model_config_sha256": hashlib.sha256(config).hexdigest(),
-            **{k: str(v) for k, v in self.settings.items()},
+            **{k: str(v) for k, v in self.settings.items()}, "gc": "frozen after warm-up",
         }
         self.identity = hashlib.sha256(json.dumps({k: v for k, v in self.info.items() if k != "gpu"},
                                                   sort_keys=True).encode()).hexdigest()
@@ -64,6 +64,11 @@ class SglangEngine:
             lps = [float(v[0]) for v in meta["output_token_logprobs"]]
             margins = [float(t[0][0]) - float(t[1][0]) for t in meta["output_top_logprobs"]]
             on_done(i, [int(t) for t in o["output_ids"]], lps, margins)
+
+    def freeze_gc(self) -> None:
+        """After warm-up: SGLang freezes the collector in this process (its tokenizer manager), the scheduler and
+        the detokenizer, so later collections scan only what a pass allocates."""
+        self.engine.freeze_gc()
 
     def reset_counts(self) -> None:
         """Nothing to reset from here: the counts live in SGLang's scheduler process and cover graph capture and

@@ -3,7 +3,8 @@
 One resident worker per role (B, C, B') lives for a whole qualification in its own sandbox (hotfloat.qualify.host).
 It builds its engine (the transformers stand-in, or SGLang with the hotfloat_sglang plugin arming the bundle in
 every engine process), warms up on prompts the timed passes never use, pins its whole process tree to the CPUs the
-validator gave it, reports ready, then answers batches one at a time until told to stop. It never sees the workload
+validator gave it, takes everything warm-up left alive out of the garbage collector's view (a full collection over
+the model's objects inside a pass is a stall of a hundred milliseconds or more), reports ready, then answers batches one at a time until told to stop. It never sees the workload
 seed or future prompts, so it cannot precompute answers, and it never measures time: the validator timestamps each
 completion message as it arrives. Messages are length-prefixed JSON (hotfloat.qualify.wire) on fd 0.
 """
@@ -33,6 +34,7 @@ def main(conn) -> None:
         if spec.get("cpus"):
             _pin(spec["cpus"])
         engine.reset_counts()
+        engine.freeze_gc()
         wire.send(conn, {"type": "ready", "identity": engine.identity, "info": engine.info})
         while True:
             msg = wire.recv(conn)
