@@ -9,7 +9,8 @@
 #   hotfloat qualify calibrate evidence raw.json --candidate C1 --rule-from docs/calibration-h200.json --out ev.json
 # A quick analysis also runs here at the end (fewer bootstrap draws) so the log shows the numbers.
 # Run: bash tools/device/run_all.sh engine_install:90 calibrate:420   (CAL_BUDGET=370 s of collection, boots
-# included; CAL_STOCK=3 (3..8); CAL_SEED=11; CAL_UNSANDBOXED=1 skips the sandbox: shared JIT caches, fastest boots).
+# included; CAL_STOCK=3 (3..8); CAL_SEED=11; CAL_BOOT=330 s (checkpoint generation and boots); CAL_CANDIDATES (bundle
+# directories, space-separated; default the silu and fused examples); CAL_UNSANDBOXED=1 skips the sandbox).
 # Falls back to --unsandboxed (NOTE line) when the sandbox cannot be built or no sandboxed round was served.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -31,12 +32,14 @@ fi
 
 [ "${CAL_UNSANDBOXED:-0}" = 1 ] && SANDBOX=(--unsandboxed)
 BUDGET=${CAL_BUDGET:-370}
+CANDS=()
+for c in ${CAL_CANDIDATES:-examples/silu_triton examples/fused_add_rmsnorm_triton}; do CANDS+=(--candidate "$c"); done
 collect() {  # label budget extra-args...
   local label=$1 budget=$2; shift 2
   echo "=== collect $label (budget ${budget}s, t=$(( $(date +%s) - T0 ))s) ==="
   timeout -k 10 $(( budget + 20 )) python3 -m hotfloat.cli qualify calibrate collect --device cuda --engine sglang \
-    --stock "${CAL_STOCK:-3}" --candidate examples/silu_triton --candidate examples/fused_add_rmsnorm_triton \
-    --keep-rounds "${CAL_KEEP:-20}" --budget "$budget" --boot-timeout 150 --seed "${CAL_SEED:-11}" \
+    --stock "${CAL_STOCK:-3}" "${CANDS[@]}" \
+    --keep-rounds "${CAL_KEEP:-20}" --budget "$budget" --boot-timeout "${CAL_BOOT:-330}" --seed "${CAL_SEED:-11}" \
     --out "$DEST/raw.json" "$@" > "$DEST/collect.log" 2>&1
   local rc=$?
   echo "collect $label rc=$rc in $(( $(date +%s) - T0 ))s"

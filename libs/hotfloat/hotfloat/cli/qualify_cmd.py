@@ -29,7 +29,7 @@ def _engine_options(fn):
         click.option("--model", "model_path", type=click.Path(file_okay=False, exists=True), default=None,
                      help="SGLang: a checkpoint directory instead of the generated random-weight model."),
         click.option("--preset", default=None, help="Model shape of the generated model [default: tiny on cpu, "
-                                                     "qwen2-0.5b on cuda]."),
+                                                     "llama-8b on cuda]."),
         click.option("--dtype", type=click.Choice(["fp32", "bf16", "fp16"]), default=None,
                      help="Engine dtype [default: fp32 on cpu, bf16 on cuda]."),
         click.option("--decode", type=click.Choice(["eager", "static", "graph"]), default=None,

@@ -168,7 +168,7 @@ def collect(options, out: Path, *, stock: int = 3, candidates: dict | None = Non
     from .engine import PRESETS
     from .host import model_view, staged
     from .resident import EngineFault, ResidentEngine, cpu_sets, harden_self
-    from .workload import make_workload, prompts
+    from .workload import kv_cap, make_workload, prompts
 
     t0 = time.monotonic()
     harden_self()
@@ -182,7 +182,7 @@ def collect(options, out: Path, *, stock: int = 3, candidates: dict | None = Non
     warmup = [(prompts(workload, -1 - p, b), [r.max_new_tokens for r in batch])
               for p in range(workload.warmup_passes) for b, batch in enumerate(workload.batches)]
     graph_batches = sorted({len(b) for b in workload.batches})
-    kv_tokens = 2 * max(sum(r.prompt_len + r.max_new_tokens for r in b) for b in workload.batches) + 4096
+    kv_tokens = kv_cap(workload)
     cpus = cpu_sets(len(names))
     rng = np.random.default_rng(workload.seed)
     outputs = Path(f"{out}.outputs.jsonl")

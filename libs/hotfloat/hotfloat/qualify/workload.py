@@ -21,13 +21,13 @@ SHAPES: dict[str, list[list[tuple[int, int, str]]]] = {
         [(1024, 4, "prefill"), (1536, 8, "prefill"), (2048, 2, "prefill"), (1280, 6, "prefill"),
          (1792, 4, "prefill"), (896, 8, "prefill"), (1152, 2, "prefill"), (1664, 6, "prefill")],
     ],
-    "sglang": [[(32 + (i * 97) % 481, 256, "decode") for i in range(32)],
+    "sglang": [[(32 + (i * 97) % 481, 128, "decode") for i in range(32)],
                [(1024 + (i * 131) % 1025, 4, "prefill") for i in range(8)]],
 }
 """(prompt_len, max_new_tokens, kind) per request, grouped in batches. `sglang` is a fixed decode-heavy batch (32
-requests, prompts of 32 to 512 tokens, 256 new tokens each, all finishing on the same step, so the pass has no
-ragged tail) and a prefill batch (8 prompts of 1024 to 2048 tokens, 4 new tokens): about half a second per pass on
-the H200, decode through SGLang's CUDA graphs and prefill over thousands of tokens at once."""
+requests, prompts of 32 to 512 tokens, 128 new tokens each, all finishing on the same step, so the pass has no
+ragged tail) and a prefill batch (8 prompts of 1024 to 2048 tokens, 4 new tokens): about 1.1 s per pass on the H200
+with the llama-8b model, decode through SGLang's CUDA graphs and prefill over thousands of tokens at once."""
 
 
 def make_workload(shapes: str, vocab_size: int, *, passes: int = 2, warmup_passes: int = 1, seed: int | None = None) -> Workload:
@@ -44,3 +44,9 @@ def prompts(workload: Workload, pass_index: int, batch_index: int) -> list[list[
     digest = hashlib.sha256(f"{workload.seed}:{pass_index}:{batch_index}".encode()).digest()
     rng = np.random.default_rng(int.from_bytes(digest[:8], "big"))
     return [rng.integers(1, workload.vocab_size, size=r.prompt_len).tolist() for r in workload.batches[batch_index]]
+
+
+def kv_cap(workload: Workload) -> int:
+    """KV-cache tokens an SGLang engine is given: the largest batch's prompts and completions with a quarter to
+    spare, plus a few pages. Capped so engines sharing one GPU hold what the workload needs and no more."""
+    return int(1.25 * max(sum(r.prompt_len + r.max_new_tokens for r in b) for b in workload.batches)) + 4096
