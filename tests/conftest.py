@@ -43,8 +43,8 @@ def make_bundle(tmp_path):
 @pytest.fixture(scope="session")
 def aot_builds():
     """Both AOT examples built once per session (deviceless, sandboxed): example name -> (bundle, BuildRecord)."""
-    from hotfloat.build import build_bundle
     from hotfloat.bundle import load_bundle
+    from hotfloat.compiler import build_bundle
 
     out = {}
     for name in ("silu_triton_aot", "silu_cute_aot"):

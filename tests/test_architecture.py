@@ -12,13 +12,11 @@ OUTSIDE = ("grpc", "hotfloat_services", "hotfloat.cli")
 other way round."""
 DECLARED = {"cli": {"hotfloat_services"}}
 """The CLI starts and dials the services (inside the commands that need them): the one edge outward, and only there."""
-VOCABULARY = {"errors", "verdict"}
-"""All a record module may import from the library: the error root and the verdict status."""
-KNOWN_CYCLES = {frozenset({"build", "native"})}
-"""Cycles the renovation has not reached yet (issue 23 item 4: one cubin check). Each must still exist, so fixing one
-fails here until its line is removed."""
+VOCABULARY = {"errors", "record", "verdict"}
+"""All a record module may import from the library: the error root, the record base and the verdict status."""
 KNOWN_RECORD_IMPORTS = {("verify/records.py", "sandbox")}
-"""VerifyReport embeds the SandboxPolicy it ran under (issue 23 item 2). Ratcheted like KNOWN_CYCLES."""
+"""VerifyReport embeds the SandboxPolicy it ran under (issue 23 item 2). Each must still exist, so fixing one fails
+here until its line is removed."""
 
 
 def imports(path: Path):
@@ -82,8 +80,7 @@ def test_the_graph_is_derived_from_every_package():
 
 def test_no_upward_arrow():
     found = cycles(graph())
-    assert found - KNOWN_CYCLES == set(), sorted(map(sorted, found - KNOWN_CYCLES))
-    assert KNOWN_CYCLES <= found, f"fixed, so remove from KNOWN_CYCLES: {sorted(map(sorted, KNOWN_CYCLES - found))}"
+    assert found == set(), sorted(map(sorted, found))
 
 
 def test_env_is_below_what_it_describes():

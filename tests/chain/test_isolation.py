@@ -16,7 +16,7 @@ from hotfloat.chain.publish import PubState, history
 from hotfloat.chain.standin import LocalSubstrate
 from hotfloat.chain.tables import open_ledger
 from hotfloat.ledger import ORDER, State
-from hotfloat.validator import Settled
+from hotfloat.validator import ScoreEvidence, Settled
 from hotfloat.validator.standings import record_scored
 
 NETUID = 7
@@ -65,7 +65,8 @@ def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(standin
                 for seen, to in zip(ORDER[: ORDER.index(State.QUALIFIED) + 1], ORDER[1: ORDER.index(State.QUALIFIED) + 1]):
                     sub = led.advance(sub.id, seen, to, "test step")
                 settled = Settled(identity=sub.identity, status="PASS", score=0.3, reason="reproduced")
-                record_scored(led, sub, settled, "activation.silu_and_mul", "reproduced", {})
+                evidence = ScoreEvidence(status="PASS", reasons=[], record={}, runs=[], settled=settled)
+                record_scored(led, sub, settled, "activation.silu_and_mul", "reproduced", evidence)
             client = Chain(standin)
             ChainCycle(client, led, NETUID, wallets["validator"], weights_every=1000, policy=policy,
                        report=reports.append)()

@@ -15,6 +15,8 @@ from hotfloat.chain.tables import open_ledger
 from hotfloat.cli.main import main
 from hotfloat.ledger import State
 from hotfloat.scan import scan_bundle
+from hotfloat.validator import StageEvidence
+from hotfloat.verdict import Status
 
 NETUID = "7"
 
@@ -83,7 +85,8 @@ def test_miner_to_weights_loop(hf, tmp_path, wallets, origin, make_bundle):
         for sub in subs:
             report = scan_bundle(unpack(ledger.archive(sub.id)))
             assert report.clean
-            ledger.advance(sub.id, State.RECEIVED, State.SCANNED, "scan clean", {"clean": True})
+            ledger.advance(sub.id, State.RECEIVED, State.SCANNED, "scan clean",
+                           StageEvidence(status=Status.PASS, reasons=[], record={"clean": True}))
         assert {s.submitter: s.identity for s in ledger.submissions()} == {who[m]: offers[m] for m in offers}
 
     crowns = [{"winner": offers["miner2"], "runner_up": offers["miner1"], "reason": "settled",

@@ -10,8 +10,21 @@ import threading
 import pytest
 
 from hotfloat.bundle import load_bundle, pack
-from hotfloat.errors import BundleError
+from hotfloat.errors import BundleError, InfrastructureError
 from hotfloat.ledger import Ledger, LedgerBusy, LedgerConflict, State
+from hotfloat.record import Record
+
+
+class Scanned(Record):
+    """A stage's evidence as a record of its own."""
+
+    ops: int
+
+
+class Built(Record):
+    """Another stage's evidence, which scan evidence is not."""
+
+    arch: str
 
 
 @pytest.fixture
@@ -39,12 +52,15 @@ def test_advance_is_compare_and_set_with_evidence(tmp_path, archive):
     with Ledger(tmp_path / "l.db") as led:
         sub, _ = led.receive(archive)
         led.begin_attempt(sub.id, "scan")
-        led.advance(sub.id, State.RECEIVED, State.SCANNED, "clean", {"ops": 1})
+        led.advance(sub.id, State.RECEIVED, State.SCANNED, "clean", Scanned(ops=1))
         with pytest.raises(LedgerConflict):
             led.advance(sub.id, State.RECEIVED, State.SCANNED, "clean")
         with pytest.raises(LedgerConflict, match="not a pipeline step"):
             led.advance(sub.id, State.SCANNED, State.ADMITTED)
-        assert led.evidence(sub.id, State.SCANNED) == {"ops": 1}
+        assert led.evidence(sub.id, State.SCANNED, Scanned) == Scanned(ops=1)
+        assert led.transitions(sub.id)[-1].evidence == {"ops": 1} and led.evidence(sub.id, State.BUILT, Scanned) is None
+        with pytest.raises(InfrastructureError, match="ledger evidence of submission"):
+            led.evidence(sub.id, State.SCANNED, Built)
         assert [(a.stage, a.outcome) for a in led.attempts(sub.id)] == [("scan", "done")]
         led.advance(sub.id, State.SCANNED, State.FAILED, "build failed")
         with pytest.raises(LedgerConflict, match="final"):

@@ -20,7 +20,7 @@ from hotfloat.bundle import load_bundle, pack
 from hotfloat.cli.main import main
 from hotfloat.ledger import Ledger, State
 from hotfloat.qualify import RuleConfig
-from hotfloat.validator import Pipeline
+from hotfloat.validator import Pipeline, ScoreEvidence, StageEvidence
 from hotfloat.validator.crowns import CHALLENGE_MARGIN, RUNNER_UP_SHARE, WINNER_SHARE
 from hotfloat.validator.standings import crowns, scores
 from hotfloat_services.serve import ServiceConfig
@@ -62,16 +62,16 @@ def test_reproduced_passes_are_scored_at_the_lower_score_and_crowned(services, t
         for sid in ids:
             assert [t.to_state for t in led.transitions(sid)] == ALL_STAGES
             assert _stages(led, sid) == [("qualify", "done"), ("score", "done")]
-            first, second = led.evidence(sid, State.QUALIFIED), led.evidence(sid, State.SCORED)
-            runs = second["runs"]
-            assert [r["status"] for r in runs] == ["PASS", "PASS"]
-            assert runs[0]["seed"] == first["record"]["workload"]["seed"] != runs[1]["seed"]
-            assert runs[1]["seed"] == second["record"]["workload"]["seed"]
-            assert runs[0]["score"] == first["record"]["score"] and runs[1]["score"] == second["record"]["score"]
-            assert any("calibration: extra stock passes" in r for r in second["reasons"])
-            low = min(r["score"] for r in runs)
-            assert 0 < low and second["settled"]["score"] == low == kept[sid][1]
-            assert kept[sid][0] == second["slot_set"] == "activation.silu_and_mul"
+            first, second = led.evidence(sid, State.QUALIFIED, StageEvidence), led.evidence(sid, State.SCORED, ScoreEvidence)
+            runs = second.runs
+            assert [r.status for r in runs] == ["PASS", "PASS"]
+            assert runs[0].seed == first.record["workload"]["seed"] != runs[1].seed
+            assert runs[1].seed == second.record["workload"]["seed"]
+            assert runs[0].score == first.record["score"] and runs[1].score == second.record["score"]
+            assert any("calibration: extra stock passes" in r for r in second.reasons)
+            low = min(r.score for r in runs)
+            assert 0 < low and second.settled.score == low == kept[sid][1]
+            assert kept[sid][0] == second.slot_set == "activation.silu_and_mul"
         older, newer = sorted(ids, key=lambda sid: led.transitions(sid)[-1].at)
         table, identity = crowns(led), {sid: led.get(sid).identity for sid in ids}
     clients.close()
@@ -112,11 +112,11 @@ def test_a_pass_that_does_not_reproduce_ends_no_decision(services, token, sockdi
             second.close()
             slower.stop(0)
         sub = led.get(sid)
-        runs = led.evidence(sid, State.NO_DECISION)["runs"]
+        runs = led.evidence(sid, State.NO_DECISION, ScoreEvidence).runs
         # FAIL on speed as a rule; under heavy load the slower candidate may stay undecided: neither counts, neither fails
-        assert sub.state is State.NO_DECISION and runs[1]["status"] in ("FAIL", "NO_DECISION")
-        assert sub.reason.startswith(f"score: the qualification PASS did not reproduce: second run {runs[1]['status']}: ")
-        assert runs[0]["status"] == "PASS" and runs[0]["seed"] != runs[1]["seed"]
+        assert sub.state is State.NO_DECISION and runs[1].status in ("FAIL", "NO_DECISION")
+        assert sub.reason.startswith(f"score: the qualification PASS did not reproduce: second run {runs[1].status}: ")
+        assert runs[0].status == "PASS" and runs[0].seed != runs[1].seed
         assert scores(led) == {} and crowns(led) == {}
 
 
@@ -138,7 +138,7 @@ def test_a_validator_killed_between_the_two_runs_resumes_at_the_second(services,
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
             assert led.get(sid).state is State.QUALIFIED
-            before = led.evidence(sid, State.QUALIFIED)
+            before = led.evidence(sid, State.QUALIFIED, StageEvidence)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -150,7 +150,7 @@ def test_a_validator_killed_between_the_two_runs_resumes_at_the_second(services,
         assert led.get(sid).state is State.SCORED, led.get(sid).reason
         assert _stages(led, sid) == [("qualify", "done"), ("score", "interrupted"), ("score", "done")]
         assert [t.to_state for t in led.transitions(sid)] == ALL_STAGES
-        runs = led.evidence(sid, State.SCORED)["runs"]
-        assert runs[0]["seed"] == before["record"]["workload"]["seed"] != runs[1]["seed"]
+        runs = led.evidence(sid, State.SCORED, ScoreEvidence).runs
+        assert runs[0].seed == before.record["workload"]["seed"] != runs[1].seed
         assert list(scores(led)) == [sid]
     clients.close()

@@ -6,7 +6,7 @@ import pytest
 
 from hotfloat.bundle import load_bundle, pack
 from hotfloat.ledger import ORDER, Ledger, LedgerConflict, State
-from hotfloat.validator import CHALLENGE_MARGIN, Settled
+from hotfloat.validator import CHALLENGE_MARGIN, ScoreEvidence, Settled
 from hotfloat.validator.standings import crowns, record_scored, scores, slot_set
 
 SILU, NORM = "activation.silu_and_mul", "norm.rmsnorm"
@@ -45,7 +45,8 @@ def qualified(make_bundle, tmp_path):
 
 def score(led, sub, pool, value):
     settled = Settled(identity=sub.identity, status="PASS", score=value, reason="reproduced")
-    return record_scored(led, sub, settled, pool, settled.reason, {"settled": settled.model_dump()})
+    evidence = ScoreEvidence(status="PASS", reasons=[], record={}, runs=[], settled=settled, slot_set=pool)
+    return record_scored(led, sub, settled, pool, settled.reason, evidence)
 
 
 def test_slot_set_is_the_sorted_slots_a_bundle_replaces(qualified):
@@ -66,7 +67,7 @@ def test_each_slot_set_keeps_its_own_crown_and_the_margin_protects_the_incumbent
     assert crowns(led)[other].weights == {n.identity: 0.8}
     assert scores(led) == {a.id: (pool, 0.30), n.id: (other, 0.05), b.id: (pool, 0.30 + CHALLENGE_MARGIN / 2),
                            c.id: (pool, 0.30 + 2 * CHALLENGE_MARGIN)}
-    assert led.get(c.id).state is State.SCORED and led.evidence(c.id, State.SCORED)["settled"]["score"] == 0.32
+    assert led.get(c.id).state is State.SCORED and led.evidence(c.id, State.SCORED, ScoreEvidence).settled.score == 0.32
 
 
 def test_a_submission_is_scored_once_and_a_refused_score_writes_nothing(qualified):
@@ -77,5 +78,6 @@ def test_a_submission_is_scored_once_and_a_refused_score_writes_nothing(qualifie
         score(led, a, pool, 0.9)  # a resumed run that scores again changes nothing
     assert scores(led) == {a.id: (pool, 0.2)} and crowns(led)[pool].winner == a.identity
     with pytest.raises(ValueError, match="settled PASS of this submission"):
-        record_scored(led, b, Settled(identity=a.identity, status="PASS", score=0.5, reason=""), pool, "", {})
+        record_scored(led, b, Settled(identity=a.identity, status="PASS", score=0.5, reason=""), pool, "",
+                      ScoreEvidence(status="PASS", reasons=[], record={}, runs=[]))
     assert led.get(b.id).state is State.QUALIFIED and list(scores(led)) == [a.id]

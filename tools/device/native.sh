@@ -71,9 +71,9 @@ if python3 -c "import pydantic, tomllib" 2>/dev/null; then
   for ex in silu_triton_aot silu_cute_aot; do
     PYTHONPATH=libs/hotfloat${PYTHONPATH:+:$PYTHONPATH} timeout 150 python3 - "$ex" <<'PY' || fail=1
 import json, pathlib, sys
-from hotfloat.build import load_build
+from hotfloat.compiler import load_build
 from hotfloat.bundle import load_bundle
-from hotfloat.native.admission import admit
+from hotfloat.admission import admit
 d = pathlib.Path(".device-carry/native") / sys.argv[1]
 ev = (d / "index.json").read_text()
 rec = load_build(ev, {k["cubin"]: (d / k["cubin"]).read_bytes() for k in json.loads(ev)["kernels"]})

@@ -192,8 +192,8 @@ def main() -> int:
         built = REPO / ".device-carry" / "native" / "silu_triton_aot"
         if not (built / "index.json").exists():
             return True, "skipped: no .device-carry/native (make device-carry-native)"
-        from hotfloat.build import load_build
-        from hotfloat.native.admission import admit
+        from hotfloat.compiler import load_build
+        from hotfloat.admission import admit
 
         ev = (built / "index.json").read_text()
         rec = load_build(ev, {k["cubin"]: (built / k["cubin"]).read_bytes() for k in json.loads(ev)["kernels"]})

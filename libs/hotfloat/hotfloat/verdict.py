@@ -1,10 +1,11 @@
 """Outcomes as data: every stage reports a Status and a reason instead of raising."""
 
-from enum import Enum
+from enum import StrEnum
 
 
-class Status(str, Enum):
-    """PASS and FAIL judge the candidate; NO_DECISION means the infrastructure could not judge; N_A means not applicable."""
+class Status(StrEnum):
+    """PASS and FAIL judge the candidate; NO_DECISION means the infrastructure could not judge; N_A means not applicable.
+    The one status type of every record; a str whose value is the wire word, so it prints and compares as that word."""
 
     PASS = "PASS"
     FAIL = "FAIL"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from hotfloat.build import BuildRecord, load_build
+from hotfloat.compiler import BuildRecord, load_build
 from hotfloat.errors import InputError
 from hotfloat.verdict import Status, combine
 from hotfloat.verify import VerifyOptions

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from hotfloat.build import BuildRecord
+from hotfloat.admission import AdmissionReport, admit
 from hotfloat.bundle import Bundle
-from hotfloat.native.admission import AdmissionReport, admit
+from hotfloat.compiler import BuildRecord
 from hotfloat.verdict import Status
 from hotfloat.verify import VerifyOptions, VerifyReport, verify_bundle
 

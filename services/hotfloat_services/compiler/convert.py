@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hotfloat.build import BuildRecord
+from hotfloat.compiler import BuildRecord
 from hotfloat.scan import ScanReport
 from hotfloat.verdict import Status
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hotfloat.build import BuildRecord, build_bundle
 from hotfloat.bundle import Bundle
+from hotfloat.compiler import BuildRecord, build_bundle
 from hotfloat.scan import scan_bundle
 from hotfloat.verdict import Status
 

@@ -1,4 +1,4 @@
-"""`hotfloat validator run --spawn`: the three services as local processes on Unix sockets with a fresh token."""
+"""`hotfloat validator run --spawn`: the services as local processes on Unix sockets with a fresh token."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ QUICK = ("--verify-max-shapes", "1", "--verify-dtype", "fp32")
 
 
 @contextlib.contextmanager
-def spawned(names: tuple[str, ...], *, device: str = "cpu", quick: bool = False,
+def spawned(names: tuple[str, ...], *, device: str = "cpu", quick: bool = False, rule_from: Path | None = None,
             workdir: Path | None = None) -> Iterator[tuple[dict[str, str], str]]:
-    """Starts each named service in its own process; yields ({name: target}, token); stops them all on exit."""
+    """Starts each named service in its own process (qualification deciding with the rule `rule_from`'s calibration
+    record chose, when given); yields ({name: target}, token); stops them all on exit."""
     with contextlib.ExitStack() as stack:
         root = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hotfloat-svc-")))
         token = secrets.token_urlsafe(32)
@@ -27,6 +28,8 @@ def spawned(names: tuple[str, ...], *, device: str = "cpu", quick: bool = False,
         procs = []
         for name in names:
             extra = QUICK if quick and name == "admission" else ()
+            if rule_from is not None and name == "qualification":
+                extra = ("--rule-from", str(rule_from))
             proc = ServiceProcess(name, root / f"{name}.sock", token_file, device=device, extra=extra, log=root / f"{name}.log")
             stack.callback(proc.stop)
             procs.append(proc.launch())

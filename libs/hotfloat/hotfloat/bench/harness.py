@@ -42,7 +42,7 @@ class Options:
     """Seconds per measurement before the RSE rule gives up; defaults to 0.25 on CUDA and 0.02 on CPU."""
     seed: int = 0
     stock: tuple[str, ...] = LIBRARIES
-    """Stock libraries to time beside the torch paths (sgl-kernel / FlashInfer calling convention) when they load."""
+    """Stock libraries to time beside the torch paths when they load (stock.py: the shared convention or an adapter)."""
 
 
 def bench_in_process(path: str, options: Options, progress: Progress | None = None) -> Report:
@@ -147,7 +147,14 @@ class _Run:
         for s in stocks:
             if s.probe and not self.probe(slot, s, sets[0]):
                 continue
-            calls, prepare, refill = self.stock_calls(s, sets)
+            try:
+                calls, prepare, refill = self.stock_calls(s, sets)
+            except Exception as e:  # its per-set setup (a plan, a JIT build for this shape) failed: the row says so
+                if self.cuda:
+                    torch.cuda.synchronize()
+                impls.append(Impl(name=s.name, graph=None, cold=None, check="FAIL",
+                                  reason=f"setup raised {type(e).__name__}: {e}"[:500]))
+                continue
             impls.append(self.time_impl(s.name, calls, slot, dtype, dims, sets, gen, prepare, refill))
         head = {i.name: (i.graph or i.cold).median_us for i in impls if i.cold is not None}
         t = head.get(impls[0].name) if op is not None else None
@@ -186,7 +193,8 @@ class _Run:
         key = (slot.name, s.name)
         if key not in self.skipped and key not in self._probed:
             try:
-                s.fn(inputs | {n: inputs[n].clone() for n in s.overwrites})
+                extra = s.prepare(inputs).extra if s.prepare else {}
+                s.fn(inputs | extra | {n: inputs[n].clone() for n in s.overwrites})
                 if self.cuda:
                     torch.cuda.synchronize()
                 self._probed.add(key)
@@ -198,7 +206,16 @@ class _Run:
 
     def stock_calls(self, s: Stock, sets) -> tuple[list[Callable[[], tuple]], Prepare | None, Callable[[], None] | None]:
         """One call per input set; for a kernel that overwrites inputs, one call per graph position instead, each on
-        its own copies, with `prepare(i)` refilling call i's copies and `refill()` all of them (outside timing)."""
+        its own copies, with `prepare(i)` refilling call i's copies and `refill()` all of them (outside timing). A
+        prepared kernel's `refill()` remakes its converted inputs from the sets' current values instead."""
+        if s.prepare is not None:
+            prepared = [s.prepare(t) for t in sets]
+
+            def refresh_all() -> None:
+                for p in prepared:
+                    p.refresh()
+
+            return [lambda t=t | p.extra: _outputs(s.fn(t)) for t, p in zip(sets, prepared)], None, refresh_all
         if not s.overwrites:
             return [lambda t=t: _outputs(s.fn(t)) for t in sets], None, None
         per_call = sum(sets[0][n].numel() * sets[0][n].element_size() for n in s.overwrites)

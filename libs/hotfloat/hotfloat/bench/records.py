@@ -6,6 +6,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..verdict import Status
+
 
 class Record(BaseModel):
     """Base of the bench records: unknown keys refused, frozen, documented fields."""
@@ -116,5 +118,5 @@ class Report(Record):
     rows: list[Row]
     skipped: list[Skipped]
     """Stock libraries left out of the run, each with its reason."""
-    status: str
+    status: Status
     """PASS when every check of our kernels passed, FAIL otherwise."""

@@ -1,10 +1,13 @@
 """The stock kernels the engine runs today for each slot, timed beside the candidate in the same run.
 
-torch-eager is SGLang's `forward_native` path. The libraries SGLang's CUDA path calls (sgl-kernel, FlashInfer) share
-one calling convention: `silu_and_mul(x)` and `rmsnorm(x, weight, eps)` return their output, `fused_add_rmsnorm(x,
-residual, weight, eps)` overwrites x with the normalised sum and residual with the sum. A library joins the run when
-it imports here; FlashInfer builds its kernels on the first call (JIT, nvcc), so that first call is the harness's
-probe. The library is called with its own defaults, as SGLang calls it (PDL on Hopper)."""
+torch-eager is SGLang's `forward_native` path. For the token-row slots the libraries SGLang's CUDA path calls
+(sgl-kernel, FlashInfer) share one calling convention: `silu_and_mul(x)` and `rmsnorm(x, weight, eps)` return their
+output, `fused_add_rmsnorm(x, residual, weight, eps)` overwrites x with the normalised sum and residual with the sum.
+Decode attention has no shared convention: SGLang's triton kernel and FlashInfer's paged decode each get an adapter
+that calls them as SGLang's triton and flashinfer backends do, with the per-step metadata (split counts, plan, int32
+page table) made outside the timed region. A library joins the run when it imports here; FlashInfer builds its
+kernels on the first call (JIT, nvcc), so that first call is the harness's probe. Libraries are called with their
+own defaults, as SGLang calls them (PDL on Hopper)."""
 
 from __future__ import annotations
 
@@ -16,24 +19,43 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-LIBRARIES = ("sgl_kernel", "flashinfer")
-"""Modules following the sgl-kernel / FlashInfer calling convention that a CUDA bench adds when they load."""
+LIBRARIES = ("sgl_kernel", "flashinfer", "sglang")
+"""Stock libraries a bench adds when they load: the convention's modules for the token-row slots, the adapters'
+modules for decode attention."""
+ADAPTED_ONLY = ("sglang",)
+"""Modules whose kernels are reached only through an adapter (SGLang's own), never under the shared convention."""
 FUNCTIONS = {"activation.silu_and_mul": ("silu_and_mul", "activation"), "norm.rmsnorm": ("rmsnorm", "norm"),
              "norm.fused_add_rmsnorm": ("fused_add_rmsnorm", "norm")}
 """Slot -> (function name, submodule that holds it when the package's top level does not export it)."""
 
 
 @dataclass(frozen=True)
+class Prepared:
+    """What a stock kernel needs beside one input set, made once per set outside the timed region: workspaces, its own
+    output buffers and inputs converted to its layout (`extra`, merged into the set it is called with), and `refresh`,
+    which remakes the converted inputs after the harness draws fresh values into the set (also outside timing)."""
+
+    extra: dict[str, object]
+    refresh: Callable[[], None]
+
+
+@dataclass(frozen=True)
 class Stock:
     """One stock implementation of a slot. `fn` returns the slot's outputs in ABI order. A kernel that writes over
     some of its inputs names them in `overwrites`: the harness then gives every call its own copies, refilled from the
-    pristine input set before the call and outside its timed region."""
+    pristine input set before the call and outside its timed region. A kernel that needs per-set state (`prepare`)
+    writes only its own buffers."""
 
     name: str
     fn: Callable[[Mapping[str, object]], "torch.Tensor | tuple[torch.Tensor, ...]"]
     overwrites: tuple[str, ...] = ()
     probe: bool = False
     """True for a library kernel: its first call may build it, and a failure there skips it with the reason."""
+    prepare: Callable[[Mapping[str, object]], Prepared] | None = None
+
+    def __post_init__(self):
+        if self.prepare is not None and self.overwrites:
+            raise ValueError(f"stock {self.name}: a prepared kernel writes only its own buffers, not {self.overwrites}")
 
 
 def _silu_eager(t):
@@ -98,14 +120,119 @@ def library(module: str, slot: str) -> Stock | str:
     return Stock(module, fused, overwrites=("x", "residual"), probe=True)
 
 
+def sglang_triton_decode() -> Stock | str:
+    """SGLang's triton `decode_attention_fwd`, called as its TritonAttnBackend.forward_decode calls it: fp32 split
+    workspaces of `triton_attention_num_kv_splits` (the server default, read from the pin) shared by every set as one
+    engine step shares them across layers, and the per-request split counts from SGLang's own metadata kernel,
+    computed once per set outside the timing (SGLang computes them once per step)."""
+    if importlib.util.find_spec("sglang") is None:
+        return "not installed"
+    try:
+        decode = importlib.import_module("sglang.srt.layers.attention.triton_ops.decode_attention").decode_attention_fwd
+        splits_kernel = importlib.import_module("sglang.srt.layers.attention.triton_ops.metadata").get_num_kv_splits_triton
+        max_splits = importlib.import_module("sglang.srt.server_args").ServerArgs.triton_attention_num_kv_splits
+    except Exception as e:  # a payload that cannot load here (no libcuda, ABI mismatch) is skipped
+        return f"import failed: {type(e).__name__}: {e}"[:300]
+    workspaces: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def prepare(t):
+        q, v = t["q"], t["v_buffer"]
+        b, hq, _ = q.shape
+        key = (q.device, b, hq, v.shape[-1])
+        if key not in workspaces:
+            workspaces[key] = (torch.empty((b, hq, max_splits, v.shape[-1]), dtype=torch.float32, device=q.device),
+                               torch.empty((b, hq, max_splits), dtype=torch.float32, device=q.device))
+        splits = torch.empty((b,), dtype=torch.int32, device=q.device)
+        cores = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 0
+
+        def refresh():
+            if cores <= 0:  # SGLang's get_num_kv_splits without a core count: every request at the maximum
+                splits.fill_(max_splits)
+                return
+            seq_lens = t["kv_indptr"].diff().to(torch.int32)
+            splits_kernel[(1,)](splits, seq_lens, b, 1, hq, t["k_buffer"].shape[1], max_splits, cores,
+                                MAX_NUM_SEQ=max(256, 1 << (b - 1).bit_length()))
+
+        refresh()
+        pdl = q.is_cuda and torch.cuda.get_device_capability(q.device)[0] >= 9
+        return Prepared({"stock_out": torch.full_like(q, float("nan")), "stock_state": (*workspaces[key], splits, pdl)},
+                        refresh)
+
+    def call(t):
+        logits, lse, splits, pdl = t["stock_state"]
+        decode(t["q"], t["k_buffer"], t["v_buffer"], t["stock_out"], t["kv_indptr"], t["kv_indices"], logits, lse,
+               splits, max_splits, t["sm_scale"], 1.0, 1.0, use_pdl=pdl)
+        return t["stock_out"]
+
+    return Stock("sglang-triton", call, probe=True, prepare=prepare)
+
+
+FLASHINFER_WORKSPACE_BYTES = 256 << 20
+"""FlashInfer's float workspace (split-KV partial results); one per device, shared by every set's wrapper, as
+SGLang shares one across its wrappers: the calls run one after another."""
+
+
+def flashinfer_decode() -> Stock | str:
+    """FlashInfer's BatchDecodeWithPagedKVCacheWrapper as SGLang's flashinfer backend drives it at decode: NHD, page
+    size 1, backend fa2, tensor cores from a GQA group of 4 up (SGLang's should_use_tensor_core for 16-bit KV), CUDA
+    graph mode with fixed buffers. One wrapper per input set, planned outside the timing with the set's int32 copy of
+    the page table (SGLang builds its page tables in int32 for FlashInfer; the slot's are int64): that conversion and
+    the plan are per-step metadata, not part of the timed call. The K/V pools are passed as views (no copy)."""
+    if importlib.util.find_spec("flashinfer") is None:
+        return "not installed"
+    try:
+        wrapper_cls = importlib.import_module("flashinfer").BatchDecodeWithPagedKVCacheWrapper
+    except Exception as e:  # a library that cannot load on this host (no libcuda, ABI mismatch) is skipped
+        return f"import failed: {type(e).__name__}: {e}"[:300]
+    workspaces: dict[torch.device, torch.Tensor] = {}
+
+    def prepare(t):
+        q, k = t["q"], t["k_buffer"]
+        b, hq, d = q.shape
+        hkv = k.shape[1]
+        if q.device not in workspaces:
+            workspaces[q.device] = torch.zeros(FLASHINFER_WORKSPACE_BYTES, dtype=torch.uint8, device=q.device)
+        last_page_len = torch.ones((b,), dtype=torch.int32, device=q.device)
+        wrapper = wrapper_cls(
+            workspaces[q.device], "NHD", use_cuda_graph=True, use_tensor_cores=hq // hkv >= 4, backend="fa2",
+            paged_kv_indptr_buffer=torch.empty((b + 1,), dtype=torch.int32, device=q.device),
+            paged_kv_indices_buffer=torch.empty(t["kv_indices"].shape, dtype=torch.int32, device=q.device),
+            paged_kv_last_page_len_buffer=torch.empty((b,), dtype=torch.int32, device=q.device))
+
+        def refresh():
+            wrapper.plan(t["kv_indptr"], t["kv_indices"].to(torch.int32), last_page_len, hq, hkv, d, 1,
+                         q_data_type=q.dtype, kv_data_type=k.dtype, sm_scale=t["sm_scale"])
+
+        refresh()
+        cache = (k.view(-1, 1, hkv, d), t["v_buffer"].view(-1, 1, hkv, d))
+        return Prepared({"stock_out": torch.full_like(q, float("nan")), "stock_state": (wrapper, cache)}, refresh)
+
+    def call(t):
+        wrapper, cache = t["stock_state"]
+        return wrapper.run(t["q"], cache, out=t["stock_out"])
+
+    return Stock("flashinfer", call, probe=True, prepare=prepare)
+
+
+ADAPTERS: dict[str, dict[str, Callable[[], Stock | str]]] = {
+    "attention.decode": {"sglang": sglang_triton_decode, "flashinfer": flashinfer_decode},
+}
+"""Slot -> module -> adapter, for slots whose libraries share no calling convention."""
+
+
 def stock_kernels(slot: str, libraries: tuple[str, ...]) -> tuple[list[Stock], dict[str, str]]:
-    """Every stock kernel that can run the slot here, torch first, and why each named library cannot (libraries
-    have no kernel for slots outside FUNCTIONS; those are not reported)."""
+    """Every stock kernel that can run the slot here, torch first, and why each named library cannot (a library with
+    no kernel for the slot, under the convention or an adapter, is not reported)."""
     found, skipped = list(BUILTIN.get(slot, ())), {}
-    if slot not in FUNCTIONS:
-        return found, skipped
     for module in libraries:
-        s = library(module, slot)
+        if slot in ADAPTERS:
+            if module not in ADAPTERS[slot]:
+                continue
+            s = ADAPTERS[slot][module]()
+        elif slot in FUNCTIONS and module not in ADAPTED_ONLY:
+            s = library(module, slot)
+        else:
+            continue
         if isinstance(s, Stock):
             found.append(s)
         else:

@@ -28,8 +28,8 @@ SETS = ("bench", "decode", "all")
               help="Seconds per measurement before the 1% relative-standard-error rule gives up.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
 @click.option("--stock", "stock", multiple=True, metavar="MODULE",
-              help="Stock library timed beside torch's paths (repeatable; default: sgl_kernel and flashinfer when they "
-                   "load; 'none' for torch only).")
+              help="Stock library timed beside torch's paths (repeatable; default: sgl_kernel, flashinfer and, for "
+                   "attention.decode, sglang's triton kernel, when they load; 'none' for torch only).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="Also write a PNG of speedup and fraction of copy bandwidth per shape.")
 @click.option("--save", "save_path", type=click.Path(dir_okay=False, path_type=str), default=None,

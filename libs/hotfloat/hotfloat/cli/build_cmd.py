@@ -22,7 +22,7 @@ INDEX = "index.json"
 @json_option
 def build(bundle: str, out_dir: Path, arch: str, as_json: bool) -> None:
     """Compile BUNDLE's triton/cute kernels to cubins without a GPU, in a sandbox; exit 0 PASS, 1 FAIL."""
-    from ..build import build_bundle
+    from ..compiler import build_bundle
 
     record = build_bundle(open_bundle(bundle), arch=arch)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -45,8 +45,8 @@ def build(bundle: str, out_dir: Path, arch: str, as_json: bool) -> None:
 @json_option
 def admit_cmd(bundle: str, build_dir: Path, seed: int | None, as_json: bool) -> None:
     """Gate, load (Driver API) and verify BUNDLE's built cubins; without a GPU the verdict says the load was skipped."""
-    from ..build import load_build
-    from ..native.admission import admit
+    from ..compiler import load_build
+    from ..admission import admit
 
     try:
         evidence = (build_dir / INDEX).read_text()

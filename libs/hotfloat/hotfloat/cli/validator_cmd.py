@@ -63,6 +63,9 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 @click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
               help="Device of the spawned admission worker; auto = cuda when a GPU is visible, else cpu.")
 @click.option("--quick", is_flag=True, help="Spawned admission verifies one shape per op in fp32 (smoke runs only).")
+@click.option("--rule-from", "rule_from", type=click.Path(dir_okay=False),
+              help="With --spawn: spawn the qualification service too, deciding with the rule this calibration record "
+              "chose (as `hotfloat serve qualification --rule-from`), e.g. docs/calibration-h200.json.")
 @click.option("--through", type=click.Choice(THROUGH), help="Last state to reach (default: scored with a "
               "qualification service, else admitted).")
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Submissions worked at once.")
@@ -78,8 +81,8 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 @click.option("--cafile", type=click.Path(exists=True, dir_okay=False), help="Extra CA bundle to trust for archive origins.")
 @click.option("--allow-private", is_flag=True, help="Allow archive origins on private or loopback addresses (tests only).")
 @json_option
-def run(ledger_path, spawn, compiler, admission, qualification, token_file, device, quick, through, workers, max_attempts,
-        follow, network, netuid, wallet_name, hotkey, wallet_path, weights_every, cafile, allow_private, as_json) -> None:
+def run(ledger_path, spawn, compiler, admission, qualification, token_file, device, quick, rule_from, through, workers,
+        max_attempts, follow, network, netuid, wallet_name, hotkey, wallet_path, weights_every, cafile, allow_private, as_json) -> None:
     """Work the ledger's queue: resume interrupted submissions, then every received one, to a final state."""
     from hotfloat_services.common.auth import load_token
     from hotfloat_services.validator.clients import StageClients
@@ -91,14 +94,22 @@ def run(ledger_path, spawn, compiler, admission, qualification, token_file, devi
         raise InputError("--netuid, --cafile and --allow-private apply only with --chain")
     if network is not None and netuid is None:
         raise InputError("--chain needs --netuid")
+    if rule_from and (not spawn or qualification):
+        raise InputError("--rule-from applies only with --spawn and no --qualification (a running service has its own rule)")
+    if rule_from:
+        from ..qualify.calibrate import load_rule
+
+        load_rule(rule_from)  # the spawned service reads it the same way; a bad record is refused before any start
     start = time.monotonic()
     writable_ledger(ledger_path)
     with contextlib.ExitStack() as stack:
         if spawn:
-            click.echo("starting compiler and admission services ...", err=True)
-            targets, token = stack.enter_context(spawned(("compiler", "admission"), device=resolve_device(device),
-                                                         quick=quick))
+            names = ("compiler", "admission", "qualification") if rule_from else ("compiler", "admission")
+            click.echo(f"starting {', '.join(names[:-1])} and {names[-1]} services ...", err=True)
+            targets, token = stack.enter_context(spawned(names, device=resolve_device(device), quick=quick,
+                                                         rule_from=rule_from))
             compiler, admission = targets["compiler"], targets["admission"]
+            qualification = targets.get("qualification", qualification)
         else:
             token = load_token(token_file)
         clients = StageClients(compiler, admission, qualification, token=token)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from pydantic import BaseModel, ConfigDict
+from ..record import Record
 
 
 class State(str, Enum):
@@ -40,11 +40,7 @@ NEXT: dict[State, tuple[str, State]] = {
 ORDER = (State.RECEIVED, State.SCANNED, State.BUILT, State.ADMITTED, State.QUALIFIED, State.SCORED)
 
 
-class _Row(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class Submission(_Row):
+class Submission(Record):
     """One bundle offered for admission, and where it is now."""
 
     id: int
@@ -64,7 +60,7 @@ class Submission(_Row):
     updated_at: float
 
 
-class Transition(_Row):
+class Transition(Record):
     """One committed state change, with the evidence the stage returned."""
 
     submission_id: int
@@ -72,10 +68,11 @@ class Transition(_Row):
     to_state: State
     reason: str
     evidence: dict | None
+    """The stage's evidence as its JSON object, for display; the pipeline reads it typed (`Ledger.evidence`)."""
     at: float
 
 
-class Attempt(_Row):
+class Attempt(Record):
     """One try at a stage; outcome None means it is running or the process died during it."""
 
     submission_id: int

@@ -16,13 +16,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from ..bundle import unpack
 from ..errors import HotfloatError, InfrastructureError, InputError
+from ..record import Record
 from .migrations import LEDGER_MIGRATIONS, Migration, migrate
 from .records import FINAL, NEXT, ORDER, Attempt, State, Submission, Transition
 
 RETRYABLE = ("retry", "interrupted")
+R = TypeVar("R", bound=Record)
 
 
 class LedgerConflict(HotfloatError):
@@ -169,7 +172,7 @@ class Ledger:
             return c.execute("UPDATE attempts SET outcome = 'interrupted', reason = 'the validator stopped during this try'"
                              " WHERE outcome IS NULL").rowcount
 
-    def advance(self, sid: int, seen: State, to: State, reason: str = "", evidence: dict | None = None,
+    def advance(self, sid: int, seen: State, to: State, reason: str = "", evidence: Record | None = None,
                 blobs: dict[str, bytes] | None = None,
                 also: Callable[[sqlite3.Connection], None] | None = None) -> Submission:
         """Moves a submission from `seen` to `to` with its evidence, in one transaction; LedgerConflict if it moved.
@@ -177,7 +180,7 @@ class Ledger:
         `also` writes what must commit or roll back with the change (e.g. the score and crown tables with SCORED)."""
         _check_edge(seen, to)
         now = time.time()
-        payload = None if evidence is None else json.dumps(evidence, sort_keys=True, default=str)
+        payload = None if evidence is None else evidence.model_dump_json()
         with self.transaction() as c:
             changed = c.execute("UPDATE submissions SET state = ?, reason = ?, updated_at = ? WHERE id = ? AND state = ?",
                                 (to.value, reason, now, sid, seen.value)).rowcount
@@ -201,12 +204,18 @@ class Ledger:
         return [Transition(submission_id=r[0], from_state=r[1], to_state=r[2], reason=r[3],
                            evidence=None if r[4] is None else json.loads(r[4]), at=r[5]) for r in rows]
 
-    def evidence(self, sid: int, state: State) -> dict | None:
-        """The evidence recorded when the submission entered `state` (e.g. the build record for BUILT)."""
-        for t in self.transitions(sid):
-            if t.to_state == state:
-                return t.evidence
-        return None
+    def evidence(self, sid: int, state: State, kind: type[R]) -> R | None:
+        """The evidence recorded when the submission entered `state`, read back as the record `kind` it was written
+        as (e.g. the build's for BUILT); a row that is not one is a corrupt ledger."""
+        with self._lock:
+            row = self._conn.execute("SELECT evidence FROM transitions WHERE submission_id = ? AND to_state = ?"
+                                     " ORDER BY id LIMIT 1", (sid, state.value)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        try:
+            return kind.model_validate_json(row[0])
+        except ValueError as e:
+            raise InfrastructureError(f"ledger evidence of submission {sid} at {state.value}: {str(e).splitlines()[0]}") from None
 
     def counts(self) -> dict[str, int]:
         """Submissions per state, every state present."""

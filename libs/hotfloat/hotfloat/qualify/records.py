@@ -10,7 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Status = Literal["PASS", "FAIL", "NO_DECISION", "N/A"]
+from ..verdict import Status
+
 Role = Literal["B", "C"]
 Decode = Literal["eager", "static", "graph"]
 EngineKind = Literal["transformers", "sglang"]

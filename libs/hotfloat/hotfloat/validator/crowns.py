@@ -7,8 +7,8 @@ nobody to take it (no runner-up, no winner) stays unassigned; what happens to it
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
+from ..record import Record
+from ..verdict import Status
 from .settle import Settled
 
 WINNER_SHARE = 0.8
@@ -17,10 +17,8 @@ CHALLENGE_MARGIN = 0.01
 """A challenger's score must exceed the incumbent's fresh score by this much (1 percentage point of improvement)."""
 
 
-class Crown(BaseModel):
+class Crown(Record):
     """Who holds the crown and the pool share each identity receives."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     winner: str | None
     runner_up: str | None
@@ -31,7 +29,7 @@ class Crown(BaseModel):
 
 def crown(settled: list[Settled], incumbent: str | None = None) -> Crown:
     """Ranks settled PASS candidates (including the incumbent's fresh settlement, if it still passes)."""
-    passing = sorted((s for s in settled if s.status == "PASS" and s.score > 0), key=lambda s: (-s.score, s.identity))
+    passing = sorted((s for s in settled if s.status is Status.PASS and s.score > 0), key=lambda s: (-s.score, s.identity))
     if len({s.identity for s in passing}) != len(passing):
         raise ValueError("one settlement per identity")
     if not passing:

@@ -26,6 +26,7 @@ from ..bundle import unpack
 from ..errors import HotfloatError, InfrastructureError
 from ..ledger import NEXT, Ledger, State, Submission
 from ..verdict import Status
+from .evidence import ScoreEvidence, StageEvidence
 from .settle import Attempt, settle
 from .stages import Outcome, StageRefused, Stages
 from .standings import record_scored, slot_set
@@ -116,8 +117,10 @@ class Pipeline:
             return self.stages.scan(archive, sub.identity, progress)
         if stage == "build":
             return self.stages.build(archive, sub.identity, progress)
-        row = self.ledger.evidence(sub.id, State.BUILT) or {}
-        built = Outcome.from_ledger(row, {n: self.ledger.blob(d) for n, d in row.get("artifacts", {}).items()})
+        row = self.ledger.evidence(sub.id, State.BUILT, StageEvidence)
+        if row is None:
+            raise InfrastructureError("the ledger holds no build evidence for this submission")
+        built = Outcome.from_ledger(row, {n: self.ledger.blob(d) for n, d in row.artifacts.items()})
         if stage == "admit":
             return self.stages.admit(archive, sub.identity, built, progress)
         if stage in ("qualify", "score"):
@@ -138,18 +141,22 @@ class Pipeline:
 
     def _settle(self, sub: Submission, second: Outcome) -> Submission:
         """Settles the reproduction by the one rule (`settle`): SCORED at the lower score, FAILED or NO_DECISION."""
-        first = self.ledger.evidence(sub.id, State.QUALIFIED) or {}
+        first = self.ledger.evidence(sub.id, State.QUALIFIED, StageEvidence)
         reproduced = second.ledger_evidence()
-        evidence = {**reproduced, "runs": [_summary(first), _summary(reproduced)]}
         try:
+            if first is None:
+                raise ValueError("the ledger holds no first qualification")
+            runs = [first.run(), reproduced.run()]
             settled = settle(_attempt(sub.identity, first), _attempt(sub.identity, reproduced))
         except ValueError as e:  # a score outside [0, 1], a malformed run: the service's fault
-            return self._retry(sub, "score", f"unusable scores {evidence['runs']}: {e}")
-        if settled.status != "PASS":
-            to = State.FAILED if settled.status == "FAIL" else State.NO_DECISION
+            scores = [(r.status.value, r.record.get("score")) for r in (first, reproduced) if r is not None]
+            return self._retry(sub, "score", f"unusable scores {scores}: {e}")
+        evidence = ScoreEvidence(**dict(reproduced), runs=runs)
+        if settled.status is not Status.PASS:
+            to = State.FAILED if settled.status is Status.FAIL else State.NO_DECISION
             return self._decide(sub, to, f"score: {settled.reason}", evidence)
         pool = slot_set(unpack(self.ledger.archive(sub.id)))
-        evidence.update(settled=settled.model_dump(), slot_set=pool)
+        evidence = evidence.model_copy(update={"settled": settled, "slot_set": pool})
         self.on_event(sub.id, "score", f"PASS -> scored {settled.score:.4f} in {pool}")
         return record_scored(self.ledger, sub, settled, pool, settled.reason, evidence)
 
@@ -162,21 +169,13 @@ class Pipeline:
         time.sleep(self.backoff_s * tries)
         return self.ledger.get(sub.id)
 
-    def _decide(self, sub: Submission, to: State, reason: str, evidence: dict | None = None) -> Submission:
+    def _decide(self, sub: Submission, to: State, reason: str, evidence: StageEvidence | None = None) -> Submission:
         self.on_event(sub.id, NEXT[sub.state][0], f"{to.value}: {reason}")
         return self.ledger.advance(sub.id, sub.state, to, reason, evidence)
 
 
-def _attempt(identity: str, evidence: dict) -> Attempt:
-    """One qualification run's evidence row as settlement reads it; only a PASS carries its score."""
-    record = evidence.get("record") or {}
-    status = evidence.get("status")
-    return Attempt(identity=identity, status=status, score=record.get("score", 0.0) if status == "PASS" else 0.0,
-                   gate=(record.get("decision") or {}).get("gate"), reason="; ".join(evidence.get("reasons", [])))
-
-
-def _summary(evidence: dict) -> dict:
-    """One qualification run as the score stage reads it: verdict, score and the workload seed it was drawn with."""
-    record = evidence.get("record") or {}
-    return {"status": evidence.get("status"), "score": record.get("score", 0.0),
-            "seed": (record.get("workload") or {}).get("seed"), "reasons": evidence.get("reasons", [])}
+def _attempt(identity: str, evidence: StageEvidence) -> Attempt:
+    """One qualification's evidence as settlement reads it; only a PASS carries its score."""
+    passed = evidence.status is Status.PASS
+    return Attempt(identity=identity, status=evidence.status, score=evidence.record.get("score", 0.0) if passed else 0.0,
+                   gate=(evidence.record.get("decision") or {}).get("gate"), reason="; ".join(evidence.reasons))

@@ -5,40 +5,39 @@ reproduced, never a loss."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from ..record import Record
+from ..verdict import Status
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class Attempt(_Record):
+class Attempt(Record):
     """One qualification's outcome for a bundle (hotfloat.qualify.QualifyResult reduced to what scoring reads)."""
 
     identity: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-    status: Literal["PASS", "FAIL", "NO_DECISION", "N/A"]
+    status: Status
     score: Annotated[float, Field(ge=0, le=1)]
     """Median relative end-to-end improvement over the baseline; 0 unless PASS."""
-    gate: Literal["PASS", "FAIL", "NO_DECISION", "N/A"] | None = None
+    gate: Status | None = None
     """The correctness gate's verdict within this run; None when the run never reached it."""
     reason: str = ""
     """Why the run ended as it did, as the qualification said."""
 
 
-class Settled(_Record):
+class Settled(Record):
     """A bundle's standing after two qualifications."""
 
     identity: str
-    status: Literal["PASS", "FAIL", "NO_DECISION", "N/A"]
+    status: Status
     """PASS only when both passed; FAIL if either failed its correctness gate; N/A if neither ran; else NO_DECISION."""
     score: Annotated[float, Field(ge=0, le=1)]
     reason: str
 
     @model_validator(mode="after")
     def _zero_unless_pass(self):
-        if self.status != "PASS" and self.score:
+        if self.status is not Status.PASS and self.score:
             raise ValueError("only a settled PASS carries a score")
         return self
 
@@ -48,20 +47,20 @@ def settle(first: Attempt, second: Attempt) -> Settled:
     if first.identity != second.identity:
         raise ValueError("both attempts must qualify the same bundle identity")
     statuses = {first.status, second.status}
-    if statuses == {"PASS"}:
+    if statuses == {Status.PASS}:
         low = min(first.score, second.score)
-        return Settled(identity=first.identity, status="PASS", score=low,
+        return Settled(identity=first.identity, status=Status.PASS, score=low,
                        reason=f"reproduced: scores {first.score:.4f} and {second.score:.4f}, the lower is kept")
     runs = {"first": first, "second": second}
     for name, run in runs.items():
-        if run.status == "FAIL" and run.gate == "FAIL":
-            return Settled(identity=first.identity, status="FAIL", score=0.0,
+        if run.status is Status.FAIL and run.gate is Status.FAIL:
+            return Settled(identity=first.identity, status=Status.FAIL, score=0.0,
                            reason=f"the {name} qualification failed the correctness gate: {_why(run)}")
-    if statuses == {"N/A"}:
-        return Settled(identity=first.identity, status="N/A", score=0.0, reason="the bundle never ran in the engine")
-    name, run = next((n, r) for n, r in runs.items() if r.status != "PASS")
-    what = "the qualification PASS did not reproduce" if "PASS" in statuses else "no qualification passed"
-    return Settled(identity=first.identity, status="NO_DECISION", score=0.0,
+    if statuses == {Status.N_A}:
+        return Settled(identity=first.identity, status=Status.N_A, score=0.0, reason="the bundle never ran in the engine")
+    name, run = next((n, r) for n, r in runs.items() if r.status is not Status.PASS)
+    what = "the qualification PASS did not reproduce" if Status.PASS in statuses else "no qualification passed"
+    return Settled(identity=first.identity, status=Status.NO_DECISION, score=0.0,
                    reason=f"{what}: {name} run {run.status}: {_why(run)}")
 
 

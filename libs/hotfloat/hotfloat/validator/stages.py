@@ -14,6 +14,7 @@ from typing import Protocol
 
 from ..errors import InfrastructureError
 from ..verdict import Status
+from .evidence import StageEvidence
 
 OnProgress = Callable[[str, str], None]
 """Called with (stage, message) for each progress event a service streams."""
@@ -28,15 +29,15 @@ class Outcome:
     evidence: dict
     artifacts: dict[str, bytes] = field(default_factory=dict)
 
-    def ledger_evidence(self) -> dict:
-        """The evidence row: verdict, the service's record, and artifact digests (their bytes go to blobs)."""
-        return {"status": self.status.value, "reasons": self.reasons, "record": self.evidence,
-                "artifacts": {n: sha256(d).hexdigest() for n, d in sorted(self.artifacts.items())}}
+    def ledger_evidence(self) -> StageEvidence:
+        """The evidence to record: verdict, the service's record, and artifact digests (their bytes go to blobs)."""
+        return StageEvidence(status=self.status, reasons=self.reasons, record=self.evidence,
+                             artifacts={n: sha256(d).hexdigest() for n, d in sorted(self.artifacts.items())})
 
     @classmethod
-    def from_ledger(cls, row: dict, artifacts: dict[str, bytes]) -> Outcome:
-        """The outcome an evidence row was written from, with its artifacts' bytes read back from the blobs."""
-        return cls(Status(row["status"]), row["reasons"], row["record"], artifacts)
+    def from_ledger(cls, row: StageEvidence, artifacts: dict[str, bytes]) -> Outcome:
+        """The outcome recorded evidence was written from, with its artifacts' bytes read back from the blobs."""
+        return cls(row.status, row.reasons, row.record, artifacts)
 
 
 class StageRefused(InfrastructureError):

@@ -14,7 +14,9 @@ import time
 
 from ..bundle import Bundle
 from ..ledger import Ledger, State, Submission
+from ..verdict import Status
 from .crowns import Crown, crown
+from .evidence import ScoreEvidence
 from .settle import Settled
 
 
@@ -23,9 +25,10 @@ def slot_set(bundle: Bundle) -> str:
     return "+".join(sorted({op.slot for op in bundle.manifest.ops}))
 
 
-def record_scored(ledger: Ledger, sub: Submission, settled: Settled, pool: str, reason: str, evidence: dict) -> Submission:
+def record_scored(ledger: Ledger, sub: Submission, settled: Settled, pool: str, reason: str,
+                  evidence: ScoreEvidence) -> Submission:
     """QUALIFIED -> SCORED with the kept score and `pool`'s recomputed crown, in one transaction."""
-    if settled.status != "PASS" or settled.identity != sub.identity:
+    if settled.status is not Status.PASS or settled.identity != sub.identity:
         raise ValueError("only a settled PASS of this submission is scored")
 
     def write(c: sqlite3.Connection) -> None:
@@ -35,7 +38,7 @@ def record_scored(ledger: Ledger, sub: Submission, settled: Settled, pool: str, 
         rows = c.execute("SELECT s.identity, sc.score FROM scores sc JOIN submissions s ON s.id = sc.submission_id"
                          " WHERE sc.slot_set = ?", (pool,)).fetchall()
         held = c.execute("SELECT winner FROM crowns WHERE slot_set = ?", (pool,)).fetchone()
-        new = crown([Settled(identity=i, status="PASS", score=s, reason="kept score") for i, s in rows],
+        new = crown([Settled(identity=i, status=Status.PASS, score=s, reason="kept score") for i, s in rows],
                     incumbent=held[0] if held else None)
         c.execute("INSERT INTO crowns (slot_set, winner, runner_up, weights, reason, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
                   " ON CONFLICT (slot_set) DO UPDATE SET winner = excluded.winner, runner_up = excluded.runner_up,"

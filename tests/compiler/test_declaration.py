@@ -2,8 +2,8 @@
 
 import pytest
 
-from hotfloat.build import load_build
 from hotfloat.bundle import load_bundle
+from hotfloat.compiler import load_build
 from hotfloat.errors import BundleError, InputError
 
 HEAD = """\

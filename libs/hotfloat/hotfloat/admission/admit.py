@@ -1,6 +1,6 @@
 """Admission of built cubins: everything that can be checked without a GPU runs first (record against the bundle,
-digests, ELF gate, declared kernel and parameter layout); then, on a CUDA machine, the worker loads, launches and
-verifies each cubin. On a machine without a GPU the verdict says so explicitly instead of passing."""
+digests, then the cubin-against-declaration check the compiler ran too); then, on a CUDA machine, the worker loads, launches
+and verifies each cubin. On a machine without a GPU the verdict says so explicitly instead of passing."""
 
 from __future__ import annotations
 
@@ -11,61 +11,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ..build.record import BuildRecord, KernelArtifact
 from ..bundle import Bundle
+from ..compiler.record import BuildRecord, KernelArtifact
 from ..errors import InfrastructureError, InputError
+from ..native import elf
+from ..native.declared import check_cubin, declared_types
 from ..sandbox import Bind, SandboxPolicy, child_env, hotfloat_binds, run_child
 from ..sandbox.child import LIB
 from ..verdict import Status
-from . import elf, params
+from .records import AdmissionReport, KernelAdmission, WorkerReport
 
 CUBINS = "/cubins"
 STARTUP_S = 120.0
 """Interpreter, torch and CUDA context start-up, before any cubin is loaded."""
-
-
-class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class ShapeRow(Record):
-    shape: str
-    ok: bool
-    max_abs_err: float
-    problems: list[str] = Field(max_length=16)
-
-
-class KernelAdmission(Record):
-    """One cubin's admission: what the driver loaded and how each verification shape went."""
-
-    cubin: str
-    ok: bool
-    reason: str = Field(max_length=2000)
-    loaded: dict[str, list[tuple[int, int]]] = Field(default_factory=dict, max_length=64)
-    """Kernel name -> (offset, size) parameters, as cuKernelGetParamInfo reported them."""
-    rows: list[ShapeRow] = Field(default_factory=list, max_length=64)
-
-
-class WorkerReport(Record):
-    """The worker's answer, schema-checked before the parent believes any of it."""
-
-    device: str = Field(max_length=200)
-    results: list[KernelAdmission] = Field(max_length=256)
-    elapsed_s: float
-
-
-class AdmissionReport(Record):
-    """The admission verdict: PASS only when every cubin loaded as declared and verified on a GPU."""
-
-    bundle_identity: str
-    status: Status
-    reasons: list[str]
-    device: str
-    """"cuda:<name>" where the worker ran, or "cpu" when the load was skipped."""
-    seed: int
-    kernels: list[KernelAdmission] = Field(default_factory=list)
 
 
 def admit(bundle: Bundle, record: BuildRecord, *, seed: int | None = None, timeout_s: float = 300.0) -> AdmissionReport:
@@ -98,20 +56,17 @@ def static_check(bundle: Bundle, art: KernelArtifact, data: bytes | None) -> str
     if op is None or op.entry.kernel is None or op.entry.kind != art.kind or op.entry.entry != art.entry:
         raise InputError(f"{art.cubin}: the build record names an op the bundle does not declare")
     decl = op.entry.kernel
-    types = [f"*{art.dtype}" if p.type == "*T" else p.type for p in decl.params]
+    types = declared_types(op, art.dtype)
     if ([p.name for p in decl.params], types, list(decl.grid), decl.block) != (art.param_names, art.param_types, art.grid, art.block):
         raise InputError(f"{art.cubin}: the build record's parameters or launch shape differ from the manifest")
     if data is None or hashlib.sha256(data).hexdigest() != art.cubin_sha256:
         raise InputError(f"{art.cubin}: cubin bytes missing or not matching the recorded digest")
     try:
-        cubin = elf.gate(data)
+        declared = check_cubin(op, art.dtype, art.symbol, data)
     except elf.CubinRefused as e:
         return str(e)
-    declared = params.layout(types, art.kind)
-    if list(cubin.kernels) != [art.symbol]:
-        return f"cubin kernels {sorted(cubin.kernels)} are not exactly the declared [{art.symbol}]"
-    if cubin.kernels[art.symbol] != declared or [tuple(p) for p in art.layout] != list(declared):
-        return f"parameter layout {list(cubin.kernels[art.symbol])} differs from the declared {list(declared)}"
+    if [tuple(p) for p in art.layout] != list(declared):
+        return f"the recorded parameter layout {art.layout} differs from the declared {list(declared)}"
     return None
 
 

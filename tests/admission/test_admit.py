@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from hotfloat.admission import admit, gpu_missing
 from hotfloat.errors import InputError
-from hotfloat.native.admission import admit, gpu_missing
 from hotfloat.verdict import Status
 
 LIVE = os.environ.get("HOTFLOAT_LIVE_GPU") == "1"

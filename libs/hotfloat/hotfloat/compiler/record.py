@@ -7,16 +7,13 @@ import hashlib
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from ..errors import InputError
+from ..record import Record
 from ..verdict import Status
 
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-
-
-class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class KernelArtifact(Record):

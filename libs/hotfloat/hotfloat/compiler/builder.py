@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..bundle import Bundle, Op
 from ..errors import InfrastructureError, InputError
-from ..native import elf, params
+from ..native import elf
+from ..native.declared import check_cubin, declared_types
 from ..sandbox import JOIN_FAILED, GiB, SandboxPolicy
 from ..verdict import Status
 from .jail import WORK, run_jailed
@@ -98,34 +99,20 @@ def _build_op(bundle, op, arch, toolchain, timeout_s, policy) -> list[tuple[Kern
 
 
 def _artifact(op: Op, arch: str, dtype: str, result: dict, data: bytes, inputs: dict) -> tuple[KernelArtifact, bytes]:
-    """Accepts a cubin only if the gate passes and it holds exactly the declared kernel with the declared layout."""
-    decl = op.entry.kernel
+    """Accepts a cubin only if it holds exactly the declared kernel with the declared layout (native.declared)."""
+    decl, symbol = op.entry.kernel, result["symbol"]
     try:
-        cubin = elf.gate(data)
+        layout = check_cubin(op, dtype, symbol, data)
     except elf.CubinRefused as e:
         raise _Refused(f"{dtype}: {e}") from None
-    symbol = result.get("symbol")
-    if list(cubin.kernels) != [symbol]:
-        raise _Refused(f"{dtype}: the cubin defines kernels {sorted(cubin.kernels)}, expected exactly one ({symbol})")
-    if op.entry.kind == "triton":
-        expected, declared = op.entry.entry, symbol == op.entry.entry
-    else:  # CuTe mangles the @cute.kernel name with the argument types; the prefix is what the author controls
-        expected = f"kernel_cutlass_{decl.symbol or op.entry.entry}_"
-        declared = symbol.startswith(expected)
-    if not declared:
-        raise _Refused(f"{dtype}: kernel {symbol!r} is not the declared one ({expected})")
     if not 0 <= result["shared"] <= 227 << 10:
         raise _Refused(f"{dtype}: the kernel asks for {result['shared']} bytes of shared memory")
-    types = [f"*{dtype}" if p.type == "*T" else p.type for p in decl.params]
-    layout = params.layout(types, op.entry.kind)
-    if cubin.kernels[symbol] != layout:
-        raise _Refused(f"{dtype}: kernel parameter layout {list(cubin.kernels[symbol])} differs from the declared {list(layout)}")
     digest = _sha(data)
     artifact = KernelArtifact(
         op=op.key, kind=op.entry.kind, entry=op.entry.entry, symbol=symbol, dtype=dtype, arch=arch,
         cubin=f"{op.entry.slot}.{op.entry.variant}.{dtype}.{arch}.cubin", cubin_sha256=digest,
-        param_names=[p.name for p in decl.params], param_types=types, layout=list(layout), grid=list(decl.grid),
-        block=decl.block, shared_bytes=result["shared"], inputs=inputs)
+        param_names=[p.name for p in decl.params], param_types=declared_types(op, dtype), layout=list(layout),
+        grid=list(decl.grid), block=decl.block, shared_bytes=result["shared"], inputs=inputs)
     return artifact, data
 
 

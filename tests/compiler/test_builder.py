@@ -5,8 +5,8 @@ import textwrap
 
 import pytest
 
-from hotfloat.build import build_bundle
 from hotfloat.bundle import load_bundle
+from hotfloat.compiler import build_bundle
 from hotfloat.verdict import Status
 
 TRITON_OP = """\
