@@ -1,6 +1,7 @@
 """The trusted side of resident engines: a candidate engine that lies about its identity, sends malformed frames or
 NaN logprobs FAILs (its own doing); a baseline engine that faults is infrastructure (NO_DECISION); the validator
-process is non-dumpable; CPU sets are disjoint. The hostile candidates patch the worker's channel from inside the
+process is non-dumpable; CPU sets are disjoint; an idle candidate is stopped while another engine is timed. The
+hostile candidates patch the worker's channel from inside the
 engine process, where a real attacker's code runs."""
 
 import time
@@ -10,7 +11,8 @@ import pytest
 from hotfloat.bundle import load_bundle
 from hotfloat.qualify import QualifyOptions, qualify_bundle
 from hotfloat.qualify.host import staged
-from hotfloat.qualify.resident import EngineFault, ResidentEngine, cpu_sets, is_dumpable
+from hotfloat.qualify import hostload
+from hotfloat.qualify.resident import EngineFault, ResidentEngine, alone, cpu_sets, is_dumpable
 
 OPTS = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0, rule={"look_rounds": 3, "max_looks": 1})
 
@@ -72,3 +74,60 @@ def test_cpu_sets_are_disjoint_and_leave_the_validator_a_cpu():
     flat = [c for s in sets for c in s]
     assert len(flat) == len(set(flat)) == 15 and 0 not in flat and all(len(s) == 5 for s in sets)
     assert cpu_sets(3, [0, 1]) == [None, None, None]
+
+
+SPIN = """
+import threading
+import torch
+
+
+def _spin():
+    while True:
+        pass
+
+
+threading.Thread(target=_spin, daemon=True).start()
+
+
+def run(x, out):
+    d = x.shape[-1] // 2
+    out.copy_(torch.nn.functional.silu(x[:, :d]) * x[:, d:])
+"""
+
+
+def test_an_idle_candidate_is_stopped_while_another_engine_is_timed(make_bundle):
+    """A candidate that burns a CPU whenever it is idle (the same would hold for launching GPU work) gets no CPU time
+    while the baseline serves inside `alone`, and runs again afterwards."""
+    b = load_bundle(make_bundle(SPIN, name="spinner"))
+    with staged({"c": b}, sandboxed=True) as paths:
+        base = dict(OPTS.engine().model_dump(), warmup=[], threads=1, extra_passes=0, cpus=None, graph_batches=[2],
+                    kv_tokens=0, mem_fraction=0.2)
+        stock = ResidentEngine("B", dict(base, bundle=None, identity=None), device="cpu", kind="transformers",
+                               sandboxed=True, model_dir=None)
+        spinner = ResidentEngine("C", dict(base, bundle=paths["c"], identity=b.identity), device="cpu",
+                                 kind="transformers", sandboxed=True, model_dir=None)
+        try:
+            for e in (stock, spinner):
+                e.ready(time.monotonic() + 300)
+            with alone([stock, spinner], stock):
+                states = {_state(pid) for pid in hostload.tree(spinner.proc.pid)}
+                before = hostload.tree_cpu_s(spinner.proc.pid)
+                stock.serve([[1, 2, 3], [4, 5]], [2, 2], 120)
+                time.sleep(0.5)
+                during = hostload.tree_cpu_s(spinner.proc.pid) - before
+            assert states <= {"T", "Z"}, states  # every process of the candidate stopped
+            assert during < 0.02, during
+            before = hostload.tree_cpu_s(spinner.proc.pid)
+            time.sleep(0.5)
+            assert hostload.tree_cpu_s(spinner.proc.pid) - before > 0.2  # resumed: it spins again
+        finally:
+            stock.close()
+            spinner.close()
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"

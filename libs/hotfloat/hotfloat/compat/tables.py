@@ -55,7 +55,10 @@ SGLANG: list[dict] = [
      "fields": ["model_path", "tp_size", "dtype", "random_seed", "host", "port", "mem_fraction_static",
                 "disable_cuda_graph", "attention_backend", "sampling_backend", "skip_server_warmup", "log_level",
                 "skip_tokenizer_init", "grammar_backend", "disable_radix_cache", "cuda_graph_max_bs",
-                "disable_piecewise_cuda_graph", "max_total_tokens"]},
+                "disable_piecewise_cuda_graph", "max_total_tokens", "cuda_graph_bs", "sleep_on_idle",
+                "enable_fp32_lm_head"]},
+    {"name": "Engine.freeze_gc", "kind": "callable", "target": "sglang.srt.entrypoints.engine.Engine.freeze_gc",
+     "params": ["self"]},
 ]
 
 BITTENSOR: list[dict] = [

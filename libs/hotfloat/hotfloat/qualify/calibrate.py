@@ -167,7 +167,7 @@ def collect(options, out: Path, *, stock: int = 3, candidates: dict | None = Non
     from .api import _model_dir, environment
     from .engine import PRESETS
     from .host import model_view, staged
-    from .resident import EngineFault, ResidentEngine, cpu_sets, harden_self
+    from .resident import EngineFault, ResidentEngine, alone, cpu_sets, harden_self
     from .workload import kv_cap, make_workload, prompts
 
     t0 = time.monotonic()
@@ -247,12 +247,13 @@ def collect(options, out: Path, *, stock: int = 3, candidates: dict | None = Non
                     total, got = 0.0, []
                     before = engines[name].reading()
                     try:
-                        for ps, mx in batches:
-                            s_, outs = engines[name].serve(ps, mx, options.batch_timeout_s)
-                            total += s_
-                            got += outs
+                        with alone(list(engines.values()), engines[name]):
+                            for ps, mx in batches:
+                                s_, outs = engines[name].serve(ps, mx, options.batch_timeout_s)
+                                total += s_
+                                got += outs
                     except EngineFault as f:
-                        drop(name, f"round {r}: {f}")
+                        drop(f.who if f.who in engines else name, f"round {r}: {f}")
                         continue
                     pass_s[name], done[name], host[name] = total, got, engines[name].reading().since(before)
                 if failed.keys() - raw.failed.keys():

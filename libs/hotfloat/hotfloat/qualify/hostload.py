@@ -35,6 +35,11 @@ def read(root_pid: int) -> Reading:
 
 def tree_cpu_s(root_pid: int) -> float:
     """User plus system seconds of `root_pid` and every live descendant (all their threads); 0 if it is gone."""
+    return sum(tree(root_pid).values())
+
+
+def tree(root_pid: int) -> dict[int, float]:
+    """`root_pid` and every live descendant, each with its CPU seconds so far; empty if it is gone."""
     parent: dict[int, int] = {}
     used: dict[int, float] = {}
     for name in os.listdir("/proc"):
@@ -50,12 +55,12 @@ def tree_cpu_s(root_pid: int) -> float:
     children: dict[int, list[int]] = {}
     for pid, ppid in parent.items():
         children.setdefault(ppid, []).append(pid)
-    total, todo = 0.0, [root_pid] if root_pid in used else []
+    found, todo = {}, [root_pid] if root_pid in used else []
     while todo:
         pid = todo.pop()
-        total += used[pid]
+        found[pid] = used[pid]
         todo += children.get(pid, [])
-    return total
+    return found
 
 
 def steal_s() -> float:

@@ -6,6 +6,10 @@ with tokens; the time between sending a batch and receiving its completions is w
 engine starts, the validator process makes itself non-dumpable (no same-uid ptrace, no core, no /proc/<pid>/mem),
 on top of the engines living in other pid namespaces where it does not exist. The validator's own garbage
 collector is off inside a timed window: a collection there would be charged to whichever engine was being served.
+
+While one engine is timed, every other engine is stopped (`alone`): SIGSTOP cannot be caught, blocked or ignored,
+so an idle candidate can neither launch GPU work nor burn CPUs (its affinity is its own to widen) to slow the
+baseline's passes and look faster by comparison.
 """
 
 from __future__ import annotations
@@ -15,9 +19,12 @@ import gc
 import math
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import hostload, wire
@@ -27,11 +34,12 @@ PR_SET_DUMPABLE = 4
 
 
 class EngineFault(Exception):
-    """The engine misbehaved, stalled or died; `own` when its own doing (reported an exception, broke the protocol)."""
+    """The engine misbehaved, stalled or died; `own` when its own doing (reported an exception, broke the protocol);
+    `who` names the engine at fault when it is not the one being served (one that could not be stopped)."""
 
-    def __init__(self, message: str, *, own: bool):
+    def __init__(self, message: str, *, own: bool, who: str | None = None):
         super().__init__(message)
-        self.own = own
+        self.own, self.who = own, who
 
 
 def harden_self() -> None:
@@ -100,6 +108,31 @@ class ResidentEngine:
                 gc.enable()
         return max(s for s, _ in done.values()), [done[i] for i in range(len(prompts))]
 
+    def pause(self) -> None:
+        """Stops every process of this engine; the tree is walked until no unstopped process is left (a process
+        forking as we walk gets its child stopped on the next walk)."""
+        stopped: set[int] = set()
+        for _ in range(STOP_WALKS):
+            todo = set(hostload.tree(self.proc.pid)) - stopped
+            if not todo:
+                return
+            for pid in todo:
+                self._kill(pid, signal.SIGSTOP)
+            stopped |= todo
+        raise EngineFault(f"engine {self.name} kept starting processes while being stopped", own=True, who=self.name)
+
+    def resume(self) -> None:
+        for pid in hostload.tree(self.proc.pid):
+            self._kill(pid, signal.SIGCONT)
+
+    def _kill(self, pid: int, sig: int) -> None:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass  # exited since the walk
+        except PermissionError as e:
+            raise EngineFault(f"cannot signal engine {self.name}'s process {pid}: {e}", own=False, who=self.name) from None
+
     def reading(self) -> hostload.Reading:
         """The host counters for this engine's process tree (calibration diagnostics; read outside timed windows)."""
         return hostload.read(self.proc.pid)
@@ -147,6 +180,23 @@ class ResidentEngine:
         if msg.get("type") != kind:
             raise EngineFault(f"engine sent {str(msg.get('type'))[:50]!r} where {kind!r} was due", own=True)
         return msg
+
+
+STOP_WALKS = 64
+
+
+@contextmanager
+def alone(engines: list[ResidentEngine | None], serving: ResidentEngine) -> Iterator[None]:
+    """Every engine but `serving` is stopped for the duration (outside the timed window: stopping and resuming
+    walk /proc); all of them run again afterwards, whatever happened."""
+    others = [e for e in engines if e is not None and e is not serving]
+    try:
+        for e in others:
+            e.pause()
+        yield
+    finally:
+        for e in others:
+            e.resume()
 
 
 def _completion(msg: dict, n: int, i: int) -> dict:

@@ -6,7 +6,10 @@ flashinfer cubins needed), PyTorch sampling, no grammar backend, no radix cache 
 on every pass), SGLang's own decode CUDA graphs for the workload's batch sizes (smaller decode batches pad up to the
 next one), piecewise graphs off, and a KV pool capped to what the workload needs: the engines boot concurrently on
 one GPU, and SGLang sizes its pool from the free memory it measures before and after loading the model, so an
-uncapped neighbour allocating in between would starve it. The plugin is armed from the environment
+uncapped neighbour allocating in between would starve it. Logits are computed in fp32 (`enable_fp32_lm_head`): in
+bf16 a logit near 40 is only resolved to 0.25, coarser than the gate's 0.1 logprob tolerance, so on the H200
+(llama-8b) every top-2 gap was a multiple of 0.25 and a non-bit-exact kernel failed the gate on rounding of the
+logits rather than on its own error. The plugin is armed from the environment
 (HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE, HOTFLOAT_ARMED_IDENTITY); each SGLang process keeps its seam counts in
 HOTFLOAT_SEAMS_REPORT_DIR up to date, and `counts` sums them.
 """
@@ -37,7 +40,7 @@ class SglangEngine:
             disable_cuda_graph=False, cuda_graph_bs=[int(b) for b in spec["graph_batches"]],
             disable_piecewise_cuda_graph=True,
             mem_fraction_static=float(spec["mem_fraction"]), max_total_tokens=int(spec["kv_tokens"]), dtype={"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[spec["dtype"]],
-            random_seed=0, sleep_on_idle=bool(spec.get("sleep_on_idle", True)),
+            random_seed=0, sleep_on_idle=bool(spec.get("sleep_on_idle", True)), enable_fp32_lm_head=True,
         )
         import sglang
         import torch
