@@ -1,4 +1,4 @@
-"""Shared fixtures: paths of the repository, its examples, and a factory for throwaway bundles."""
+"""Shared fixtures: paths of the repository, its examples, factories for throwaway bundles and qualification records."""
 
 from __future__ import annotations
 
@@ -51,3 +51,19 @@ def aot_builds():
         bundle = load_bundle(EXAMPLES / name)
         out[name] = (bundle, build_bundle(bundle))
     return out
+
+
+@pytest.fixture
+def qualified_record():
+    """qualified(status, score, gate, seed) -> the record a qualification reply carries, with no engine run behind it."""
+    from hotfloat.qualify import Decision, EngineSpec, RuleConfig
+    from hotfloat.qualify.workload import make_workload
+    from hotfloat.validator import Qualified
+
+    def make(status: str = "PASS", score: float = 0.0, gate: str = "PASS", seed: int = 7):
+        return Qualified(bundle_identity="0" * 64, engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
+                         engine_identity="e" * 64, workload=make_workload("tiny", 512, seed=seed), rule=RuleConfig(),
+                         sandboxed=True, frames=[], started="2026-01-01T00:00:00+00:00", seconds=1.0, score=score,
+                         decision=Decision(status=status, reason=f"{status} run", score=score, gate=gate))
+
+    return make

@@ -1,12 +1,12 @@
-"""Real bench runs on CPU (a child process, kernels through the Triton interpreter): the examples pass, and kernels
-that are wrong, or honest only while checked, fail."""
+"""Real bench runs on CPU (a sandboxed child, kernels through the Triton interpreter): the examples pass, kernels
+that are wrong, or honest only while checked, fail, and the child sees only its own view unless --unsandboxed."""
 
 from pathlib import Path
 
 import pytest
 
 from hotfloat.bench import Options, run_bench
-from hotfloat.errors import BundleError, InputError
+from hotfloat.errors import BundleError, InfrastructureError, InputError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -130,3 +130,50 @@ def test_bundle_errors_come_back_as_their_own_error_class(make_bundle):
         run_bench(str(make_bundle("raise RuntimeError('boom')\n")), Options(device="cpu", shapes=({"T": 1, "D": 8},)))
     with pytest.raises(InputError, match="no such bundle"):
         run_bench("/nonexistent/bundle", Options(device="cpu"))
+
+
+PROBE = """\
+import os
+
+import torch
+
+SECRET = {secret!r}
+
+
+def run(x, out):
+    seen = [what for what, hit in (("the host file", os.path.exists(SECRET)),
+                                   ("the caller's environment", "HOTFLOAT_TEST_SECRET" in os.environ)) if hit]
+    try:
+        open(__file__ + ".written", "w").close()
+        seen.append("a writable bundle")
+    except OSError:
+        pass
+    if seen:
+        raise RuntimeError("saw " + ", ".join(seen))
+    d = x.shape[1] // 2
+    out.copy_(torch.nn.functional.silu(x[:, :d].float()) * x[:, d:].float())
+"""
+
+
+def test_the_child_sees_neither_host_files_nor_the_environment_and_cannot_write_the_bundle(make_bundle, tmp_path,
+                                                                                          monkeypatch):
+    secret = tmp_path / "secret"
+    secret.write_text("key")
+    monkeypatch.setenv("HOTFLOAT_TEST_SECRET", "1")
+    root = make_bundle(PROBE.format(secret=str(secret)))
+    opts = Options(device="cpu", shapes=({"T": 2, "D": 64},), stock=())
+    seen = []
+    r = run_bench(str(root), opts, lambda *done_total_label: seen.append(done_total_label))
+    assert r.status == "PASS" and r.rows[0].impls[0].check == "PASS", r.rows[0].impls[0].reason
+    assert [s[:2] for s in seen] == [(0, 1)] and seen[0][2].startswith("activation.silu_and_mul bf16")
+    assert r.sandboxed and {"namespaces", "seccomp", "rlimits", "pids"} <= set(r.bounds)
+    r = run_bench(str(root), opts, sandboxed=False)
+    assert r.status == "FAIL" and not r.sandboxed and "namespaces" not in r.bounds
+    assert "saw the host file, the caller's environment, a writable bundle" in r.rows[0].impls[0].reason
+    assert not (root / "kernels" / "k.py.written").exists()  # the child wrote only its staged copy
+
+
+def test_a_hung_kernel_is_killed_at_the_run_deadline(make_bundle):
+    root = make_bundle("import time\n\n\ndef run(x, out):\n    time.sleep(600)\n")
+    with pytest.raises(InfrastructureError, match="no result within 3s; the child was killed"):
+        run_bench(str(root), Options(device="cpu", shapes=({"T": 1, "D": 8},), stock=()), timeout_s=3)

@@ -34,7 +34,7 @@ def deep_manifest_archive() -> bytes:
 
 
 def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(standin, wallets, origin, policy, packed,
-                                                                         tmp_path, monkeypatch):
+                                                                         tmp_path, monkeypatch, qualified_record):
     good_identity, good_archive = packed("good")
     fault_identity, fault_archive = packed("fault")
     fault_url = origin.serve("/fault.tar.gz", fault_archive)
@@ -65,7 +65,7 @@ def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(standin
                 for seen, to in zip(ORDER[: ORDER.index(State.QUALIFIED) + 1], ORDER[1: ORDER.index(State.QUALIFIED) + 1]):
                     sub = led.advance(sub.id, seen, to, "test step")
                 settled = Settled(identity=sub.identity, status="PASS", score=0.3, reason="reproduced")
-                evidence = ScoreEvidence(status="PASS", reasons=[], record={}, runs=[], settled=settled)
+                evidence = ScoreEvidence(status="PASS", reasons=[], record=qualified_record(), runs=[], settled=settled)
                 record_scored(led, sub, settled, "activation.silu_and_mul", "reproduced", evidence)
             client = Chain(standin)
             ChainCycle(client, led, NETUID, wallets["validator"], weights_every=1000, policy=policy,

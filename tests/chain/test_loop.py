@@ -14,7 +14,7 @@ from hotfloat.bundle import unpack
 from hotfloat.chain.tables import open_ledger
 from hotfloat.cli.main import main
 from hotfloat.ledger import State
-from hotfloat.scan import scan_bundle
+from hotfloat.scan import ScanReport, scan_bundle
 from hotfloat.validator import StageEvidence
 from hotfloat.verdict import Status
 
@@ -86,7 +86,7 @@ def test_miner_to_weights_loop(hf, tmp_path, wallets, origin, make_bundle):
             report = scan_bundle(unpack(ledger.archive(sub.id)))
             assert report.clean
             ledger.advance(sub.id, State.RECEIVED, State.SCANNED, "scan clean",
-                           StageEvidence(status=Status.PASS, reasons=[], record={"clean": True}))
+                           StageEvidence[ScanReport](status=Status.PASS, reasons=[], record=report))
         assert {s.submitter: s.identity for s in ledger.submissions()} == {who[m]: offers[m] for m in offers}
 
     crowns = [{"winner": offers["miner2"], "runner_up": offers["miner1"], "reason": "settled",

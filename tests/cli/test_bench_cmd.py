@@ -1,11 +1,14 @@
-"""`hotfloat bench` end to end on CPU: table, --json, --save and --plot, and bad input as one error line."""
+"""`hotfloat bench` end to end on CPU: table, --json, --save and --plot, sandboxed unless --unsandboxed, and bad input
+or a missing sandbox as one error line."""
 
 import json
 from pathlib import Path
 
 import pytest
 
+from hotfloat.cli.bench_cmd import bench
 from hotfloat.cli.main import main
+from hotfloat.sandbox import process
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -19,6 +22,7 @@ def test_bench_json_save_and_plot(tmp_path, capsys):
     assert exit_.value.code == 0, out.err
     report = json.loads(out.out)
     assert report["status"] == "PASS" and report["meaningful"] is False
+    assert report["sandboxed"] is True and {"namespaces", "seccomp"} <= set(report["bounds"])
     assert json.loads(saved.read_text())["rows"] == report["rows"]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -31,3 +35,33 @@ def test_bench_bad_input_is_one_error_line_exit_2(make_bundle, capsys):
         err = capsys.readouterr().err
         assert exit_.value.code == 2, (args, err)
         assert err.startswith("error: ") and err.strip().count("\n") == 0, err
+
+
+def test_unsandboxed_warns_and_says_so_beside_the_table(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", str(EXAMPLES / "silu_triton"), "--device", "cpu", "--shape", "T=2,D=256", "--stock", "none",
+              "--unsandboxed"])
+    out = capsys.readouterr()
+    assert exit_.value.code == 0, out.err
+    assert out.err.startswith("WARNING: --unsandboxed") and "sandbox: NONE (--unsandboxed)" in out.err
+    assert "PASS" in out.out
+
+
+def test_no_sandbox_fails_closed_with_one_error_line_exit_3(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bubblewrap
+    process._probe.cache_clear()
+    try:
+        with pytest.raises(SystemExit) as exit_:
+            main(["bench", str(EXAMPLES / "silu_triton"), "--device", "cpu", "--shape", "T=2,D=256"])
+    finally:
+        monkeypatch.undo()
+        process._probe.cache_clear()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 3, err
+    assert err.startswith("error: bubblewrap") and "--unsandboxed" in err and err.strip().count("\n") == 0, err
+
+
+def test_the_timeout_default_is_the_librarys():
+    from hotfloat.bench.run import TIMEOUT_S
+
+    assert next(p.default for p in bench.params if p.name == "timeout_s") == TIMEOUT_S

@@ -9,7 +9,7 @@ import pytest
 
 from hotfloat.bundle import load_bundle, pack
 from hotfloat.ledger import Ledger, State
-from hotfloat.validator import Pipeline, StageEvidence
+from hotfloat.validator import Admitted, Pipeline, StageEvidence
 from hotfloat_services.validator.clients import StageClients
 
 GOOD = """\
@@ -55,7 +55,7 @@ def test_submissions_reach_their_verdicts(services, token, make_bundle, tmp_path
         assert subs["banned"].state is State.FAILED and "subprocess" in subs["banned"].reason
         assert [t.to_state for t in led.transitions(ids["banned"])] == [State.RECEIVED, State.FAILED]
         assert subs["gpuonly"].state is State.NO_DECISION and "no op of the bundle applies on cpu" in subs["gpuonly"].reason
-        assert led.evidence(ids["good"], State.ADMITTED, StageEvidence).record["verify"]["rows"]
+        assert led.evidence(ids["good"], State.ADMITTED, StageEvidence[Admitted]).record.verify.rows
         assert counts["admitted"] == 1 and counts["failed"] == 2 and counts["no_decision"] == 1
         # a second run finds nothing to do and changes nothing
         before = {sid: led.transitions(sid) for sid in ids.values()}

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 from hotfloat.qualify import Evidence, recompute
-from hotfloat_services._proto import (common_pb2, compiler_pb2, compiler_pb2_grpc, qualification_pb2,
-                                      qualification_pb2_grpc)
+from hotfloat_services._proto import common_pb2, qualification_pb2, qualification_pb2_grpc
 from hotfloat_services.common.auth import call_metadata
 from hotfloat_services.common.transport import channel
 
@@ -21,15 +20,13 @@ def run(x, out):
 
 
 def test_qualify_streams_runs_and_returns_recomputable_evidence(services, token, packed, make_bundle):
-    targets = services("compiler", "qualification", qualify_warmup_passes=0)
+    targets = services("qualification", qualify_warmup_passes=0)
     auth = call_metadata(token)
     archive, identity = packed(make_bundle(GOOD))
     bundle = common_pb2.BundleArchive(identity=identity, archive=archive)
-    with channel(targets["compiler"]) as c, channel(targets["qualification"]) as q:
-        build = list(compiler_pb2_grpc.CompilerStub(c).Build(compiler_pb2.BuildRequest(bundle=bundle), timeout=120,
-                                                              metadata=auth))[-1].result
+    with channel(targets["qualification"]) as q:
         events = list(qualification_pb2_grpc.QualificationStub(q).Qualify(
-            qualification_pb2.QualifyRequest(bundle=bundle, build=build), timeout=600, metadata=auth))
+            qualification_pb2.QualifyRequest(bundle=bundle), timeout=600, metadata=auth))
     assert events[0].HasField("progress") and events[-1].HasField("result")
     result = events[-1].result
     assert result.verdict.status in (common_pb2.PASS, common_pb2.FAIL, common_pb2.NO_DECISION)

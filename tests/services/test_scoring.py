@@ -20,7 +20,7 @@ from hotfloat.bundle import load_bundle, pack
 from hotfloat.cli.main import main
 from hotfloat.ledger import Ledger, State
 from hotfloat.qualify import RuleConfig
-from hotfloat.validator import Pipeline, ScoreEvidence, StageEvidence
+from hotfloat.validator import Pipeline, Qualified, ScoreEvidence, StageEvidence
 from hotfloat.validator.crowns import CHALLENGE_MARGIN, RUNNER_UP_SHARE, WINNER_SHARE
 from hotfloat.validator.standings import crowns, scores
 from hotfloat_services.serve import ServiceConfig
@@ -62,12 +62,12 @@ def test_reproduced_passes_are_scored_at_the_lower_score_and_crowned(services, t
         for sid in ids:
             assert [t.to_state for t in led.transitions(sid)] == ALL_STAGES
             assert _stages(led, sid) == [("qualify", "done"), ("score", "done")]
-            first, second = led.evidence(sid, State.QUALIFIED, StageEvidence), led.evidence(sid, State.SCORED, ScoreEvidence)
+            first, second = led.evidence(sid, State.QUALIFIED, StageEvidence[Qualified]), led.evidence(sid, State.SCORED, ScoreEvidence)
             runs = second.runs
             assert [r.status for r in runs] == ["PASS", "PASS"]
-            assert runs[0].seed == first.record["workload"]["seed"] != runs[1].seed
-            assert runs[1].seed == second.record["workload"]["seed"]
-            assert runs[0].score == first.record["score"] and runs[1].score == second.record["score"]
+            assert runs[0].seed == first.record.workload.seed != runs[1].seed
+            assert runs[1].seed == second.record.workload.seed
+            assert runs[0].score == first.record.score and runs[1].score == second.record.score
             assert any("calibration: extra stock passes" in r for r in second.reasons)
             low = min(r.score for r in runs)
             assert 0 < low and second.settled.score == low == kept[sid][1]
@@ -138,7 +138,7 @@ def test_a_validator_killed_between_the_two_runs_resumes_at_the_second(services,
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
             assert led.get(sid).state is State.QUALIFIED
-            before = led.evidence(sid, State.QUALIFIED, StageEvidence)
+            before = led.evidence(sid, State.QUALIFIED, StageEvidence[Qualified])
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -151,6 +151,6 @@ def test_a_validator_killed_between_the_two_runs_resumes_at_the_second(services,
         assert _stages(led, sid) == [("qualify", "done"), ("score", "interrupted"), ("score", "done")]
         assert [t.to_state for t in led.transitions(sid)] == ALL_STAGES
         runs = led.evidence(sid, State.SCORED, ScoreEvidence).runs
-        assert runs[0].seed == before.record["workload"]["seed"] != runs[1].seed
+        assert runs[0].seed == before.record.workload.seed != runs[1].seed
         assert list(scores(led)) == [sid]
     clients.close()

@@ -4,22 +4,28 @@ from __future__ import annotations
 
 import pytest
 
+from hashlib import sha256
+
 from hotfloat.bundle import load_bundle, pack
+from hotfloat.compiler import BuildRecord, KernelArtifact
 from hotfloat.errors import InfrastructureError
 from hotfloat.ledger import Ledger, State
-from hotfloat.validator import Outcome, Pipeline, StageRefused
+from hotfloat.scan import ScanReport
+from hotfloat.validator import Admitted, Outcome, Pipeline, StageRefused
 from hotfloat.validator.standings import scores
 from hotfloat.verdict import Status
+from hotfloat.verify import VerifyReport
 
 CUBIN = b"\x7fELF pretend cubin"
-
-
-def run(status: str, score: float, gate: str) -> Outcome:
-    return Outcome(Status(status), [f"{status} run"], {"score": score, "decision": {"gate": gate}, "workload": {"seed": 7}})
+KERNEL = KernelArtifact(op="activation:silu_and_mul", kind="triton", entry="k", symbol="k", dtype="bf16", arch="sm_90",
+                        cubin="k.cubin", cubin_sha256=sha256(CUBIN).hexdigest(), param_names=[], param_types=[],
+                        layout=[], grid=["1"], block=128, inputs={})
+BUILT = BuildRecord(bundle_identity="0" * 64, arch="sm_90", toolchain={}, status=Status.PASS, kernels=[KERNEL])
+VERIFIED = VerifyReport(bundle_id="a", identity="0" * 64, seed=1, device="cpu", arch="cpu", sandboxed=True, rows=[])
 
 
 class Scripted:
-    """Answers each stage from a script; admission and qualification check they got the build back from the ledger."""
+    """Answers each stage from a script; admission checks it got the build back from the ledger."""
 
     def __init__(self, *qualifications: Outcome, scan: Exception | None = None):
         self.qualifications, self.scan_fault, self.seen = list(qualifications), scan, []
@@ -27,17 +33,16 @@ class Scripted:
     def scan(self, archive, identity, on_progress):
         if self.scan_fault is not None:
             raise self.scan_fault
-        return Outcome(Status.PASS, [], {"clean": True})
+        return Outcome(Status.PASS, [], ScanReport(identity=identity, bundle_id="a", ops=[]))
 
     def build(self, archive, identity, on_progress):
-        return Outcome(Status.PASS, ["built"], {"arch": "sm_90"}, {"k.cubin": CUBIN})
+        return Outcome(Status.PASS, ["built"], BUILT, {"k.cubin": CUBIN})
 
     def admit(self, archive, identity, built, on_progress):
         self.seen.append(built)
-        return Outcome(Status.PASS, [], {"device": "cpu"})
+        return Outcome(Status.PASS, [], Admitted(verify=VERIFIED, device="cpu"))
 
-    def qualify(self, archive, identity, built, on_progress):
-        self.seen.append(built)
+    def qualify(self, archive, identity, on_progress):
         return self.qualifications.pop(0)
 
 
@@ -50,19 +55,23 @@ def submitted(make_bundle, tmp_path):
 
 
 @pytest.mark.parametrize(("second", "ends"), [
-    (run("PASS", 0.03, "PASS"), State.SCORED),
-    (run("FAIL", 0.0, "FAIL"), State.FAILED),
-    (run("FAIL", 0.0, "PASS"), State.NO_DECISION),
-    (run("NO_DECISION", 0.0, "N/A"), State.NO_DECISION),
+    (("PASS", 0.03, "PASS"), State.SCORED),
+    (("FAIL", 0.0, "FAIL"), State.FAILED),
+    (("FAIL", 0.0, "PASS"), State.NO_DECISION),
+    (("NO_DECISION", 0.0, "N/A"), State.NO_DECISION),
 ])
-def test_the_score_stage_settles_by_the_one_rule(submitted, second, ends):
+def test_the_score_stage_settles_by_the_one_rule(submitted, qualified_record, second, ends):
+    def run(status: str, score: float, gate: str) -> Outcome:
+        return Outcome(Status(status), [f"{status} run"], qualified_record(status, score, gate))
+
     led, sid = submitted
+    second = run(*second)
     stages = Scripted(run("PASS", 0.05, "PASS"), second)
     Pipeline(led, stages, through=State.SCORED, workers=1, backoff_s=0).run()
     sub = led.get(sid)
     assert sub.state is ends, sub.reason
-    assert all(b.status is Status.PASS and b.artifacts == {"k.cubin": CUBIN} and b.evidence == {"arch": "sm_90"}
-               for b in stages.seen) and len(stages.seen) == 3
+    assert all(b.status is Status.PASS and b.artifacts == {"k.cubin": CUBIN} and b.evidence == BUILT
+               for b in stages.seen) and len(stages.seen) == 1
     assert scores(led).get(sid, (None, None))[1] == (0.03 if ends is State.SCORED else None)
     if ends is State.SCORED:
         assert sub.reason == "reproduced: scores 0.0500 and 0.0300, the lower is kept"

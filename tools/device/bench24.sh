@@ -72,7 +72,11 @@ for hq, hkv, d in ((4, 1, 64), (32, 8, 128)):  # the bench's head dims; every be
   SWEEP_DEADLINE=0 SWEEP_WORKERS=6 timeout 80 "$PY" tools/device/bench_sweep.py "$D" > "$D/precompile.txt" 2>&1 &
 fi
 
-# 2. hotfloat bench, one run per slot, every stock kernel in the same run.
+# 2. hotfloat bench, one run per slot, every stock kernel in the same run. --unsandboxed: the benches must share the
+#    FlashInfer builds that step 1 is still writing to $HOTFLOAT_ENGINE_ROOT/cache (a sandboxed child gets a copy of
+#    that cache taken as it starts, and would rebuild what was unfinished within its limit); the bundles are this
+#    repository's examples. --timeout ends the run inside its limit, so the bench kills its own child (an unsandboxed
+#    child left behind by `timeout` would keep the GPU busy for the steps after it).
 BENCH='import sys; from hotfloat.cli.bench_cmd import bench; bench.main(sys.argv[1:], prog_name="hotfloat bench")'
 bench() {  # EXAMPLE MAX RESERVE [--stock MODULE ...]
   local ex=$1 limit
@@ -80,6 +84,7 @@ bench() {  # EXAMPLE MAX RESERVE [--stock MODULE ...]
   [ "$limit" -gt 10 ] || { stamp "no time left for $ex"; return; }
   stamp "bench $ex (limit ${limit}s) $*"
   timeout "$limit" "$PY" -c "$BENCH" "examples/$ex" --device "$DEVICE" --shapes all --budget "${BENCH_BUDGET:-0.02}" \
+    --unsandboxed --timeout $(( limit > 30 ? limit - 20 : limit / 2 )) \
     --save "$D/$ex.json" --plot "$D/$ex.png" "$@" > "$D/$ex.txt" 2>&1
   local rc=$?
   stamp "bench $ex rc=$rc$([ $rc = 124 ] && echo ': cut by its limit, no report')"

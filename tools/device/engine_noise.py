@@ -41,7 +41,7 @@ def main() -> int:
 
     from hotfloat.qualify import hostload
     from hotfloat.qualify.checkpoint import ensure
-    from hotfloat.qualify.engine import PRESETS
+    from hotfloat.qualify.presets import PRESETS
     from hotfloat.qualify.host import lib_dir
 
     lib = str(lib_dir())

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
-from hotfloat.admission import AdmissionReport, admit
+from hotfloat.admission import admit
 from hotfloat.bundle import Bundle
 from hotfloat.compiler import BuildRecord
+from hotfloat.validator import Admission
 from hotfloat.verdict import Status
-from hotfloat.verify import VerifyOptions, VerifyReport, verify_bundle
+from hotfloat.verify import VerifyOptions, verify_bundle
 
 from .._proto import admission_pb2, admission_pb2_grpc, common_pb2
 from ..common.convert import bundle_from_proto
 from ..common.streaming import Worker
 from .convert import admit_result, build_from_proto, verify_options
-
-
-class Admission(BaseModel):
-    """Both admission checks: the verify protocol on the bundle's ops, and the Driver-API load of built cubins."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    verify: VerifyReport
-    native: AdmissionReport | None = None
-    """None when the build produced no cubins."""
 
 
 def admit_bundle(bundle: Bundle, build: BuildRecord, options: VerifyOptions) -> Admission:

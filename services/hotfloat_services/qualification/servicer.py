@@ -1,11 +1,10 @@
-"""Qualification RPC as an adapter: archive + build -> records, one complete-engine A/B, result -> reply."""
+"""Qualification RPC as an adapter: archive -> bundle, one complete-engine A/B, result -> reply."""
 
 from __future__ import annotations
 
 from hotfloat.qualify import QualifyOptions, qualify_bundle
 
 from .._proto import common_pb2, qualification_pb2, qualification_pb2_grpc
-from ..admission.convert import build_from_proto
 from ..common.convert import bundle_from_proto
 from ..common.streaming import Worker
 from .convert import qualify_result
@@ -20,7 +19,6 @@ class QualificationServicer(qualification_pb2_grpc.QualificationServicer):
 
     def Qualify(self, request, context):
         bundle = bundle_from_proto(request.bundle)
-        build_from_proto(request.build)
 
         def work(note):
             return qualify_bundle(bundle, self._options, progress=lambda what, done, most: note(f"{what} ({done}/{most})"))

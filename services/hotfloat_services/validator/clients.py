@@ -8,8 +8,10 @@ from dataclasses import dataclass
 
 import grpc
 
+from hotfloat.compiler import BuildRecord
 from hotfloat.errors import InfrastructureError
-from hotfloat.validator import OnProgress, Outcome, StageRefused
+from hotfloat.scan import ScanReport
+from hotfloat.validator import Admitted, OnProgress, Outcome, Qualified, StageRefused
 
 from .._proto import admission_pb2_grpc, compiler_pb2_grpc, qualification_pb2_grpc
 from ..common.auth import call_metadata
@@ -65,31 +67,32 @@ class StageClients:
             c.close()
 
     @_translated
-    def scan(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome:
+    def scan(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[ScanReport]:
         reply = self._compiler.Scan(convert.scan_request(archive, identity), timeout=self._deadlines.scan, metadata=self._meta)
-        return convert.outcome(reply.verdict)
+        return convert.outcome(reply.verdict, ScanReport)
 
     @_translated
-    def build(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome:
+    def build(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[BuildRecord]:
         stream = self._compiler.Build(convert.build_request(archive, identity), timeout=self._deadlines.build, metadata=self._meta)
         result = _final(stream, "build", on_progress)
-        return convert.outcome(result.verdict, result.artifacts)
+        return convert.outcome(result.verdict, BuildRecord, result.artifacts)
 
     @_translated
-    def admit(self, archive: bytes, identity: str, built: Outcome, on_progress: OnProgress) -> Outcome:
+    def admit(self, archive: bytes, identity: str, built: Outcome[BuildRecord],
+              on_progress: OnProgress) -> Outcome[Admitted]:
         stream = self._admission.Admit(convert.admit_request(archive, identity, built), timeout=self._deadlines.admit,
                                        metadata=self._meta)
         result = _final(stream, "admit", on_progress)
-        return convert.outcome(result.verdict, extra={"device": result.device})
+        return convert.outcome(result.verdict, Admitted, extra={"device": result.device})
 
     @_translated
-    def qualify(self, archive: bytes, identity: str, built: Outcome, on_progress: OnProgress) -> Outcome:
+    def qualify(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[Qualified]:
         if self._qualification is None:
             raise InfrastructureError("no qualification service is configured")
-        stream = self._qualification.Qualify(convert.qualify_request(archive, identity, built),
+        stream = self._qualification.Qualify(convert.qualify_request(archive, identity),
                                              timeout=self._deadlines.qualify, metadata=self._meta)
         result = _final(stream, "qualify", on_progress)
-        return convert.outcome(result.verdict, extra={"score": result.score})
+        return convert.outcome(result.verdict, Qualified, extra={"score": result.score})
 
 
 def _final(stream, stage: str, on_progress: OnProgress):

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from hotfloat.compiler import BuildRecord
 from hotfloat.errors import InfrastructureError
 from hotfloat.validator import Outcome
+from hotfloat.validator.evidence import R
 
 from .._proto import admission_pb2, common_pb2, compiler_pb2, qualification_pb2
 from ..common.convert import artifact_to_proto, artifacts_from_proto, bundle_to_proto, verdict_from_proto, verdict_to_proto
 
 
-def outcome(verdict: common_pb2.Verdict, artifacts=(), extra: dict | None = None) -> Outcome:
+def outcome(verdict: common_pb2.Verdict, kind: type[R], artifacts=(), extra: dict | None = None) -> Outcome[R]:
+    """The reply as the stage's outcome, its evidence (with the reply's typed `extra` fields) read once as `kind`."""
     try:
         status, reasons, evidence = verdict_from_proto(verdict)
+        record = kind.model_validate({**evidence, **(extra or {})})
         arts = artifacts_from_proto(artifacts)
     except Exception as e:  # a malformed reply is the service's fault, never the candidate's
-        raise InfrastructureError(f"malformed reply: {e}") from None
-    return Outcome(status, reasons, {**evidence, **(extra or {})}, arts)
+        raise InfrastructureError(f"malformed reply: {str(e).splitlines()[0]}") from None
+    return Outcome(status, reasons, record, arts)
 
 
 def scan_request(archive: bytes, identity: str) -> compiler_pb2.ScanRequest:
@@ -26,16 +30,16 @@ def build_request(archive: bytes, identity: str) -> compiler_pb2.BuildRequest:
     return compiler_pb2.BuildRequest(bundle=bundle_to_proto(archive, identity))
 
 
-def build_result(built: Outcome) -> compiler_pb2.BuildResult:
-    """The compiler's result as recorded at BUILT, rebuilt for the stages that read it."""
+def build_result(built: Outcome[BuildRecord]) -> compiler_pb2.BuildResult:
+    """The compiler's result as recorded at BUILT, rebuilt for admission, which re-checks it."""
     verdict = verdict_to_proto(built.status, built.reasons, built.evidence)
     return compiler_pb2.BuildResult(verdict=verdict, artifacts=[artifact_to_proto(n, d) for n, d in sorted(built.artifacts.items())])
 
 
-def admit_request(archive: bytes, identity: str, built: Outcome) -> admission_pb2.AdmitRequest:
+def admit_request(archive: bytes, identity: str, built: Outcome[BuildRecord]) -> admission_pb2.AdmitRequest:
     return admission_pb2.AdmitRequest(bundle=bundle_to_proto(archive, identity), build=build_result(built))
 
 
-def qualify_request(archive: bytes, identity: str, built: Outcome) -> qualification_pb2.QualifyRequest:
-    return qualification_pb2.QualifyRequest(bundle=bundle_to_proto(archive, identity), build=build_result(built))
+def qualify_request(archive: bytes, identity: str) -> qualification_pb2.QualifyRequest:
+    return qualification_pb2.QualifyRequest(bundle=bundle_to_proto(archive, identity))
 

@@ -1,23 +1,32 @@
-"""The bench child: a fresh interpreter where the Triton interpreter can be chosen before triton loads, and where the
-miner's kernels run away from the caller's process. Reads Options as JSON on stdin; writes the report (or the error)
-as JSON to the file named by argv[1]; progress goes to stderr as `hotfloat-progress DONE TOTAL LABEL` lines."""
+"""The bench child: the only process where a bench imports the miner's kernels, started by `run_bench` through
+`hotfloat.sandbox.run_child`. A fresh interpreter, so the CPU run's TRITON_INTERPRET=1 is set before triton loads.
+
+It speaks `hotfloat.sandbox.channel`: the request (Options, the bundle's path as the child sees it, and where to
+seed the JIT caches from) on stdin; `ready` once torch, triton and the harness are imported and the caches are
+seeded, before any of the bundle's code is imported; then a ChildResult. Progress goes to stderr as
+`hotfloat-progress DONE TOTAL LABEL` lines."""
 
 from __future__ import annotations
 
-import json
+import os
+import shutil
 import sys
 
-PROGRESS = "hotfloat-progress"
+from ..errors import HotfloatError
+from ..sandbox import channel
+from .harness import PROGRESS, Options, bench_in_process
 
 
 def main() -> None:
-    from ..errors import HotfloatError
-    from .harness import Options, bench_in_process
-
-    result_path = sys.argv[1]
-    raw = json.loads(sys.stdin.read())
+    """Answers one request: seeds the caches, says ready, runs the bench, replies with the report or the error."""
+    raw = channel.request()
     path = raw.pop("path")
-    options = Options(**{**raw, "dtypes": tuple(raw["dtypes"]), "shapes": tuple(raw["shapes"])})
+    seed = raw.pop("seed_cache")
+    if seed and os.path.isdir(seed["from"]):  # the validator's JIT builds, copied so nothing writes to them
+        shutil.copytree(seed["from"], seed["to"], dirs_exist_ok=True, symlinks=True)
+    options = Options(**{**raw, "dtypes": tuple(raw["dtypes"]), "shapes": tuple(raw["shapes"]),
+                         "stock": tuple(raw["stock"])})
+    channel.ready()
 
     def progress(done: int, total: int, label: str) -> None:
         print(f"{PROGRESS} {done} {total} {label}", file=sys.stderr, flush=True)
@@ -25,9 +34,8 @@ def main() -> None:
     try:
         result = {"report": bench_in_process(path, options, progress).model_dump(mode="json")}
     except HotfloatError as e:
-        result = {"error": str(e), "kind": type(e).__name__}
-    with open(result_path, "w") as f:
-        json.dump(result, f)
+        result = {"error": {"kind": type(e).__name__, "message": str(e)}}
+    channel.reply(result)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ CUDA_NOTE = ("time_us is the per-call median inside a replayed CUDA graph of bac
 MAX_SETS = 64
 MAX_SET_BYTES = 4 << 30
 Progress = Callable[[int, int, str], None]
+PROGRESS = "hotfloat-progress"
+"""The prefix of the child's progress lines, `hotfloat-progress DONE TOTAL LABEL`, which run_bench forwards."""
 
 
 @dataclass(frozen=True)

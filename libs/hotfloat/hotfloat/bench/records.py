@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..verdict import Status
 
@@ -120,3 +120,28 @@ class Report(Record):
     """Stock libraries left out of the run, each with its reason."""
     status: Status
     """PASS when every check of our kernels passed, FAIL otherwise."""
+    sandboxed: bool = False
+    """Whether the bench child ran in the sandbox (False with --unsandboxed, and in reports older than the sandbox)."""
+    bounds: list[str] = []
+    """Which sandbox bounds held around the child (namespaces, seccomp, rlimits, pids, memory, and how)."""
+
+
+class ChildError(Record):
+    """Why the bench child stopped without a report: a hotfloat error, by class name, and its message."""
+
+    kind: str
+    """The HotfloatError subclass the child caught; the parent raises the same class (the root for unknown names)."""
+    message: str
+
+
+class ChildResult(Record):
+    """The bench child's one answer on its result channel: the report, or the error that stopped the run."""
+
+    report: Report | None = None
+    error: ChildError | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ChildResult:
+        if (self.report is None) == (self.error is None):
+            raise ValueError("exactly one of report and error")
+        return self

@@ -18,10 +18,9 @@ import hashlib
 import time
 from enum import Enum
 
-from pydantic import BaseModel, ConfigDict
-
 from ..errors import InputError
 from ..ledger import Ledger
+from ..record import Record
 from .client import Chain, ChainCommitment
 from .fetch import FetchPolicy, FetchRefused, fetch_bundle
 from .payload import parse_payload
@@ -35,10 +34,8 @@ class Outcome(str, Enum):
     RETRY = "retry"
 
 
-class Decision(BaseModel):
+class Decision(Record):
     """What the intake decided about one on-chain commitment, and why."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     netuid: int
     hotkey: str

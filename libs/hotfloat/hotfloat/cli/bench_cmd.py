@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 import click
@@ -34,13 +35,25 @@ SETS = ("bench", "decode", "all")
               help="Also write a PNG of speedup and fraction of copy bandwidth per shape.")
 @click.option("--save", "save_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="Also write the JSON report to this file (the table still goes to stdout).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 86400), default=3600.0, show_default=True,
+              help="Seconds for the whole run once the child is up; the child is killed at it (exit 3).")
+@click.option("--unsandboxed", is_flag=True,
+              help="Run the bundle's kernels WITHOUT the sandbox, with your files, environment and caches "
+                   "(your own code only).")
 @json_option
 def bench(bundle: str, device: str, dtypes: tuple[str, ...], shape_set: str, shapes: tuple[str, ...],
           budget: float | None, seed: int, stock: tuple[str, ...], plot_path: str | None, save_path: str | None,
-          as_json: bool) -> None:
-    """Time BUNDLE's kernels on each slot's shapes beside the stock kernels, checking outputs before and after."""
+          timeout_s: float, unsandboxed: bool, as_json: bool) -> None:
+    """Time BUNDLE's kernels on each slot's shapes beside the stock kernels, checking outputs before and after.
+
+    The kernels run in a sandboxed child, as in `verify`; exit 3 when no sandbox can be built here."""
     from ..bench import Options, plot, run_bench
     from ..bench.shapes import parse_shape
+
+    if unsandboxed:
+        logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+        click.secho("WARNING: --unsandboxed: the bundle's code runs with your files, environment and network.",
+                    fg="red", bold=True, err=True)
 
     opts = Options(device=resolve_device(device), dtypes=dtypes, shape_set=shape_set, shapes=tuple(map(parse_shape, shapes)),
                    budget_s=budget, seed=seed)
@@ -49,7 +62,8 @@ def bench(bundle: str, device: str, dtypes: tuple[str, ...], shape_set: str, sha
     with progress() as bar:
         task = bar.add_task("bench", total=None)
         report = run_bench(bundle, opts, lambda done, total, label: bar.update(task, completed=done, total=total,
-                                                                               description=label))
+                                                                               description=label),
+                           sandboxed=not unsandboxed, timeout_s=timeout_s)
     if plot_path:
         plot(report, plot_path)
     if save_path:
@@ -65,6 +79,7 @@ def bench(bundle: str, device: str, dtypes: tuple[str, ...], shape_set: str, sha
 def _render(r) -> None:
     c = r.ceilings
     click.echo(f"note: {r.note}", err=True)
+    click.echo(f"sandbox: {'+'.join(r.bounds) if r.sandboxed else 'NONE (--unsandboxed)'}", err=True)
     floor = f"{c.floor_graph_us:.2f} us (graph)" if c.floor_graph_us else f"{c.floor_cold_us:.1f} us (cold)"
     click.echo(f"ceilings: copy {c.copy_Bps / 1e9:.0f} GB/s, GEMM {c.gemm_flops / 1e12:.1f} TFLOP/s, launch floor {floor}"
                f" | {' '.join(f'{k}={v}' for k, v in r.environment.items())}", err=True)

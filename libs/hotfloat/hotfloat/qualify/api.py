@@ -27,7 +27,7 @@ from ..bundle import Bundle, load_bundle
 from ..errors import InfrastructureError
 from ..sandbox import ensure_available
 from .decision import judge
-from .engine import PRESETS
+from .presets import PRESETS
 from .gate import gate
 from .host import engine_policy, model_view, staged
 from .records import Decision, Decode, EngineKind, EngineSpec, Evidence, QualifyResult, Record, Role, RuleConfig, RunFrame

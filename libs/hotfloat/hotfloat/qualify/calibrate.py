@@ -165,7 +165,7 @@ def collect(options, out: Path, *, stock: int = 3, candidates: dict | None = Non
     (`evidence_from`). `options` is a QualifyOptions (engine, workload mix, sandboxing)."""
     from ..bundle import load_bundle
     from .api import _model_dir, environment
-    from .engine import PRESETS
+    from .presets import PRESETS
     from .host import model_view, staged
     from .resident import EngineFault, ResidentEngine, alone, cpu_sets, harden_self
     from .workload import kv_cap, make_workload, prompts

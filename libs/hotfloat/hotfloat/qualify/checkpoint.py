@@ -29,7 +29,7 @@ FINAL_NORM_SCALE = 8.0
 
 def ensure(preset: str, dtype: str, seed: int, timeout_s: float = 600.0) -> Path:
     """The checkpoint directory for (preset, dtype, seed), generated in a child process if not cached yet."""
-    from .engine import PRESETS
+    from .presets import PRESETS
 
     key = hashlib.sha256(json.dumps([PRESETS[preset], dtype, seed, FINAL_NORM_SCALE], sort_keys=True).encode()).hexdigest()[:16]
     root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hotfloat" / "qualify-models")
@@ -53,7 +53,7 @@ def write(preset: str, dtype: str, seed: int, out: Path) -> None:
     import transformers
 
     from ..slots import DTYPES
-    from .engine import PRESETS
+    from .presets import PRESETS
 
     spec = dict(PRESETS[preset])
     arch = spec.pop("arch")

@@ -24,26 +24,9 @@ from torch import nn
 
 from ..slots import DTYPES
 from .graphs import StaticDecoder, capacity_for
+from .presets import PRESETS
 
 DECODE_MODES = ("eager", "static", "graph")
-
-PRESETS: dict[str, dict] = {
-    "tiny": dict(arch="qwen2", vocab_size=512, hidden_size=64, intermediate_size=192, num_hidden_layers=2,
-                 num_attention_heads=4, num_key_value_heads=2, initializer_range=0.1),
-    "tiny-llama": dict(arch="llama", vocab_size=512, hidden_size=64, intermediate_size=192, num_hidden_layers=2,
-                       num_attention_heads=4, num_key_value_heads=2, initializer_range=0.1),
-    "qwen2-0.5b": dict(arch="qwen2", vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                       num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True, initializer_range=0.02),
-    "qwen2-1.5b": dict(arch="qwen2", vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-                       num_attention_heads=12, num_key_value_heads=2, tie_word_embeddings=True, initializer_range=0.02),
-    "llama-0.5b": dict(arch="llama", vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=24,
-                       num_attention_heads=16, num_key_value_heads=4, tie_word_embeddings=False, initializer_range=0.02),
-    "llama-8b": dict(arch="llama", vocab_size=32000, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                     num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=False, initializer_range=0.02),
-}
-"""Model shapes: the tiny ones for CPU CI, the Qwen2-0.5B/1.5B shapes and Llama-style ones for the GPU (llama-8b:
-the Llama-3-8B shape with a 32k vocabulary, big enough that a decode step is bound by the GPU, not by the
-scheduler's Python)."""
 
 
 def stock_silu_and_mul(x: torch.Tensor) -> torch.Tensor:

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
 from ..bundle import Bundle
+from ..record import Record
 from .checker import Finding, scan_source
 
 
-class OpScan(BaseModel):
+class OpScan(Record):
     """Scan result of one op: the files it reaches through relative imports and their findings."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     op: str
     """slot:variant, or "(unreferenced files)" for Python files no op imports."""
@@ -24,10 +21,8 @@ class OpScan(BaseModel):
         return not self.findings
 
 
-class ScanReport(BaseModel):
+class ScanReport(Record):
     """The static verdict on a bundle: clean only if every Python file in it is."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     identity: str
     bundle_id: str

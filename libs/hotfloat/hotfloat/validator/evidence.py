@@ -1,34 +1,53 @@
-"""The evidence a stage leaves in the ledger, as typed records: the verdict the service gave, its own record, and the
-digests of the artifacts kept as ledger blobs. The score stage adds both qualification runs and the settlement."""
+"""The evidence a stage leaves in the ledger, as typed records: the verdict the service gave, its own record (the
+scan report, the build record, the admission reports, the qualification evidence), and the digests of the artifacts
+kept as ledger blobs. The score stage adds both qualification runs and the settlement."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Generic, TypeVar
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
+from ..admission import AdmissionReport
+from ..qualify import Evidence
 from ..record import Record
 from ..verdict import Status
+from ..verify import VerifyReport
 from .settle import Settled
 
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+R = TypeVar("R", bound=BaseModel)
 
 
-class StageEvidence(Record):
-    """What a stage's service decided, recorded with the state the submission moved to."""
+class Admission(Record):
+    """Both admission checks: the verify protocol on the bundle's ops, and the Driver-API load of built cubins."""
+
+    verify: VerifyReport
+    native: AdmissionReport | None = None
+    """None when the build produced no cubins."""
+
+
+class Admitted(Admission):
+    """The admission service's reports with the device its reply named."""
+
+    device: str
+
+
+class Qualified(Evidence):
+    """The qualification service's evidence with the score its reply carried."""
+
+    score: float
+
+
+class StageEvidence(Record, Generic[R]):
+    """What a stage's service decided, recorded with the state the submission moved to; `R` is the stage's record."""
 
     status: Status
     reasons: list[str]
-    record: dict[str, Any]
-    """The service's library record as it sent it (scan report, build record, admission reports, qualification
-    evidence), plus the reply's typed extras (the admission device, the qualification score)."""
+    record: R
+    """The service's library record as its reply carried it."""
     artifacts: dict[str, SHA256] = Field(default_factory=dict)
     """Artifact name -> digest of its bytes, which the ledger keeps as blobs."""
-
-    def run(self) -> Run:
-        """This qualification as the score stage reads it: verdict, score and the workload seed it was drawn with."""
-        return Run(status=self.status, score=self.record.get("score", 0.0),
-                   seed=(self.record.get("workload") or {}).get("seed"), reasons=self.reasons)
 
 
 class Run(Record):
@@ -41,8 +60,14 @@ class Run(Record):
     """The workload seed the service drew; the two runs must differ."""
     reasons: list[str]
 
+    @classmethod
+    def of(cls, evidence: StageEvidence[Qualified]) -> Run:
+        """This qualification as the score stage reads it: verdict, score and the workload seed it was drawn with."""
+        return cls(status=evidence.status, score=evidence.record.score, seed=evidence.record.workload.seed,
+                   reasons=evidence.reasons)
 
-class ScoreEvidence(StageEvidence):
+
+class ScoreEvidence(StageEvidence[Qualified]):
     """The second qualification's evidence, with both runs and, for a settled PASS, the settlement and slot set."""
 
     runs: list[Run]

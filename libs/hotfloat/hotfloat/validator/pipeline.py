@@ -23,10 +23,11 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 from ..bundle import unpack
+from ..compiler import BuildRecord
 from ..errors import HotfloatError, InfrastructureError
 from ..ledger import NEXT, Ledger, State, Submission
 from ..verdict import Status
-from .evidence import ScoreEvidence, StageEvidence
+from .evidence import Qualified, Run, ScoreEvidence, StageEvidence
 from .settle import Attempt, settle
 from .stages import Outcome, StageRefused, Stages
 from .standings import record_scored, slot_set
@@ -117,15 +118,15 @@ class Pipeline:
             return self.stages.scan(archive, sub.identity, progress)
         if stage == "build":
             return self.stages.build(archive, sub.identity, progress)
-        row = self.ledger.evidence(sub.id, State.BUILT, StageEvidence)
+        if stage in ("qualify", "score"):
+            return self.stages.qualify(archive, sub.identity, progress)
+        if stage != "admit":
+            raise InfrastructureError(f"no client for stage {stage}")
+        row = self.ledger.evidence(sub.id, State.BUILT, StageEvidence[BuildRecord])
         if row is None:
             raise InfrastructureError("the ledger holds no build evidence for this submission")
         built = Outcome.from_ledger(row, {n: self.ledger.blob(d) for n, d in row.artifacts.items()})
-        if stage == "admit":
-            return self.stages.admit(archive, sub.identity, built, progress)
-        if stage in ("qualify", "score"):
-            return self.stages.qualify(archive, sub.identity, built, progress)
-        raise InfrastructureError(f"no client for stage {stage}")
+        return self.stages.admit(archive, sub.identity, built, progress)
 
     def _record(self, sub: Submission, stage: str, result: Outcome) -> Submission:
         if stage == "score":
@@ -139,17 +140,17 @@ class Pipeline:
         why = "; ".join(result.reasons) or f"{stage} returned {result.status.value}"
         return self._decide(sub, to, f"{stage}: {why}", result.ledger_evidence())
 
-    def _settle(self, sub: Submission, second: Outcome) -> Submission:
+    def _settle(self, sub: Submission, second: Outcome[Qualified]) -> Submission:
         """Settles the reproduction by the one rule (`settle`): SCORED at the lower score, FAILED or NO_DECISION."""
-        first = self.ledger.evidence(sub.id, State.QUALIFIED, StageEvidence)
+        first = self.ledger.evidence(sub.id, State.QUALIFIED, StageEvidence[Qualified])
         reproduced = second.ledger_evidence()
         try:
             if first is None:
                 raise ValueError("the ledger holds no first qualification")
-            runs = [first.run(), reproduced.run()]
+            runs = [Run.of(first), Run.of(reproduced)]
             settled = settle(_attempt(sub.identity, first), _attempt(sub.identity, reproduced))
         except ValueError as e:  # a score outside [0, 1], a malformed run: the service's fault
-            scores = [(r.status.value, r.record.get("score")) for r in (first, reproduced) if r is not None]
+            scores = [(r.status.value, r.record.score) for r in (first, reproduced) if r is not None]
             return self._retry(sub, "score", f"unusable scores {scores}: {e}")
         evidence = ScoreEvidence(**dict(reproduced), runs=runs)
         if settled.status is not Status.PASS:
@@ -174,8 +175,8 @@ class Pipeline:
         return self.ledger.advance(sub.id, sub.state, to, reason, evidence)
 
 
-def _attempt(identity: str, evidence: StageEvidence) -> Attempt:
+def _attempt(identity: str, evidence: StageEvidence[Qualified]) -> Attempt:
     """One qualification's evidence as settlement reads it; only a PASS carries its score."""
     passed = evidence.status is Status.PASS
-    return Attempt(identity=identity, status=evidence.status, score=evidence.record.get("score", 0.0) if passed else 0.0,
-                   gate=(evidence.record.get("decision") or {}).get("gate"), reason="; ".join(evidence.reasons))
+    return Attempt(identity=identity, status=evidence.status, score=evidence.record.score if passed else 0.0,
+                   gate=evidence.record.decision.gate, reason="; ".join(evidence.reasons))

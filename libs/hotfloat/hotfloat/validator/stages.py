@@ -10,32 +10,35 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from hashlib import sha256
-from typing import Protocol
+from typing import Generic, Protocol
 
+from ..compiler import BuildRecord
 from ..errors import InfrastructureError
+from ..scan import ScanReport
 from ..verdict import Status
-from .evidence import StageEvidence
+from .evidence import Admitted, Qualified, R, StageEvidence
 
 OnProgress = Callable[[str, str], None]
 """Called with (stage, message) for each progress event a service streams."""
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What a stage decided: its status and reasons, the evidence to record, and any artifact bytes to keep."""
+class Outcome(Generic[R]):
+    """What a stage decided: its status and reasons, the service's record, and any artifact bytes to keep."""
 
     status: Status
     reasons: list[str]
-    evidence: dict
+    evidence: R
     artifacts: dict[str, bytes] = field(default_factory=dict)
 
-    def ledger_evidence(self) -> StageEvidence:
+    def ledger_evidence(self) -> StageEvidence[R]:
         """The evidence to record: verdict, the service's record, and artifact digests (their bytes go to blobs)."""
-        return StageEvidence(status=self.status, reasons=self.reasons, record=self.evidence,
-                             artifacts={n: sha256(d).hexdigest() for n, d in sorted(self.artifacts.items())})
+        return StageEvidence[type(self.evidence)](
+            status=self.status, reasons=self.reasons, record=self.evidence,
+            artifacts={n: sha256(d).hexdigest() for n, d in sorted(self.artifacts.items())})
 
     @classmethod
-    def from_ledger(cls, row: StageEvidence, artifacts: dict[str, bytes]) -> Outcome:
+    def from_ledger(cls, row: StageEvidence[R], artifacts: dict[str, bytes]) -> Outcome[R]:
         """The outcome recorded evidence was written from, with its artifacts' bytes read back from the blobs."""
         return cls(row.status, row.reasons, row.record, artifacts)
 
@@ -45,12 +48,13 @@ class StageRefused(InfrastructureError):
 
 
 class Stages(Protocol):
-    """One call per stage; admission and qualification get the build's outcome as recorded at BUILT."""
+    """One call per stage; admission gets the build's outcome as recorded at BUILT."""
 
-    def scan(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome: ...
+    def scan(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[ScanReport]: ...
 
-    def build(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome: ...
+    def build(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[BuildRecord]: ...
 
-    def admit(self, archive: bytes, identity: str, built: Outcome, on_progress: OnProgress) -> Outcome: ...
+    def admit(self, archive: bytes, identity: str, built: Outcome[BuildRecord],
+              on_progress: OnProgress) -> Outcome[Admitted]: ...
 
-    def qualify(self, archive: bytes, identity: str, built: Outcome, on_progress: OnProgress) -> Outcome: ...
+    def qualify(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[Qualified]: ...

@@ -5,10 +5,22 @@ codec: raw bytes behind a validated header, no pickle), `ChildSession` (the chil
 deadlines), and `hotfloat.sandbox` (namespaces, rlimits, cgroups).
 """
 
-from . import wire
-from .launcher import ChildFault, ChildSession
+from importlib import import_module
+
 from .records import VerifyOptions, VerifyReport, VerifyRow
-from .runner import applies, device_arch, verify_bundle
+
+_LAZY = {"wire": None, "ChildFault": "launcher", "ChildSession": "launcher", "applies": "runner", "device_arch": "runner",
+         "verify_bundle": "runner"}
+"""Names whose modules import torch, loaded on first use: the records alone (what the validator's ledger and the CLI
+read) must not pull torch into every process."""
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = import_module(f"{__name__}.{_LAZY[name] or name}")
+    return module if _LAZY[name] is None else getattr(module, name)
+
 
 __all__ = ["ChildFault", "ChildSession", "VerifyOptions", "VerifyReport", "VerifyRow", "applies", "device_arch",
            "verify_bundle", "wire"]

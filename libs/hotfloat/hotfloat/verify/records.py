@@ -101,3 +101,13 @@ class VerifyReport(_Record):
     def status(self) -> Status:
         """Overall: any FAIL fails; N/A alone means nothing applicable ran."""
         return combine([r.status for r in self.rows])
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _derived_status(cls, data, handler):
+        """A report read back carries the status it was written with; it is derived, so it must agree with the rows."""
+        claimed = data.get("status") if isinstance(data, dict) else None
+        report = handler({k: v for k, v in data.items() if k != "status"} if isinstance(data, dict) else data)
+        if claimed is not None and Status(claimed) is not report.status:
+            raise ValueError(f"status {claimed} does not match the rows' {report.status.value}")
+        return report
