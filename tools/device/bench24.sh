@@ -44,16 +44,7 @@ if [ "$DEVICE" = cuda ]; then
   # 1. Background builds. FlashInfer's JIT takes a file lock per module, so a bench that reaches a module still
   #    being built waits for it instead of building it twice.
   fi_build() {  # NAME LIMIT PYTHON-STATEMENTS
-    timeout "$2" "$PY" - "$1" "$3" > "$D/flashinfer_build_$1.txt" 2>&1 <<'PY'
-import sys, time, torch
-name, code = sys.argv[1], sys.argv[2]
-start = time.time()
-x = torch.randn(4, 1024, device="cuda", dtype=torch.bfloat16)
-w = torch.ones(512, device="cuda", dtype=torch.bfloat16)
-exec(code)
-torch.cuda.synchronize()
-print(f"flashinfer {name}: built and ran in {time.time() - start:.1f}s")
-PY
+    timeout "$2" "$PY" tools/device/flashinfer_build.py "$1" "$3" > "$D/flashinfer_build_$1.txt" 2>&1
     echo "rc=$?" >> "$D/flashinfer_build_$1.txt"
   }
   fi_build act 90 "import flashinfer.activation as a; a.silu_and_mul(x)" &

@@ -27,16 +27,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 # 1. Background builds: FlashInfer (nvcc; its JIT takes a file lock, so the bench's own first call waits for it
 #    rather than building twice) and the Triton configs (compiled in workers that launch nothing).
 fi_build() {  # NAME PYTHON-STATEMENTS
-  timeout 90 python3 - "$1" "$2" > "$D/flashinfer_build_$1.txt" 2>&1 <<'PY'
-import sys, time, torch
-name, code = sys.argv[1], sys.argv[2]
-start = time.time()
-x = torch.randn(4, 1024, device="cuda", dtype=torch.bfloat16)
-w = torch.ones(512, device="cuda", dtype=torch.bfloat16)
-exec(code)
-torch.cuda.synchronize()
-print(f"flashinfer {name}: built and ran in {time.time() - start:.1f}s")
-PY
+  timeout 90 python3 tools/device/flashinfer_build.py "$1" "$2" > "$D/flashinfer_build_$1.txt" 2>&1
   echo "rc=$?" >> "$D/flashinfer_build_$1.txt"
 }
 fi_build act "import flashinfer.activation as a; a.silu_and_mul(x)" &

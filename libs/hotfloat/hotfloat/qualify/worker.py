@@ -17,7 +17,7 @@ import shutil
 import socket
 import traceback
 
-from . import wire
+from . import hostload, wire
 
 SEED_CACHE = "/seed-cache"
 
@@ -58,20 +58,7 @@ def main(conn) -> None:
 def _pin(cpus: list[int]) -> None:
     """Pins every thread of this engine's process tree to its CPU set once it is warm (boot and JIT compilation use
     the whole machine; timed passes do not disturb each other); threads started later inherit the set."""
-    todo, tree = [os.getpid()], []
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(name))
-            except (OSError, IndexError, ValueError):
-                continue
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo += children.get(pid, [])
-    for pid in tree:
+    for pid in hostload.tree(os.getpid()):
         try:
             tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
         except OSError:
