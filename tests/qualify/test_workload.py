@@ -25,3 +25,13 @@ def test_every_pass_and_the_warmup_draw_fresh_prompts():
 
 def test_default_seed_is_secret_and_fresh():
     assert make_workload("tiny", 512).seed != make_workload("tiny", 512).seed
+
+
+def test_the_kv_cap_holds_the_largest_batch_with_room_to_spare():
+    """SGLang engines get exactly this KV pool: too small and requests would queue, changing the timed passes."""
+    from hotfloat.qualify.workload import kv_cap
+
+    for shapes in SHAPES:
+        w = make_workload(shapes, 1000, seed=1)
+        need = max(sum(r.prompt_len + r.max_new_tokens for r in b) for b in w.batches)
+        assert kv_cap(w) >= 1.25 * need + 4096 - 1
