@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, TimeoutError
@@ -11,6 +12,10 @@ from .._proto import common_pb2
 
 T = TypeVar("T")
 HEARTBEAT_S = 1.0
+
+
+class CallerLeft(Exception):
+    """Raised inside abandoned work at its next note, so a run nobody waits for stops instead of holding the host."""
 
 
 class Worker:
@@ -24,11 +29,19 @@ class Worker:
             ) -> Iterator[common_pb2.Progress | T]:
         """Yields Progress now and every heartbeat while `work` runs, then its result; stops early if the caller left.
 
-        `work` receives a `note(text)` function; the latest note is what the next heartbeat reports.
+        `work` receives a `note(text)` function; the latest note is what the next heartbeat reports. Once the caller
+        has left, `note` raises CallerLeft, so work that notes between its steps unwinds (and frees what it holds).
         """
         start = time.monotonic()
         latest = [f"{message} (running)"]
-        future = self._pool.submit(work, lambda text: latest.__setitem__(0, text))
+        left = threading.Event()
+
+        def note(text: str) -> None:
+            if left.is_set():
+                raise CallerLeft(f"{stage}: the caller left")
+            latest[0] = text
+
+        future = self._pool.submit(work, note)
         yield common_pb2.Progress(stage=stage, message=message, elapsed_s=0.0)
         while True:
             try:
@@ -36,6 +49,7 @@ class Worker:
                 return
             except TimeoutError:
                 if not context.is_active():
+                    left.set()
                     future.cancel()
                     return
                 yield common_pb2.Progress(stage=stage, message=latest[0], elapsed_s=time.monotonic() - start)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from hotfloat.qualify import QualifyOptions, qualify_bundle
 
 from .._proto import common_pb2, qualification_pb2, qualification_pb2_grpc
@@ -16,12 +18,17 @@ class QualificationServicer(qualification_pb2_grpc.QualificationServicer):
         options = QualifyOptions.for_device(config.device, warmup_passes=config.qualify_warmup_passes,
                                             extra_passes=dict(config.qualify_extra_passes))
         self._options = options.model_copy(update={"rule": config.qualify_rule}) if config.qualify_rule else options
+        self._timing = threading.Lock()
+        """One A/B at a time: two qualifications sharing the host would time each other, not their bundles."""
 
     def Qualify(self, request, context):
         bundle = bundle_from_proto(request.bundle)
 
         def work(note):
-            return qualify_bundle(bundle, self._options, progress=lambda what, done, most: note(f"{what} ({done}/{most})"))
+            note("waiting for the host: another qualification is timing")
+            with self._timing:
+                note("starting")  # a caller that left while this run waited is not timed at all
+                return qualify_bundle(bundle, self._options, progress=lambda what, done, most: note(f"{what} ({done}/{most})"))
 
         for item in self._worker.run("qualify", f"qualifying {bundle.identity[:12]} on {self._options.device}", work, context):
             if isinstance(item, common_pb2.Progress):
