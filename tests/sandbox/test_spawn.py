@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hotfloat.errors import SandboxUnavailable
+from hotfloat.qualify.hostload import tree
 from hotfloat.sandbox import Bind, GiB, SandboxPolicy, bwrap_argv, child_env, ensure_available, spawn
 from hotfloat.sandbox import process as spawn_module
 from hotfloat.sandbox.mounts import python_runtime_dirs
@@ -177,3 +178,44 @@ def test_a_bubblewrap_outside_the_system_path_is_used_by_its_absolute_path(tmp_p
     assert bwrap_argv(POLICY, ["true"], binds=[], env={})[0] == str(carried / "bwrap")
     rc, out = _run(tmp_path, "print('inside')")
     assert rc == 0 and "inside" in out
+
+
+@pytest.mark.parametrize("sandboxed", [False, True])
+def test_a_child_dies_with_a_validator_killed_by_sigterm(tmp_path, sandboxed):
+    if sandboxed:
+        try:
+            ensure_available(POLICY)
+        except SandboxUnavailable as e:
+            pytest.skip(f"no sandbox on this host: {e}")
+    code = f"""
+        import sys, time
+        from hotfloat.sandbox import child_env, spawn
+        from tests.sandbox.test_spawn import POLICY
+        proc = spawn([sys.executable, "-I", "-c", "import time; time.sleep(120)"], POLICY, sandboxed={sandboxed},
+                     binds=[], env=child_env({{}}, home="/tmp"), cwd={str(tmp_path)!r})
+        print(proc.pid, flush=True)
+        time.sleep(120)
+    """
+    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(parent.stdout.readline())
+        deadline = time.monotonic() + 10
+        while len(procs := tree(child)) < (3 if sandboxed else 1) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the sandbox's inner processes (bwrap's pid 1, the python) start after the outer one
+        assert all(map(_alive, procs)), "the child should run while its validator does"
+        parent.terminate()  # SIGTERM: Python exits without running finally blocks
+        parent.wait(10)
+        deadline = time.monotonic() + 10
+        while any(map(_alive, procs)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(map(_alive, procs)), "the child outlived its validator"
+    finally:
+        parent.kill()
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

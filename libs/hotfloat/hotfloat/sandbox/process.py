@@ -1,9 +1,11 @@
 """Starting and ending a candidate child: namespaces (bubblewrap), a seccomp filter, rlimits (prlimit) and a
 cgroup (or an unprivileged uid), fail-closed.
 
-Order of wrappers: `sh` joins the cgroup, `prlimit` sets rlimits, `bwrap` builds the namespaces and installs the
-seccomp filter, `setpriv` drops to a fresh uid where we are root and no pids cgroup exists, then the child runs.
-Nothing in the chain executes candidate code before every bound is in place.
+Order of wrappers: `setpriv --pdeathsig` ties the child to the thread that started it, `sh` joins the cgroup,
+`prlimit` sets rlimits, `bwrap` builds the namespaces and installs the seccomp filter, `setpriv` drops to a fresh uid
+where we are root and no pids cgroup exists, then the child runs. Nothing in the chain executes candidate code before
+every bound is in place, and no child outlives a validator that is killed (bwrap's --die-with-parent covers the
+sandbox inside; the outer pdeathsig covers an --unsandboxed child, which runs in its own session).
 """
 
 from __future__ import annotations
@@ -170,6 +172,7 @@ def spawn(argv: list[str], policy: SandboxPolicy, *, sandboxed: bool, binds: lis
     cmd = [shutil.which("prlimit") or "prlimit", *limits, "--", *inner]
     if cgroup.dirs:
         cmd = ["/bin/sh", "-c", _JOIN, "sh", *cgroup.procs_files, "--", *cmd]
+    cmd = [shutil.which("setpriv") or "setpriv", "--pdeathsig", "KILL", "--", *cmd]
     if sandboxed:
         bounds |= {"namespaces", "seccomp"}
     try:
