@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Raw data for the resident-engine rule's calibration on the H200 (SGLang), and the two end-to-end candidates: boots
-# three stock engines B1 B2 B3, C1 (examples/silu_triton armed) and C2 (examples/fused_add_rmsnorm_triton armed),
-# concurrently, as sandboxed resident engines on the generated Qwen2-0.5B-shaped model, warms them up, then serves
-# rounds (one pass of the `sglang` mix per engine, random order per round) until the wall budget is spent,
-# rewriting $OUT/calibrate/raw.json after every round; the completions of B1, B2, C1, C2 in the first
-# CAL_KEEP (20) rounds go to raw.json.outputs.jsonl. Afterwards, anywhere (no device):
+# Raw data for the resident-engine rule's calibration on the H200 (SGLang): boots CAL_STOCK stock engines B1..Bn and
+# one engine per CAL_CANDIDATES bundle (C1, C2, ...; default the silu and fused examples, `none` for stock only),
+# concurrently, as sandboxed resident engines on the qualification defaults (the generated llama-8b-shaped model,
+# the `sglang` mix, fp32 logits), warms them up, then serves rounds (one pass per engine, random order per round)
+# until the wall budget is spent, rewriting $OUT/calibrate/raw.json after every round; the completions of B1, B2 and
+# the candidates in the first CAL_KEEP (20) rounds go to raw.json.outputs.jsonl. Afterwards, anywhere (no device):
 #   hotfloat qualify calibrate analyse raw.json --out docs/calibration-h200.json          (false PASS, power, rule)
 #   hotfloat qualify calibrate evidence raw.json --candidate C1 --rule-from docs/calibration-h200.json --out ev.json
 # A quick analysis also runs here at the end (fewer bootstrap draws) so the log shows the numbers.
-# Run: bash tools/device/run_all.sh engine_install:90 calibrate:420   (CAL_BUDGET=370 s of collection, boots
-# included; CAL_STOCK=3 (3..8); CAL_SEED=11; CAL_BOOT=330 s (checkpoint generation and boots); CAL_CANDIDATES (bundle
-# directories, space-separated; default the silu and fused examples); CAL_UNSANDBOXED=1 skips the sandbox).
+# Run: bash tools/device/run_all.sh engine_install:60 calibrate:500   (CAL_BUDGET=370 s of collection, boots
+# included; CAL_STOCK=3 (3..8; six 8B engines of about 22 GB fit the H200); CAL_SEED=11; CAL_BOOT=330 s (checkpoint
+# generation and boots); CAL_UNSANDBOXED=1 skips the sandbox).
 # Falls back to --unsandboxed (NOTE line) when the sandbox cannot be built or no sandboxed round was served.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
@@ -33,7 +33,9 @@ fi
 [ "${CAL_UNSANDBOXED:-0}" = 1 ] && SANDBOX=(--unsandboxed)
 BUDGET=${CAL_BUDGET:-370}
 CANDS=()
-for c in ${CAL_CANDIDATES:-examples/silu_triton examples/fused_add_rmsnorm_triton}; do CANDS+=(--candidate "$c"); done
+CAND_DIRS=${CAL_CANDIDATES:-examples/silu_triton examples/fused_add_rmsnorm_triton}
+[ "$CAND_DIRS" = none ] && CAND_DIRS=
+for c in $CAND_DIRS; do CANDS+=(--candidate "$c"); done
 collect() {  # label budget extra-args...
   local label=$1 budget=$2; shift 2
   echo "=== collect $label (budget ${budget}s, t=$(( $(date +%s) - T0 ))s) ==="
