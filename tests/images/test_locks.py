@@ -1,12 +1,18 @@
 """Locks: exact pins only, and every difference between a lock and what got installed is named."""
 
+from pathlib import Path
+
 import pytest
 
 from hotfloat.errors import InputError
 from hotfloat.image.locks import (canonical, debian_pins, differences, dpkg_status, lock_without, python_pins,
                                   unmet_requirements)
+from hotfloat.image.spec import load_spec
 
 from .conftest import STATUS, make_wheel
+
+REPO = Path(__file__).resolve().parents[2]
+CUDA_LOCK = REPO / "images/worker/requirements-cuda.lock"
 
 LOCK = """torch==2.13.0+cpu \\
     --hash=sha256:aaaa
@@ -66,3 +72,59 @@ def test_unmet_requirements_catch_a_mismatched_pair(tmp_path):
         with zipfile.ZipFile(make_wheel(tmp_path, name, version, requires)) as z:
             z.extractall(site)
     assert unmet_requirements(site) == ["torchlike needs cudart==13.0.96, installed 12.8.0"]
+
+
+def _engine_pins() -> dict[str, str]:
+    return {**python_pins(REPO / "engine/requirements.lock"), **python_pins(REPO / "engine/requirements-nodeps.lock")}
+
+
+def _engine_drift(image_lock: Path) -> list[str]:
+    """Every engine pin the image lock lacks or pins at another version: the GPU worker runs the engine's stack."""
+    image = python_pins(image_lock)
+    return [f"{n}: engine {v}, image {image.get(n, 'absent')}" for n, v in sorted(_engine_pins().items())
+            if image.get(n) != v]
+
+
+def test_cuda_worker_lock_carries_the_engine_lock():
+    pins = python_pins(CUDA_LOCK)
+    assert _engine_drift(CUDA_LOCK) == []
+    assert pins["torch"] == _engine_pins()["torch"] and pins["sglang"] == _engine_pins()["sglang"]
+
+
+def test_engine_drift_names_a_moved_pin(tmp_path):
+    drifted = tmp_path / "requirements-cuda.lock"
+    torch = f"torch=={python_pins(CUDA_LOCK)['torch']} "
+    drifted.write_text(CUDA_LOCK.read_text().replace(torch, "torch==2.13.0 "))
+    assert _engine_drift(drifted) == [f"torch: engine {_engine_pins()['torch']}, image 2.13.0"]
+
+
+def test_cuda_worker_has_the_gpu_packages_the_h200_serves_with():
+    """What the device payload adds to the engine lock (sglang-kernel, flashinfer...) at the payload's versions."""
+    payload, engine, pins = python_pins(REPO / "engine/device-payload.lock"), _engine_pins(), python_pins(CUDA_LOCK)
+    gpu_only = {n: v for n, v in payload.items() if n not in engine}
+    assert {"sglang-kernel", "flashinfer-python"} <= set(gpu_only)
+    assert {n: pins.get(n) for n in gpu_only} == gpu_only
+
+
+def test_cuda_flavour_requires_what_its_lock_pins():
+    flavour = load_spec(REPO / "images/worker/image.toml").flavor("cuda")
+    pins = python_pins(REPO / "images/worker" / flavour.python_lock)
+    assert {"torch", "triton", "sglang"} <= set(flavour.require)
+    assert {n: pins.get(n) for n in flavour.require} == flavour.require
+
+
+def test_a_no_deps_distribution_is_not_held_to_its_requirements(tmp_path):
+    import zipfile
+
+    site = tmp_path / "site"
+    site.mkdir()
+    for name, version, requires in (("enginelike", "1.0", ("servingextra>=2",)), ("torchlike", "1.0", ("cudart==13.0.96",))):
+        with zipfile.ZipFile(make_wheel(tmp_path, name, version, requires)) as z:
+            z.extractall(site)
+    assert unmet_requirements(site, no_deps=("EngineLike",)) == ["torchlike needs cudart==13.0.96, installed nothing"]
+
+
+def test_the_cuda_worker_skips_exactly_the_engines_no_deps_set():
+    spec = load_spec(REPO / "images/worker/image.toml")
+    assert set(spec.flavors["cuda"].no_deps) == set(python_pins(REPO / "engine/requirements-nodeps.lock"))
+    assert spec.flavors["cpu"].no_deps == ()

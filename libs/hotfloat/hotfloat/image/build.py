@@ -25,7 +25,8 @@ from .locks import (debian_pins, differences, dpkg_status, installed_python, loc
 from .oci import LAYER_TYPE, Layout, file_entries, normalise_tar, tar_directory
 from .spec import ImageIdentity, ImageSpec
 
-SOURCES = {"libs/hotfloat/hotfloat": "hotfloat", "services/hotfloat_services": "hotfloat_services"}
+SOURCES = {"libs/hotfloat/hotfloat": "hotfloat", "services/hotfloat_services": "hotfloat_services",
+           "libs/hotfloat_sglang/hotfloat_sglang": "hotfloat_sglang"}
 """Project packages every image ships: repository folder -> package folder in site-packages."""
 APP = "/opt/hotfloat"
 """A venv over Debian's python3.11: a real prefix, so sandboxed children (`python -E`, binds of sys.prefix and
@@ -105,12 +106,14 @@ def build_base(spec_path: Path, lock: Path, out: Path, *, update_lock: bool = Fa
     return packages
 
 
-def python_layer(lock: Path, out: Path, epoch: int, *, below: Path | None = None, wheels: Path | None = None) -> dict[str, str]:
+def python_layer(lock: Path, out: Path, epoch: int, *, below: Path | None = None, wheels: Path | None = None,
+                 no_deps: tuple[str, ...] = ()) -> dict[str, str]:
     """Installs exactly the lock's wheels (hashes required, no resolution) as a layer; returns what it installed.
 
     With `below` (the shared stack layer), the stack's pins must appear unchanged in the lock; only the rest is
     installed here, and the union must satisfy every requirement. `wheels` restricts pip to one local folder
-    (offline); by default pip's configured indexes and /opt/wheels are used.
+    (offline); by default pip's configured indexes and /opt/wheels are used. `no_deps`: the flavour's distributions
+    whose own requirements are not checked.
     """
     where = ["--no-index", "--find-links", str(wheels)] if wheels else (
         ["--find-links", str(WHEELS)] if WHEELS.is_dir() else [])
@@ -138,7 +141,7 @@ def python_layer(lock: Path, out: Path, epoch: int, *, below: Path | None = None
         if diff := differences("python", wanted, installed):
             raise InputError(f"installed Python packages differ from {lock}:\n" + "\n".join(diff))
         sites = [site, work / "below"] if below is not None else [site]
-        if unmet := unmet_requirements(*sites):
+        if unmet := unmet_requirements(*sites, no_deps=no_deps):
             raise InputError(f"{lock} is not self-consistent:\n" + "\n".join(unmet))
         tar_directory(root, out, epoch)
     return {**lower, **installed}
@@ -221,7 +224,8 @@ def build_image(spec: ImageSpec, flavor: str, *, repo: Path, image_dir: Path, ba
             debian = dpkg_status(status.read().decode()) if status else {}
         if stack:
             _place(stack[1], work / "stack.tar")
-        python = python_layer(lock, work / "python.tar", epoch, below=work / "stack.tar" if stack else None, wheels=wheels)
+        python = python_layer(lock, work / "python.tar", epoch, below=work / "stack.tar" if stack else None, wheels=wheels,
+                              no_deps=chosen.no_deps)
         print("image: file list", file=sys.stderr, flush=True)
         entries = [e for i, name in enumerate(names[:-1]) for e in file_entries(work / name, i)]
         app = work / "app"

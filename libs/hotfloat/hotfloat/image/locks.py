@@ -58,12 +58,14 @@ def installed_python(*sites: Path) -> dict[str, str]:
     return found
 
 
-def unmet_requirements(*sites: Path) -> list[str]:
-    """Every unconditional Requires-Dist of an installed distribution that the installed set does not satisfy.
+def unmet_requirements(*sites: Path, no_deps: tuple[str, ...] = ()) -> list[str]:
+    """Every unconditional Requires-Dist of an installed distribution that the installed set does not satisfy,
+    except those of the `no_deps` distributions (locked on purpose without their dependencies).
 
     This is what makes a Torch/CUDA pair provably matching: torch's wheel names the exact CUDA wheels it was built
     against, and the lock must have installed exactly those.
     """
+    skip = {canonical(n) for n in no_deps}
     installed = {}
     for name, version in installed_python(*sites).items():
         try:
@@ -75,6 +77,8 @@ def unmet_requirements(*sites: Path) -> list[str]:
     unmet = []
     for meta in sorted(m for site in sites for m in site.glob("*.dist-info/METADATA")):
         headers = HeaderParser().parsestr(meta.read_text(errors="replace"), headersonly=True)
+        if canonical(headers["Name"] or "") in skip:
+            continue
         for line in headers.get_all("Requires-Dist") or []:
             try:
                 req = Requirement(line)

@@ -21,6 +21,9 @@ class Flavor(_Record):
     """Hashed pip lock (relative to the image folder) that this flavour installs, nothing else."""
     require: dict[str, str] = Field(default_factory=dict)
     """Distribution -> exact version the lock must pin (e.g. the Torch/CUDA pair); checked before any build."""
+    no_deps: tuple[str, ...] = ()
+    """Distributions locked without their declared dependencies (SGLang: most of its set is serving extras the
+    engine never imports); their Requires-Dist are not checked, everyone else's still are."""
 
 
 class ImageSpec(_Record):

@@ -123,8 +123,10 @@ def lib_dir() -> Path:
         if not _LIBS:
             root = Path(tempfile.mkdtemp(prefix="hotfloat-lib-"))
             (root / "hotfloat").symlink_to(PACKAGE)
-            plugin = PACKAGE.parents[1] / "hotfloat_sglang" / "hotfloat_sglang"
-            if plugin.is_dir():
+            # beside hotfloat where both are installed (the worker image), else in the checkout's libs/
+            plugin = next((p for p in (PACKAGE.parent / "hotfloat_sglang", PACKAGE.parents[1] / "hotfloat_sglang" /
+                                       "hotfloat_sglang") if p.is_dir()), None)
+            if plugin is not None:
                 (root / "hotfloat_sglang").symlink_to(plugin)
                 info = root / "hotfloat_sglang_qualify-0.dist-info"
                 info.mkdir()
