@@ -15,11 +15,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from .. import ABI_VERSION
 from ..bundle.manifest import ARCHITECTURES
 from ..errors import InputError
+from ..record import Record
 from ..slots import DTYPES, SLOTS
 
 DTYPE_NAMES = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
@@ -33,10 +32,8 @@ WHY_DROPPED = {
 }
 
 
-class Change(BaseModel):
+class Change(Record):
     """One edit the import made: where, what it was, what it is now (empty `now` = removed)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     file: str
     field: str
@@ -44,10 +41,8 @@ class Change(BaseModel):
     now: str
 
 
-class ImportResult(BaseModel):
+class ImportResult(Record):
     """The written bundle and the list of every change made to get there."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     source: str
     out_dir: str

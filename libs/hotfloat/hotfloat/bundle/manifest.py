@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .. import ABI_VERSION
 from ..errors import BundleError
+from ..record import Record
 from ..slots import DTYPES
 from .bounded import load_json, load_toml
 
@@ -18,10 +19,10 @@ MAX_METADATA_CHARS = 16 << 10
 ARCHITECTURES = ("cpu", "sm_80", "sm_89", "sm_90", "sm_90a", "sm_100")
 
 
-class Record(BaseModel):
-    """Base of every untrusted record: strict, frozen, documented fields."""
+class Strict(Record):
+    """Base of the manifest's records: the library's record base, and no coercion (a "1" is not a 1)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, strict=True)
+    model_config = ConfigDict(strict=True)
 
 
 def contained_path(value: str) -> str:
@@ -34,7 +35,7 @@ def contained_path(value: str) -> str:
     return value
 
 
-class OpMetadata(Record):
+class OpMetadata(Strict):
     """Capabilities a variant declares; the validator routes calls outside them to the stock kernel."""
 
     graph_safe: bool = False
@@ -58,7 +59,7 @@ PARAM_TYPES = ("*T", "*bf16", "*fp16", "*fp32", "i32", "i64", "fp32")
 GRID_ITEM = r"^([1-9][0-9]{0,5}|[A-Za-z_][A-Za-z0-9_]*|cdiv\(\s*[A-Za-z_][A-Za-z0-9_]*\s*,\s*[1-9][0-9]{0,5}\s*\))$"
 
 
-class KernelParam(Record):
+class KernelParam(Strict):
     """One kernel parameter: what the validator binds to it, and its type."""
 
     name: Annotated[str, Field(pattern=IDENT)]
@@ -67,7 +68,7 @@ class KernelParam(Record):
     """One of PARAM_TYPES."""
 
 
-class KernelDecl(Record):
+class KernelDecl(Strict):
     """An ahead-of-time kernel of a triton/cute op: what the validator compiles, expects in the cubin, and launches."""
 
     params: Annotated[list[KernelParam], Field(min_length=1, max_length=32)]
@@ -90,7 +91,7 @@ class KernelDecl(Record):
         return self
 
 
-class OpEntry(Record):
+class OpEntry(Strict):
     """One kernel offered for one slot."""
 
     slot: Annotated[str, Field(max_length=128)]
@@ -140,7 +141,7 @@ class OpEntry(Record):
         return self
 
 
-class Manifest(Record):
+class Manifest(Strict):
     """manifest.toml: what the bundle offers, for which slots, under which ABI."""
 
     bundle_id: Annotated[str, Field(pattern=r"^[0-9A-Za-z._-]{1,64}$")]

@@ -12,7 +12,9 @@ import re
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
+
+from ..record import Record
 
 MAX_PAYLOAD_BYTES = 1024
 MAX_URL_CHARS = 512
@@ -21,10 +23,10 @@ PAYLOAD_VERSION = 1
 _HOST_RE = re.compile(r"^[A-Za-z0-9.-]{1,253}$")
 
 
-class Payload(BaseModel):
+class Payload(Record):
     """What a miner commits: `{"v":1,"h":<bundle identity>,"u":<https url>}` plus an optional fee payment reference."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(strict=True)
 
     v: Annotated[int, Field(ge=PAYLOAD_VERSION, le=PAYLOAD_VERSION)]
     """Payload format version; only 1 exists."""

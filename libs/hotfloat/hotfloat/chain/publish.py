@@ -17,10 +17,10 @@ from enum import Enum
 
 import bittensor as bt
 from bittensor.settings import DEFAULT_ERA_PERIOD
-from pydantic import BaseModel, ConfigDict
 
 from ..errors import InfrastructureError, InputError
 from ..ledger import Ledger
+from ..record import Record
 from .client import Chain, ChainRefused
 
 U16_SLACK = 2 / 65535
@@ -34,10 +34,8 @@ class PubState(str, Enum):
     FAILED = "failed"
 
 
-class Publication(BaseModel):
+class Publication(Record):
     """One round's journaled weight vector and how far it got."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     netuid: int
     round: str

@@ -12,9 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from ..errors import InfrastructureError
+from ..record import Record
 from ..verdict import Status, combine
 from .tables import BITTENSOR, SGLANG
 
@@ -24,10 +23,9 @@ ENV_ENGINE_PYTHON = "HOTFLOAT_ENGINE_PYTHON"
 TIMEOUT_S = 600
 
 
-class CompatRow(BaseModel):
+class CompatRow(Record):
     """One checked symbol (or the version pin) and what was found."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     name: str
     """What was checked, e.g. "RMSNorm.forward_cuda"."""
     status: Status
@@ -36,10 +34,9 @@ class CompatRow(BaseModel):
     """The signature found, or why it failed."""
 
 
-class CompatReport(BaseModel):
+class CompatReport(Record):
     """A whole table's result in one interpreter."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     target: str
     """"sglang" or "bittensor"."""
     python: str

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from ..record import Record
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class GpuReading(_Frozen):
+class GpuReading(Record):
     """One visible GPU's clocks and power at collection time; they vary run to run, so they never block a comparison."""
 
     index: int
@@ -36,7 +34,7 @@ MATTERS: tuple[str, ...] = (
 )
 
 
-class EnvIdentity(_Frozen):
+class EnvIdentity(Record):
     """What ran a result; every None field has its reason in `absent`, so an empty field is never silent."""
 
     gpu_model: str | None = None

@@ -17,9 +17,10 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from ..errors import InfrastructureError, InputError
+from ..record import Record
 from .locks import (debian_pins, differences, dpkg_status, installed_python, lock_without, python_pins,
                     unmet_requirements, write_debian_lock)
 from .oci import LAYER_TYPE, Layout, file_entries, normalise_tar, tar_directory
@@ -36,10 +37,8 @@ WHEELS = Path("/opt/wheels")
 """The local wheel folder `make setup` uses (the CPU torch wheel lives there); hashes still decide."""
 
 
-class BaseSpec(BaseModel):
+class BaseSpec(Record):
     """images/base/base.toml: the Debian minbase every image starts from."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     suite: str
     mirror: str

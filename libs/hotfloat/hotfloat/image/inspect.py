@@ -6,9 +6,10 @@ import json
 import tarfile
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from ..errors import InputError
+from ..record import Record
 from .oci import Layout
 from .spec import FileEntry, ImageIdentity
 
@@ -16,19 +17,15 @@ OUT = Path("out/images")
 """Where `make images` leaves each image's layout, as out/images/<name>."""
 
 
-class LayerInfo(BaseModel):
+class LayerInfo(Record):
     """One layer's blob digest and size (uncompressed tar)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     digest: str
     size: int
 
 
-class ImageReport(BaseModel):
+class ImageReport(Record):
     """What `hotfloat image inspect` prints: the digest to deploy and the identity the image carries."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     path: str
     digest: str

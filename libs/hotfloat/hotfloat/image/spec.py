@@ -5,16 +5,13 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from ..errors import InputError
+from ..record import Record
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class Flavor(_Record):
+class Flavor(Record):
     """One build variant of an image (cpu for CI, cuda for GPU hosts), chosen by `make images FLAVOR=...`."""
 
     python_lock: str
@@ -26,7 +23,7 @@ class Flavor(_Record):
     engine never imports); their Requires-Dist are not checked, everyone else's still are."""
 
 
-class ImageSpec(_Record):
+class ImageSpec(Record):
     """images/<name>/image.toml: what goes into one image besides the shared Debian base."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
@@ -59,7 +56,7 @@ def load_spec(path: Path) -> ImageSpec:
         raise InputError(f"bad image spec {path}: {e}") from e
 
 
-class FileEntry(_Record):
+class FileEntry(Record):
     """One regular file or link in the image, for the SBOM-like file list."""
 
     path: str
@@ -72,7 +69,7 @@ class FileEntry(_Record):
     """Index of the layer that adds it (0 is the Debian base)."""
 
 
-class ImageIdentity(_Record):
+class ImageIdentity(Record):
     """/etc/hotfloat/image.json: what an image is, readable by `hotfloat image inspect` and by `hotfloat env` inside."""
 
     name: str

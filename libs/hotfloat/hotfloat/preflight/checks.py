@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from pydantic import computed_field
 
 from ..env import IMAGE_IDENTITY_FILE, EnvIdentity, collect
+from ..record import Record
 from ..verdict import Status, combine
 
 Question = Literal["device", "static", "behavioral"]
@@ -27,10 +28,8 @@ CONTROLS = Path(__file__).resolve().parent / "controls"
 """The faithful and broken control bundles shipped with the library (so images carry them too)."""
 
 
-class Check(BaseModel):
+class Check(Record):
     """One row of the preflight: which question it answers, what it checked, and the outcome."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     question: Question
     name: str
@@ -38,10 +37,8 @@ class Check(BaseModel):
     detail: str
 
 
-class PreflightReport(BaseModel):
+class PreflightReport(Record):
     """Every check, the per-question outcome, and the environment they ran in."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     device: str
     checks: tuple[Check, ...]

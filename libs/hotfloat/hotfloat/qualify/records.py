@@ -8,20 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from ..record import Record
 from ..verdict import Status
 
 Role = Literal["B", "C"]
 Decode = Literal["eager", "static", "graph"]
 EngineKind = Literal["transformers", "sglang"]
-
-
-class Record(BaseModel):
-    """Strict, frozen, documented; evidence files are read back as untrusted input."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, ser_json_inf_nan="constants")
-    """NaN and infinities are written as JSON constants so evidence holding a candidate's NaN logprobs reloads."""
 
 
 class Request(Record):

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from ..record import Record
 
 GiB = 1 << 30
 MiB = 1 << 20
 
 
-class SandboxPolicy(BaseModel):
+class SandboxPolicy(Record):
     """Resource bounds for one sandboxed child; the wall-clock timeout belongs to the caller, which owns the clock."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     cpu_seconds: Annotated[int, Field(ge=1)] = 600
     """RLIMIT_CPU per process: a spinning child is killed by the kernel even if the caller's clock fails."""
