@@ -2,11 +2,12 @@
 quotes inside strings and comments never count, so valid documents parse exactly as the stdlib parsers read them."""
 
 import json
+import os
 import tomllib
 
 import pytest
 
-from hotfloat.bundle.bounded import MAX_DEPTH, MAX_KEY_PARTS, load_json, load_toml
+from hotfloat.bundle.bounded import MAX_DEPTH, MAX_KEY_PARTS, load_json, load_toml, read_file
 
 TOML_OK = [
     'a = "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["',
@@ -60,3 +61,16 @@ def test_valid_json_parses_and_strings_do_not_count():
 def test_hostile_json_refused_with_its_reason(text, why):
     with pytest.raises(ValueError, match=why):
         load_json(text, max_chars=1 << 20)
+
+
+def test_read_file_refuses_what_is_not_a_bounded_regular_file(tmp_path):
+    (tmp_path / "f").write_bytes(b"x" * 10)
+    assert read_file(tmp_path / "f", 10) == b"x" * 10
+    with pytest.raises(ValueError, match="over the 9-byte limit"):
+        read_file(tmp_path / "f", 9)
+    os.mkfifo(tmp_path / "fifo")  # opening it must not wait for a writer
+    for path in (tmp_path / "fifo", "/dev/zero"):
+        with pytest.raises(ValueError, match="not a regular file"):
+            read_file(path, 1 << 30)
+    with pytest.raises(OSError):
+        read_file(tmp_path, 10)

@@ -27,3 +27,19 @@ def test_build_then_admit_on_cpu(tmp_path):
     assert tampered.returncode == 2
     assert tampered.stderr.startswith("error: build artifact") and "digest" in tampered.stderr
     assert "Traceback" not in tampered.stderr
+
+
+def test_admit_refuses_build_files_that_never_end_or_are_not_a_record(tmp_path):
+    bundle = str(EXAMPLES / "silu_torch")
+    (tmp_path / "index.json").symlink_to("/dev/zero")
+    p = run("admit", bundle, "--build", str(tmp_path))
+    assert (p.returncode, p.stderr) == (2, f"error: {tmp_path}/index.json: build record: not a regular file\n")
+    (tmp_path / "index.json").unlink()
+    (tmp_path / "index.json").write_text('{"kernels": [{"cubin": "k.cubin"}]}')
+    (tmp_path / "k.cubin").symlink_to("/dev/zero")
+    p = run("admit", bundle, "--build", str(tmp_path))
+    assert (p.returncode, p.stderr) == (2, f"error: {tmp_path}/k.cubin: cubin: not a regular file\n")
+    (tmp_path / "k.cubin").unlink()
+    (tmp_path / "index.json").write_text('{"kernels": []}')
+    p = run("admit", bundle, "--build", str(tmp_path))
+    assert (p.returncode, p.stderr) == (2, "error: build record: bundle_identity: Field required\n")

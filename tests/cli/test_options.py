@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from hotfloat.cli.main import cli
-from hotfloat.cli.options import resolve_device
+from hotfloat.cli.options import read_archive, read_input, resolve_device
+from hotfloat.errors import InputError
 
 GPU_ONLY = ('bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
             'source = "kernels/k.py"\nentry = "run"\narchitectures = ["sm_90"]\n')
@@ -30,3 +31,13 @@ def test_auto_is_cuda_only_with_a_gpu(make_bundle):
     p = subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(make_bundle(manifest=GPU_ONLY)), "--json"],
                        capture_output=True, text=True, timeout=300)
     assert json.loads(p.stdout)["device"] == want
+
+
+def test_read_input_names_the_file_in_one_input_error(tmp_path):
+    (tmp_path / "big").write_bytes(b"x" * 11)
+    with pytest.raises(InputError, match=r"big: crowns file: over the 10-byte limit$"):
+        read_input(tmp_path / "big", 10, "crowns file")
+    with pytest.raises(InputError, match=r"missing: No such file or directory$"):
+        read_input(tmp_path / "missing", 10, "crowns file")
+    with pytest.raises(InputError, match=r"^/dev/zero: no such bundle directory or archive$"):
+        read_archive("/dev/zero")

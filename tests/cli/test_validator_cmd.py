@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,32 @@ def test_bad_input_is_one_error_line_exit_2(capsys, tmp_path, monkeypatch, argv,
     Ledger(db).close()
     code, _, err = hotfloat(capsys, *(a.format(db=db, token=token) for a in argv))
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and says in err, err
+
+
+def test_an_archive_that_never_ends_is_refused_without_reading_it(capsys, tmp_path):
+    fifo = tmp_path / "b.tar.gz"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero"):
+        code, _, err = hotfloat(capsys, "validator", "submit", str(path), "--ledger", str(tmp_path / "l.db"))
+        assert (code, err) == (2, f"error: {path}: no such bundle directory or archive\n")
+
+
+def test_status_of_a_database_that_is_not_a_ledger_is_one_line_and_leaves_it_alone(capsys, tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE foo (x)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    code, _, err = hotfloat(capsys, "validator", "status", "--ledger", str(path))
+    assert code == 3 and err == f"error: ledger {path}: an SQLite database of another program (tables foo), not a ledger\n"
+    assert path.read_bytes() == before
+
+
+def test_a_submission_id_beyond_sqlite_integers_is_a_usage_error(capsys, tmp_path):
+    Ledger(tmp_path / "l.db").close()
+    code, _, err = hotfloat(capsys, "validator", "status", str(1 << 70), "--ledger", str(tmp_path / "l.db"))
+    assert code == 2 and "is not in the range" in err and "internal" not in err
 
 
 def test_bad_bundle_submission_is_refused(capsys, make_bundle, tmp_path):

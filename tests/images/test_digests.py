@@ -2,6 +2,7 @@
 
 import pytest
 
+from hotfloat.errors import InputError
 from hotfloat.image.digests import DigestMismatch, check, raise_on_mismatch, read, update
 from hotfloat.image.oci import Layout
 from hotfloat.verdict import Status
@@ -34,3 +35,14 @@ def test_update_then_check_passes_and_a_changed_image_fails(tmp_path):
 def test_an_image_missing_from_the_lock_fails(tmp_path):
     rows = check(tmp_path / "digests.lock", (_layout(tmp_path, "worker", b"w"),))
     assert rows[0].status is Status.FAIL and rows[0].locked is None
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe", None])
+def test_a_lock_that_is_not_text_or_not_a_file_is_one_input_error(tmp_path, content):
+    lock = tmp_path / "digests.lock"
+    if content is None:
+        lock.symlink_to("/dev/zero")
+    else:
+        lock.write_bytes(content)
+    with pytest.raises(InputError, match="digests.lock: not a digests lock: "):
+        read(lock)

@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from hotfloat.errors import InfrastructureError
 from hotfloat.ledger import LEDGER_MIGRATIONS, Ledger, Migration, migrate
 from hotfloat.ledger.migrations import applied
 
@@ -35,3 +36,34 @@ def test_failed_migration_leaves_no_trace(tmp_path):
     assert applied(conn) == []
     assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'a'").fetchone() is None
     assert migrate(conn, (Migration("0001_half", ("CREATE TABLE a (x)",)),)) == ["0001_half"]
+
+
+def test_a_newer_schema_of_the_same_area_is_refused_and_another_areas_is_not(tmp_path):
+    """A plain ledger does not know the chain's migrations and must still open a ledger that has them; a migration of
+    an area it knows but not by name was written by a newer hotfloat, whose rows this one would misread."""
+    chain = (Migration("chain_0001_journal", ("CREATE TABLE journal (id INTEGER PRIMARY KEY)",)),)
+    Ledger(tmp_path / "l.db", chain).close()
+    Ledger(tmp_path / "l.db").close()
+    conn = sqlite3.connect(tmp_path / "l.db")
+    conn.execute("INSERT INTO schema_migrations VALUES ('chain_0002_newer', 0)")
+    conn.commit()
+    Ledger(tmp_path / "l.db").close()
+    with pytest.raises(InfrastructureError, match=r"migrated by a newer hotfloat \(chain_0002_newer\)"):
+        Ledger(tmp_path / "l.db", chain)
+    conn.execute("INSERT INTO schema_migrations VALUES ('0099_newer', 0)")
+    conn.commit()
+    with pytest.raises(InfrastructureError, match=r"l.db: migrated by a newer hotfloat \(0099_newer\); upgrade"):
+        Ledger(tmp_path / "l.db")
+
+
+def test_another_programs_database_is_refused_untouched(tmp_path):
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE submissions (x)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(InfrastructureError, match="SQLite database of another program .tables submissions., not a ledger"):
+        Ledger(path)
+    assert path.read_bytes() == before and not (tmp_path / "app.db-wal").exists()
+

@@ -48,6 +48,20 @@ def test_hostile_archive_is_refused_and_nothing_is_stored(tmp_path):
         assert led.submissions() == []
 
 
+def test_a_row_that_is_not_a_record_is_one_line_of_corrupt_ledger(tmp_path, archive):
+    with Ledger(tmp_path / "l.db") as led:
+        sub, _ = led.receive(archive)
+    conn = sqlite3.connect(tmp_path / "l.db")
+    conn.execute("UPDATE submissions SET state = 'quarantined'")
+    conn.execute("UPDATE transitions SET evidence = '{not json'")
+    conn.commit()
+    with Ledger(tmp_path / "l.db") as led:
+        with pytest.raises(InfrastructureError, match=r"l.db: corrupt submission row: state: Input should be 'received'"):
+            led.submissions()
+        with pytest.raises(InfrastructureError, match="corrupt transition row: Expecting property name"):
+            led.transitions(sub.id)
+
+
 def test_advance_is_compare_and_set_with_evidence(tmp_path, archive):
     with Ledger(tmp_path / "l.db") as led:
         sub, _ = led.receive(archive)

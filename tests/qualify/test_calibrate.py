@@ -2,6 +2,7 @@
 the record's fields), the CLI on a raw file, and a short real collection on the tiny CPU engines."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -76,6 +77,90 @@ def test_cli_analyse_writes_the_record_and_refuses_bad_input(tmp_path, capsys):
         main(["qualify", "calibrate", "analyse", str(bad)])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1
+
+
+def cli(capsys, *args):
+    from hotfloat.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["qualify", "calibrate", *args])
+    return e.value.code, capsys.readouterr().err
+
+
+def hostile(edit):
+    data = json.loads(raw(n=12).model_dump_json())
+    edit(data)
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("text,why", [
+    (hostile(lambda d: d["rounds"][3]["pass_s"].pop("B3")), "round 3 has no pass time for ['B3']"),
+    (hostile(lambda d: d["rounds"][0]["pass_s"].update(B1=float("nan"))), "rounds.0.pass_s.B1: Input should be a finite"),
+    (hostile(lambda d: d["rounds"][0]["pass_s"].update(B2=1e-300)), "rounds.0.pass_s.B2: Input should be greater"),
+    (hostile(lambda d: d.update(stock=["B1", "B1", "B2"])), "engine names repeat"),
+    (hostile(lambda d: d.update(boot_s={})), "boot_s lacks"),
+    (hostile(lambda d: d.update(kept=["B9"])), "kept names engines that are not in the collection"),
+    ("[1, 2]", "Input should be an object"),
+])
+def test_analyse_refuses_a_raw_file_the_analysis_could_not_index(tmp_path, capsys, text, why):
+    src = tmp_path / "raw.json"
+    src.write_text(text)
+    code, err = cli(capsys, "analyse", str(src), "--boot-draws", "0")
+    assert code == 2 and err.startswith(f"error: {src}: not a raw calibration collection: ") and why in err, err
+    assert err.count("\n") == 1
+
+
+def test_raw_files_that_never_end_are_refused_without_reading_them(tmp_path, capsys):
+    fifo = tmp_path / "raw.json"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero"):
+        code, err = cli(capsys, "analyse", str(path))
+        assert (code, err) == (2, f"error: {path}: not a raw calibration collection: not a regular file\n")
+
+
+def test_analyse_out_where_it_cannot_be_written_is_one_error_line(tmp_path, capsys):
+    src = tmp_path / "raw.json"
+    src.write_text(raw(n=12).model_dump_json())
+    code, err = cli(capsys, "analyse", str(src), "--boot-draws", "0", "--out", str(tmp_path / "no" / "cal.json"))
+    assert code == 2 and err.startswith("error: cannot write ") and err.count("\n") == 1, err
+
+
+def collection(tmp_path, outputs: bytes | None):
+    """A raw file with a kept candidate C1 and its outputs file (`outputs` None: a symlink to /dev/zero)."""
+    base = raw(n=12)
+    rounds = [r.model_copy(update={"pass_s": {**r.pass_s, "C1": r.pass_s["B3"]}}) for r in base.rounds]
+    src = tmp_path / "raw.json"
+    src.write_text(base.model_copy(update={"rounds": rounds, "candidates": {"C1": "c" * 64}, "kept": ["B1", "B2", "C1"],
+                                           "boot_s": {**base.boot_s, "C1": 60.0}}).model_dump_json())
+    kept = tmp_path / "raw.json.outputs.jsonl"
+    if outputs is None:
+        kept.symlink_to("/dev/zero")
+    else:
+        kept.write_bytes(outputs)
+    record = tmp_path / "cal.json"
+    record.write_text(analyse([raw(n=12)], GRID[:1], boot_draws=0).model_dump_json())
+    return src, record
+
+
+@pytest.mark.parametrize("outputs,why", [(None, "raw.json.outputs.jsonl: not a regular file"),
+                                         (b'{"round": 0, "engine": "B1"}\nnot json\n', "outputs.jsonl line 1: latency_s"),
+                                         (b"\xff\n", "codec can't decode")])
+def test_evidence_refuses_hostile_kept_outputs(tmp_path, capsys, outputs, why):
+    src, record = collection(tmp_path, outputs)
+    code, err = cli(capsys, "evidence", str(src), "--candidate", "C1", "--rule-from", str(record),
+                    "--out", str(tmp_path / "ev.json"))
+    assert code == 2 and err.startswith("error: cannot form evidence for C1: ") and why in err, err
+    assert err.count("\n") == 1
+
+
+def test_a_record_that_is_not_one_names_its_first_problem(tmp_path):
+    from hotfloat.errors import InputError
+    from hotfloat.qualify.calibrate import load_rule
+
+    record = tmp_path / "cal.json"
+    record.write_text(analyse([raw(n=12)], GRID[:1], boot_draws=0).model_dump_json().replace('"look_rounds":10', '"look_rounds":0'))
+    with pytest.raises(InputError, match=r"not a calibration record: rule.look_rounds: Input should be greater"):
+        load_rule(record)
 
 
 def test_a_short_real_collection_on_cpu_and_evidence_formed_from_it(tmp_path, bundles):

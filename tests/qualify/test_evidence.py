@@ -1,6 +1,7 @@
 """Evidence: round trip, recompute from the evidence alone, tampering detected, hostile files refused."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -74,6 +75,30 @@ def test_hostile_evidence_is_one_error_line(tmp_path, content, cli):
     f.write_text(content)
     p = cli("recompute", str(f))
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("error: ") and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("pass_s,why", [(float("nan"), "positive, finite"), (float("inf"), "positive, finite"),
+                                        (1e308, "beyond any float")])
+def test_evidence_with_impossible_pass_times_is_one_error_line(tmp_path, cli, pass_s, why):
+    data = json.loads(synthetic().model_dump_json())
+    data["frames"][2]["pass_s"] = [pass_s] * 4
+    f = tmp_path / "e.json"
+    f.write_text(json.dumps(data))
+    p = cli("recompute", str(f))
+    assert p.returncode == 2 and p.stderr.startswith("error: ") and p.stderr.count("\n") == 1 and why in p.stderr, p.stderr
+
+
+def test_evidence_that_is_a_fifo_or_a_device_is_refused_without_blocking(tmp_path, cli):
+    fifo = tmp_path / "e.json"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero"):
+        p = cli("recompute", str(path))
+        assert p.returncode == 2 and p.stderr == f"error: {path}: cannot read evidence: not a regular file\n"
+
+
+def test_evidence_written_where_it_cannot_be_is_one_error_line(tmp_path):
+    with pytest.raises(InputError, match="cannot write evidence"):
+        save_evidence(synthetic(), tmp_path / "missing" / "e.json")
 
 
 def test_reordered_frames_are_refused():

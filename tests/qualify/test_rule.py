@@ -88,3 +88,15 @@ def test_rejects_too_few_or_non_positive_pass_times():
     with pytest.raises(ValueError):
         look(np.ones(5), np.zeros(5), np.ones(5), RULE)
     assert math.isfinite(look(np.ones(5), np.ones(5), np.ones(5), RULE).lower)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_rejects_non_finite_pass_times(bad):
+    """NaN slips through every comparison, so it must be refused before it becomes an 'undecided' interval."""
+    with pytest.raises(ValueError, match="finite"):
+        look(np.ones(5), np.full(5, bad), np.ones(5), RULE)
+
+
+def test_pass_times_beyond_the_floats_are_a_value_error_not_an_overflow():
+    with pytest.raises(ValueError, match="beyond any float"):
+        look(np.ones(5), np.ones(5), np.full(5, 1e308), RULE)

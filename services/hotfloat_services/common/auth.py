@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import hmac
 import os
-from pathlib import Path
 
+from hotfloat.bundle.bounded import read_file
 from hotfloat.errors import InputError
 
 HEADER = "authorization"
 MIN_TOKEN_CHARS = 16
+MAX_TOKEN_FILE_BYTES = 4096
 
 
 def load_token(token_file: str | None) -> str:
     """Reads the token from a file (preferred: not visible in `ps`) or HOTFLOAT_TOKEN; refuses weak tokens."""
     if token_file:
-        token = Path(token_file).read_text().strip()
+        try:
+            token = read_file(token_file, MAX_TOKEN_FILE_BYTES).decode().strip()
+        except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
+            raise InputError(f"--token-file {token_file}: {str(e).splitlines()[0][:200]}") from None
     else:
         token = os.environ.get("HOTFLOAT_TOKEN", "").strip()
     if len(token) < MIN_TOKEN_CHARS:

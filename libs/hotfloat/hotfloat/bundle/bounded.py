@@ -1,5 +1,6 @@
 """TOML and JSON from untrusted bytes, bounded before the parser runs: size first, then a linear pre-scan of nesting
-depth and dotted-key length, so no text can drive a parser into deep recursion or quadratic work.
+depth and dotted-key length, so no text can drive a parser into deep recursion or quadratic work. Untrusted files
+are read the same way: a regular file, no further than its bound.
 
 Python's parsers recurse once per nesting level (100,000 brackets end in RecursionError) and tomllib spends
 quadratic time on long dotted keys (`a.a.a...`, 19 s for 30,000 parts); the pre-scan refuses both in one pass
@@ -10,7 +11,9 @@ limit, NaN and Infinity, and duplicate JSON keys are refused too. Each refusal i
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 import tomllib
 
 MAX_DEPTH = 32
@@ -20,6 +23,18 @@ MAX_KEY_PARTS = 8
 
 _TOML_STOP = re.compile(r"[\"'#\[\]{}.=,\n]")
 _JSON_STOP = re.compile(r"[\"\[\]{}]")
+
+
+def read_file(path: str | os.PathLike, max_bytes: int) -> bytes:
+    """A regular file's bytes, or ValueError: a device, FIFO or socket named as input (`/dev/zero`) would never end,
+    and a larger file is refused without reading more than the bound. OSError passes through."""
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:  # opening a FIFO must not wait for a writer
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ValueError("not a regular file")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"over the {max_bytes}-byte limit")
+    return data
 
 
 def load_toml(text: str, *, max_chars: int) -> dict:

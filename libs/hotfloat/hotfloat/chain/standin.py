@@ -90,12 +90,28 @@ class LocalSubstrate:
     def _state(self, write: bool = False):
         with open(self.path.with_suffix(".lock"), "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX if write else fcntl.LOCK_SH)
-            state = json.loads(self.path.read_text())
+            state = self._load()
             yield state
             if write:
                 tmp = self.path.with_suffix(".tmp")
                 tmp.write_text(json.dumps(state))
                 os.replace(tmp, self.path)
+
+    def _load(self) -> dict:
+        """The chain's state; a file that is not one (truncated, hand-edited, another file) is a ChainError, since
+        every read below indexes it as `create` wrote it."""
+        try:
+            state = json.loads(self.path.read_text())
+        except (OSError, ValueError, RecursionError) as e:
+            raise ChainError(f"stand-in chain {self.path} is not readable JSON: {e}") from None
+        blocks = state.get("blocks") if isinstance(state, dict) else None
+        if not (isinstance(blocks, list) and blocks and isinstance(state.get("constants"), dict)
+                and isinstance(state.get("finality_lag"), int) and isinstance(state.get("subnets"), list)
+                and all(isinstance(b, dict) and isinstance(b.get("number"), int) and isinstance(b.get("extrinsics"), list)
+                        and isinstance(b.get("storage"), dict) and all(isinstance(v, dict) for v in b["storage"].values())
+                        for b in blocks)):
+            raise ChainError(f"stand-in chain {self.path} is malformed (not what `hotfloat chain standin create` wrote)")
+        return state
 
     def _block(self, state: dict, block_hash: Optional[str]) -> dict:
         if block_hash is None:

@@ -8,10 +8,12 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
-from .options import bundle_argument, open_bundle
+from .options import bundle_argument, open_bundle, read_input
 from .output import emit_json, exit_with, json_option, table
 
 INDEX = "index.json"
+INDEX_BYTES = 4 << 20
+"""A build record names a few kernels; anything larger is not one."""
 
 
 @click.command("build")
@@ -47,12 +49,13 @@ def admit_cmd(bundle: str, build_dir: Path, seed: int | None, as_json: bool) -> 
     """Gate, load (Driver API) and verify BUNDLE's built cubins; without a GPU the verdict says the load was skipped."""
     from ..compiler import load_build
     from ..admission import admit
+    from ..native.elf import MAX_CUBIN_BYTES
 
     try:
-        evidence = (build_dir / INDEX).read_text()
+        evidence = read_input(build_dir / INDEX, INDEX_BYTES, "build record").decode()
         names = json.loads(evidence).get("kernels", [])
-        artifacts = {k["cubin"]: (build_dir / Path(k["cubin"]).name).read_bytes() for k in names}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+        artifacts = {k["cubin"]: read_input(build_dir / Path(k["cubin"]).name, MAX_CUBIN_BYTES, "cubin") for k in names}
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise InputError(f"{build_dir}: not a readable build directory: {e}") from None
     report = admit(open_bundle(bundle), load_build(evidence, artifacts), seed=seed)
     if as_json:

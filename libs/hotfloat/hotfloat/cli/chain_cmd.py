@@ -18,7 +18,7 @@ from ..chain.payload import parse_payload
 from ..chain.weights import WEIGHTS_EVERY, crown_weights
 from ..errors import InputError
 from ..validator import Crown
-from .options import bundle_argument, ledger_option as _ledger_option, writable_ledger
+from .options import bundle_argument, ledger_option as _ledger_option, read_input, writable_ledger
 from .output import emit_json, json_option, table
 
 
@@ -234,12 +234,17 @@ def weights_cmd(crowns_path: str, netuid: int, network: str, wallet_name: str, h
         click.echo(f"round {info['round']}: {info['state']} {info['extrinsic'] or ''} {info['reason']}".rstrip())
 
 
+CROWNS_BYTES = 1 << 20
+"""One crown per slot: a few hundred bytes each."""
+
+
 def _read_crowns(path: str) -> list[Crown]:
     try:
-        crowns = TypeAdapter(list[Crown]).validate_json(Path(path).read_bytes())
+        crowns = TypeAdapter(list[Crown]).validate_json(read_input(path, CROWNS_BYTES, "crowns file"))
     except ValidationError as e:
         err = e.errors()[0]
-        raise InputError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        where = ".".join(map(str, err["loc"])) or "crowns"
+        raise InputError(f"{path}: {where}: {err['msg'].removeprefix('Value error, ')}") from None
     if not crowns:
         raise InputError(f"{path}: no crowns")
     return crowns
@@ -269,6 +274,11 @@ def standin_create(path: str, netuid: int, neurons: tuple[str, ...]) -> None:
 @click.argument("blocks", type=click.IntRange(1, 100000))
 def standin_advance(path: str, blocks: int) -> None:
     """Produce BLOCKS empty blocks on the stand-in chain at PATH."""
+    from bittensor.result import ChainError
+
     from ..chain.standin import LocalSubstrate
 
-    click.echo(LocalSubstrate(path).advance(blocks))
+    try:
+        click.echo(LocalSubstrate(path).advance(blocks))
+    except ChainError as e:
+        raise InputError(str(e)) from None

@@ -23,16 +23,30 @@ def open_bundle(path: str):
     """Loads a bundle from a directory or an archive, refusing anything else with one clear line."""
     from ..bundle import load_bundle, unpack
 
-    p = Path(path)
-    if p.is_dir():
-        return load_bundle(p)
-    if p.is_file():
-        try:
-            data = p.read_bytes()
-        except OSError as e:
-            raise InputError(f"{path}: {e.strerror}") from None
-        return unpack(data)
-    raise InputError(f"{path}: no such bundle directory or archive")
+    if Path(path).is_dir():
+        return load_bundle(path)
+    return unpack(read_archive(path))
+
+
+def read_archive(path: str | os.PathLike) -> bytes:
+    """A bundle archive's bytes, read no further than the archive bound (`unpack` refuses anything larger)."""
+    from ..bundle.archive import MAX_ARCHIVE_BYTES
+
+    if not Path(path).is_file():
+        raise InputError(f"{path}: no such bundle directory or archive")
+    return read_input(path, MAX_ARCHIVE_BYTES, "archive")
+
+
+def read_input(path: str | os.PathLike, limit: int, what: str) -> bytes:
+    """An input file's bytes (`bounded.read_file`), any refusal one InputError naming the file."""
+    from ..bundle.bounded import read_file
+
+    try:
+        return read_file(path, limit)
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise InputError(f"{path}: {what}: {e}") from None
 
 
 def device_option(help_text: str):

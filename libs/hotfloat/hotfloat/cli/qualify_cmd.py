@@ -207,7 +207,10 @@ def analyse_cmd(raw, out_path, logprob_tol, boot_draws, as_json):
     if out_path:
         from pathlib import Path
 
-        Path(out_path).write_text(record.model_dump_json(indent=1) + "\n")
+        try:
+            Path(out_path).write_text(record.model_dump_json(indent=1) + "\n")
+        except OSError as e:
+            raise InputError(f"cannot write {out_path}: {e.strerror or e}") from None
     if as_json:
         emit_json(record.model_dump(mode="json"))
         return

@@ -18,7 +18,7 @@ from ..ledger import ORDER, Ledger, State
 from ..validator import Pipeline
 from ..validator.standings import crowns, scores
 from .chain_cmd import wallet_options
-from .options import DEVICES, ledger_option, resolve_device, writable_ledger
+from .options import DEVICES, ledger_option, read_archive, resolve_device, writable_ledger
 from .output import emit_json, json_option, table
 
 LEDGER = ledger_option()
@@ -41,7 +41,7 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
     with Ledger(writable_ledger(ledger_path)) as led:
         for path in bundles:
             p = Path(path)
-            archive = pack(load_bundle(p)) if p.is_dir() else p.read_bytes()
+            archive = pack(load_bundle(p)) if p.is_dir() else read_archive(p)
             sub, created = led.receive(archive, submitter=submitter, source=str(p))
             rows.append({"id": sub.id, "identity": sub.identity, "bundle_id": sub.bundle_id, "state": sub.state.value,
                          "new": created})
@@ -151,7 +151,7 @@ def _chain_cycle(stack: contextlib.ExitStack, ledger_path: str, network: str, ne
 
 
 @validator.command("status")
-@click.argument("submission", type=int, required=False)
+@click.argument("submission", type=click.IntRange(1, (1 << 63) - 1), required=False)
 @LEDGER
 @json_option
 def status(submission, ledger_path, as_json) -> None:

@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from ..errors import InputError
 from ..record import Record
@@ -75,8 +75,9 @@ def load_build(evidence_json: str | bytes, artifacts: Mapping[str, bytes]) -> Bu
     """Rebuilds a record received from elsewhere, re-checking every artifact digest; a mismatch is refused."""
     try:
         record = BuildRecord.model_validate_json(evidence_json)
-    except ValueError as e:
-        raise InputError(f"build record: {str(e).splitlines()[0]}") from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise InputError(f"build record: {'.'.join(map(str, err['loc'])) or 'record'}: {err['msg']}") from None
     expected = record.artifact_digests()
     if set(artifacts) != set(expected):
         raise InputError(f"build artifacts {sorted(artifacts)} do not match the record's {sorted(expected)}")

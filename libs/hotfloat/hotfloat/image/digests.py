@@ -6,12 +6,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from ..bundle.bounded import read_file
 from ..errors import HotfloatError, InputError
 from ..verdict import Status
 from .oci import Layout
 
 _HEADER = ("# OCI manifest digests of the images built from this tree with SOURCE_DATE_EPOCH from images/base/base.toml.\n"
            "# `make images-check` rebuilds and fails on any difference; `make images-lock` rewrites this file.\n")
+LOCK_BYTES = 1 << 20
+"""A line per image; anything larger is not this file."""
 
 
 class DigestMismatch(HotfloatError):
@@ -34,8 +37,12 @@ class DigestRow(BaseModel):
 def read(lock: Path) -> dict[str, str]:
     if not lock.exists():
         return {}
+    try:
+        text = read_file(lock, LOCK_BYTES).decode()
+    except (OSError, ValueError) as e:  # UnicodeDecodeError is a ValueError
+        raise InputError(f"{lock}: not a digests lock: {e}") from None
     out = {}
-    for line in lock.read_text().splitlines():
+    for line in text.splitlines():
         if line.strip() and not line.startswith("#"):
             parts = line.split()
             if len(parts) != 2 or not parts[1].startswith("sha256:"):

@@ -5,14 +5,20 @@ Other areas (e.g. the chain's publication journal) add tables to the same databa
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from dataclasses import dataclass
 
 
+class SchemaError(Exception):
+    """The database is not one these migrations may change: another program's, or migrated by a newer hotfloat."""
+
+
 @dataclass(frozen=True)
 class Migration:
-    """A named schema change; names are permanent, so a renamed migration would run twice."""
+    """A named schema change; names are permanent, so a renamed migration would run twice. A name is its area's
+    prefix (none for the ledger's own, `chain_` for the chain's), then a sequence number, then words."""
 
     name: str
     statements: tuple[str, ...]
@@ -77,6 +83,27 @@ def applied(conn: sqlite3.Connection) -> list[str]:
     """Names of the migrations already applied, in order."""
     conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
     return [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY rowid")]
+
+
+def check_owned(conn: sqlite3.Connection, migrations: tuple[Migration, ...]) -> None:
+    """Refuses, before anything is written, a database with tables but no migration bookkeeping (another program's
+    file) and one holding migrations of these areas that these do not know (a newer hotfloat's schema, whose rows
+    this version would misread or whose constraints it would break)."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not tables:
+        return
+    if "schema_migrations" not in tables:
+        raise SchemaError(f"an SQLite database of another program (tables {', '.join(sorted(tables)[:5])}), not a ledger")
+    known = {m.name for m in migrations}
+    areas = {_area(n) for n in known}
+    newer = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY rowid")
+             if _area(r[0]) in areas and r[0] not in known]
+    if newer:
+        raise SchemaError(f"migrated by a newer hotfloat ({', '.join(newer[:5])}); upgrade hotfloat to open it")
+
+
+def _area(name: str) -> str:
+    return re.match(r"\D*", name).group()
 
 
 def migrate(conn: sqlite3.Connection, migrations: tuple[Migration, ...]) -> list[str]:

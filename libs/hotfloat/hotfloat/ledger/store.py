@@ -18,10 +18,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+from pydantic import ValidationError
+
 from ..bundle import unpack
 from ..errors import HotfloatError, InfrastructureError, InputError
 from ..record import Record
-from .migrations import LEDGER_MIGRATIONS, Migration, migrate
+from .migrations import LEDGER_MIGRATIONS, Migration, SchemaError, check_owned, migrate
 from .records import FINAL, NEXT, ORDER, Attempt, State, Submission, Transition
 
 RETRYABLE = ("retry", "interrupted")
@@ -46,11 +48,16 @@ class Ledger:
         self._lock = threading.RLock()
         try:
             self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        except sqlite3.DatabaseError as e:
+            raise InfrastructureError(f"ledger {self.path}: {e}") from None
+        try:
+            check_owned(self._conn, LEDGER_MIGRATIONS + tuple(migrations))  # before WAL mode, itself a change
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             migrate(self._conn, LEDGER_MIGRATIONS + tuple(migrations))
-        except sqlite3.DatabaseError as e:
+        except (sqlite3.DatabaseError, SchemaError) as e:
+            self._conn.close()
             raise InfrastructureError(f"ledger {self.path}: {e}") from None
 
     def close(self) -> None:
@@ -164,7 +171,8 @@ class Ledger:
             rows = self._conn.execute(
                 "SELECT submission_id, stage, number, outcome, reason, started_at FROM attempts WHERE submission_id = ?"
                 " ORDER BY started_at, number", (sid,)).fetchall()
-        return [Attempt(submission_id=r[0], stage=r[1], number=r[2], outcome=r[3], reason=r[4], started_at=r[5]) for r in rows]
+        return [self._row(Attempt, submission_id=r[0], stage=r[1], number=r[2], outcome=r[3], reason=r[4], started_at=r[5])
+                for r in rows]
 
     def recover(self) -> int:
         """Marks tries left open by a dead process as interrupted; call once when a runner starts. Returns how many."""
@@ -201,8 +209,8 @@ class Ledger:
         with self._lock:
             rows = self._conn.execute("SELECT submission_id, from_state, to_state, reason, evidence, at FROM transitions"
                                       " WHERE submission_id = ? ORDER BY id", (sid,)).fetchall()
-        return [Transition(submission_id=r[0], from_state=r[1], to_state=r[2], reason=r[3],
-                           evidence=None if r[4] is None else json.loads(r[4]), at=r[5]) for r in rows]
+        return [self._row(Transition, submission_id=r[0], from_state=r[1], to_state=r[2], reason=r[3],
+                          evidence=r[4], at=r[5]) for r in rows]
 
     def evidence(self, sid: int, state: State, kind: type[R]) -> R | None:
         """The evidence recorded when the submission entered `state`, read back as the record `kind` it was written
@@ -229,7 +237,20 @@ class Ledger:
                 "SELECT id, identity, bundle_id, submitter, source, state, reason, archive_sha256, created_at, updated_at"
                 f" FROM submissions {where} ORDER BY id", args).fetchall()
         keys = ("id", "identity", "bundle_id", "submitter", "source", "state", "reason", "archive_sha256", "created_at", "updated_at")
-        return [Submission(**dict(zip(keys, r))) for r in rows]
+        return [self._row(Submission, **dict(zip(keys, r))) for r in rows]
+
+    def _row(self, kind: type[R], **fields) -> R:
+        """A row as its record; one that is not (edited by hand, written by a newer hotfloat) is a corrupt ledger."""
+        try:
+            if isinstance(fields.get("evidence"), str):
+                fields["evidence"] = json.loads(fields["evidence"])
+            return kind(**fields)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            raise InfrastructureError(f"ledger {self.path}: corrupt {kind.__name__.lower()} row: {where}: {err['msg']}") from None
+        except (ValueError, RecursionError) as e:  # evidence that is not JSON, or nested past the parser
+            raise InfrastructureError(f"ledger {self.path}: corrupt {kind.__name__.lower()} row: {e}") from None
 
 
 def _check_edge(seen: State, to: State) -> None:

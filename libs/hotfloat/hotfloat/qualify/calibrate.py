@@ -29,10 +29,12 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
+from pydantic import Field, ValidationError, model_validator
 
+from ..bundle.bounded import read_file
 from .records import EngineSpec, Record, RuleConfig, Workload
 from .rule import decide
 
@@ -43,12 +45,16 @@ TARGET_POWER = 0.95
 TARGET_MINUTES = 10.0
 """The issue's targets: false PASS <= 1% over >= 200 B-vs-B' draws, >= 95% power at 2%, <= 10 minutes."""
 
+PassSeconds = Annotated[float, Field(ge=1e-6, le=86400, allow_inf_nan=False)]
+"""A measured pass lasts between a microsecond and a day; a raw file saying otherwise (NaN and infinities included)
+was not measured, and the analysis's logarithms and exponentials would leave the floats on it."""
+
 
 class RawRound(Record):
     t: float
     """Seconds since the first round started."""
     order: list[str]
-    pass_s: dict[str, float]
+    pass_s: dict[str, PassSeconds]
     """Engine name -> seconds of its pass (validator clock), the quantity the rule compares."""
     agree: dict[str, float] = {}
     """Engine name -> fraction of requests whose tokens equal the first stock engine's in this round."""
@@ -84,6 +90,22 @@ class CalibrationRaw(Record):
     env: dict = {}
     """hotfloat.env.collect() of the device host."""
     command: str = ""
+
+    @model_validator(mode="after")
+    def _complete(self):
+        """Every engine the file names has a boot time and a pass time in every round, as `collect` writes them (a
+        candidate that fails leaves `candidates` in the round it fails), so the analysis can index them all."""
+        names = self.stock + list(self.candidates)
+        if len(set(names)) != len(names):
+            raise ValueError(f"engine names repeat across stock and candidates: {names}")
+        if missing := set(names) - self.boot_s.keys():
+            raise ValueError(f"boot_s lacks {sorted(missing)}")
+        if unknown := set(self.kept) - set(names):
+            raise ValueError(f"kept names engines that are not in the collection: {sorted(unknown)}")
+        for i, r in enumerate(self.rounds):
+            if missing := set(names) - r.pass_s.keys():
+                raise ValueError(f"round {i} has no pass time for {sorted(missing)}")
+        return self
 
 
 class KeptRound(Record):
@@ -298,22 +320,38 @@ def _r4(xs: list[float]) -> list[float]:
 
 RECORD_BYTES = 8 << 20
 """A calibration record is tens of KiB; a larger file is refused before it is parsed."""
+RAW_BYTES = 64 << 20
+"""A raw collection is well under a MiB per hundred rounds; a larger file is refused before it is parsed."""
+OUTPUTS_BYTES = 256 << 20
+"""Kept completions: the evidence formed from three of the engines must fit in 32 MiB, so a file of B1, B2 and a
+few candidates stays well inside this."""
 
 
-def load_rule(path: Path) -> RuleConfig:
-    """The rule a calibration record chose, for a service or validator to decide with (`hotfloat serve --rule-from`)."""
-    from pydantic import ValidationError
+def first_error(e: ValidationError) -> str:
+    """A validation error's first problem as `where: what`, one line."""
+    err = e.errors()[0]
+    where = ".".join(str(x) for x in err["loc"])
+    what = err["msg"].removeprefix("Value error, ").splitlines()[0]
+    return f"{where}: {what}" if where else what
 
+
+def _load(path: str | os.PathLike, limit: int, kind: type[Record], what: str):
+    """An untrusted JSON file as `kind`; anything else is an InputError naming the file and its first problem."""
     from ..errors import InputError
 
     try:
-        with open(path, "rb") as f:
-            data = f.read(RECORD_BYTES + 1)
-        if len(data) > RECORD_BYTES:
-            raise ValueError(f"over {RECORD_BYTES} bytes")
-        return CalibrationRecord.model_validate_json(data).rule
-    except (ValidationError, ValueError, OSError) as e:
-        raise InputError(f"{path}: not a calibration record: {str(e).splitlines()[0]}") from None
+        return kind.model_validate_json(read_file(path, limit))
+    except ValidationError as e:
+        raise InputError(f"{path}: not {what}: {first_error(e)}") from None
+    except OSError as e:
+        raise InputError(f"{path}: not {what}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise InputError(f"{path}: not {what}: {e}") from None
+
+
+def load_rule(path: str | os.PathLike) -> RuleConfig:
+    """The rule a calibration record chose, for a service or validator to decide with (`hotfloat serve --rule-from`)."""
+    return _load(path, RECORD_BYTES, CalibrationRecord, "a calibration record").rule
 
 
 def evidence_from(raw: CalibrationRaw, outputs: Path, candidate: str, rule: RuleConfig):
@@ -325,9 +363,16 @@ def evidence_from(raw: CalibrationRaw, outputs: Path, candidate: str, rule: Rule
 
     if candidate not in raw.candidates or candidate not in raw.kept or not {"B1", "B2"} <= set(raw.kept):
         raise ValueError(f"{candidate!r} is not a candidate whose completions were kept (kept: {raw.kept})")
+    try:
+        text = read_file(outputs, OUTPUTS_BYTES).decode()
+    except ValueError as e:
+        raise ValueError(f"{outputs}: {e}") from None
     kept: dict[tuple[int, str], KeptRound] = {}
-    for line in outputs.read_text().splitlines():
-        k = KeptRound.model_validate_json(line)
+    for i, line in enumerate(text.splitlines()):
+        try:
+            k = KeptRound.model_validate_json(line)
+        except ValidationError as e:
+            raise ValueError(f"{outputs} line {i + 1}: {first_error(e)}") from None
         kept[(k.round, k.engine)] = k
     trio = ["B1", candidate, "B2"]
     n = 0
@@ -361,7 +406,8 @@ def _write(path: Path, raw: CalibrationRaw) -> None:
 
 
 def load_raw(path: str | os.PathLike) -> CalibrationRaw:
-    return CalibrationRaw.model_validate_json(Path(path).read_bytes())
+    """A collection's raw JSON, read back as untrusted input (`analyse` and `evidence` run on files from elsewhere)."""
+    return _load(path, RAW_BYTES, CalibrationRaw, "a raw calibration collection")
 
 
 # ------------------------------------------------------------------------------------------------------- analysis

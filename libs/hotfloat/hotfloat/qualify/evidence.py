@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..bundle.bounded import read_file
 from ..errors import InputError
 from .decision import judge
 from .records import Decision, Evidence
@@ -16,24 +17,24 @@ MAX_EVIDENCE_BYTES = 32 << 20
 
 
 def save(evidence: Evidence, path: str | os.PathLike) -> None:
-    Path(path).write_text(evidence.model_dump_json())
+    try:
+        Path(path).write_text(evidence.model_dump_json())
+    except OSError as e:
+        raise InputError(f"cannot write evidence to {path}: {e.strerror or e}") from None
 
 
 def load(path: str | os.PathLike) -> Evidence:
     """Parses an evidence file; anything malformed is an InputError naming the first problem."""
-    p = Path(path)
     try:
-        with p.open("rb") as f:  # a bounded read: a size from stat() says nothing about a device or a growing file
-            data = f.read(MAX_EVIDENCE_BYTES + 1)
-        if len(data) > MAX_EVIDENCE_BYTES:
-            raise InputError(f"{path}: evidence file is larger than {MAX_EVIDENCE_BYTES} bytes")
-        return Evidence.model_validate_json(data)
+        return Evidence.model_validate_json(read_file(path, MAX_EVIDENCE_BYTES))
     except OSError as e:
         raise InputError(f"{path}: cannot read evidence: {e.strerror or e}") from None
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(x) for x in err["loc"]) or "evidence"
         raise InputError(f"{path}: not valid qualification evidence: {where}: {err['msg']}") from None
+    except ValueError as e:
+        raise InputError(f"{path}: cannot read evidence: {e}") from None
 
 
 def recompute(evidence: Evidence) -> Decision:

@@ -78,8 +78,9 @@ def trim_inflation(trim: float) -> float:
 def look(b: np.ndarray, c: np.ndarray, b2: np.ndarray, rule: RuleConfig) -> Look:
     """Applies the rule to the pass times of the first n rounds (B, C, B' per round)."""
     n = len(b)
-    if n < 3 or not len(c) == len(b2) == n or min(b.min(), c.min(), b2.min()) <= 0:
-        raise ValueError(f"need at least 3 rounds of positive pass times for B, C and B', got {len(b)}, {len(c)}, {len(b2)}")
+    if n < 3 or not len(c) == len(b2) == n or not all(np.isfinite(x).all() and x.min() > 0 for x in (b, c, b2)):
+        raise ValueError(f"need at least 3 rounds of positive, finite pass times for B, C and B', got {len(b)}, {len(c)}, "
+                         f"{len(b2)}")
     d = np.log(b2) - np.log(b)
     e = (np.log(b) + np.log(b2)) / 2 - np.log(c)
     bias = float(np.median(d))
@@ -89,7 +90,10 @@ def look(b: np.ndarray, c: np.ndarray, b2: np.ndarray, rule: RuleConfig) -> Look
     se = math.sqrt(1.5 * tau**2 + 1.5 * (sigma * trim_inflation(rule.trim)) ** 2 / n)
     z = critical_z(rule, n)
     frac = lambda v: -math.expm1(-v)  # noqa: E731  (log gain -> fraction of baseline time saved)
-    imp, lower, upper, drift = frac(t), frac(t - z * se), frac(t + z * se), abs(frac(bias))
+    try:
+        imp, lower, upper, drift = frac(t), frac(t - z * se), frac(t + z * se), abs(frac(bias))
+    except OverflowError:  # only pass times or rule parameters no real run produces get here (read back from a file)
+        raise ValueError("pass times or rule parameters put the interval beyond any float (ratios past e^700)") from None
     base = dict(improvement=imp, lower=lower, upper=upper, drift=drift, rounds=n, score=max(0.0, imp))
     if drift > rule.drift_bound:
         return Look("NO_DECISION", f"baseline B vs B' bias {drift:.2%} exceeds {rule.drift_bound:.2%}", **base)

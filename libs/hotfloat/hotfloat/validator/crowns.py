@@ -7,6 +7,10 @@ nobody to take it (no runner-up, no winner) stays unassigned; what happens to it
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
 from ..record import Record
 from ..verdict import Status
 from .settle import Settled
@@ -22,9 +26,16 @@ class Crown(Record):
 
     winner: str | None
     runner_up: str | None
-    weights: dict[str, float]
+    weights: dict[str, Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]]
     """Identity -> share of the pool; sums to at most 1."""
     reason: str
+
+    @model_validator(mode="after")
+    def _one_pool(self):
+        """A crown read back from a file must not hand out more than its pool (or NaN, which every check passes)."""
+        if sum(self.weights.values()) > 1 + 1e-9:
+            raise ValueError(f"shares sum to {sum(self.weights.values()):g}, more than the whole pool")
+        return self
 
 
 def crown(settled: list[Settled], incumbent: str | None = None) -> Crown:

@@ -1,0 +1,45 @@
+"""`hotfloat chain` reading files it is handed: a crowns file and a stand-in chain refused in one error line."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hotfloat.cli.main import main
+
+
+def hotfloat(capsys, *argv):
+    with pytest.raises(SystemExit) as done:
+        main(list(argv))
+    return done.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text,why", [
+    ('[{"winner": "a", "runner_up": null, "weights": {"a": NaN}, "reason": ""}]', "0.weights.a: Input should be a finite"),
+    ('[{"winner": "a", "runner_up": "b", "weights": {"a": 0.9, "b": 0.9}, "reason": ""}]', "more than the whole pool"),
+    ("{}", "crowns: Input should be a valid array"),
+])
+def test_weights_refuses_crowns_that_are_not_settled_crowns(capsys, tmp_path, text, why):
+    crowns = tmp_path / "crowns.json"
+    crowns.write_text(text)
+    code, err = hotfloat(capsys, "chain", "weights", "--crowns", str(crowns), "--netuid", "1", "--network",
+                         f"standin:{tmp_path}/none.json", "--ledger", str(tmp_path / "l.db"), "--dry-run")
+    assert code == 2 and err.startswith(f"error: {crowns}: ") and why in err and err.count("\n") == 1, err
+
+
+def test_weights_refuses_a_crowns_file_that_never_ends(capsys, tmp_path):
+    fifo = tmp_path / "crowns.json"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero"):
+        code, err = hotfloat(capsys, "chain", "weights", "--crowns", str(path), "--netuid", "1", "--network",
+                             f"standin:{tmp_path}/none.json", "--ledger", str(tmp_path / "l.db"), "--dry-run")
+        assert (code, err) == (2, f"error: {path}: crowns file: not a regular file\n")
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", '{"blocks": []}', '{"constants": {"a": 1', "[" * 5000 + "]" * 5000])
+def test_advance_refuses_a_file_that_is_not_a_standin_chain(capsys, tmp_path, text):
+    chain = tmp_path / "chain.json"
+    chain.write_text(text)
+    code, err = hotfloat(capsys, "chain", "standin", "advance", str(chain), "1")
+    assert code == 2 and err.startswith(f"error: stand-in chain {chain} is ") and err.count("\n") == 1, err
