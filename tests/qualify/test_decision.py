@@ -8,6 +8,7 @@ from hotfloat.qualify.records import RuleConfig, RunFrame
 
 RULE = RuleConfig(look_rounds=4, max_looks=1, process_floor=0.001)
 ROUTED = {"activation.silu_and_mul": 10}
+ORDER = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 2, 1]]
 
 
 def ok(index, role, scale=1.0, tokens=(1, 2), routed=None, rounds=4):
@@ -26,47 +27,47 @@ def failed(index, role, error, raised=False):
 def test_a_failed_baseline_engine_is_no_decision_even_when_it_raised(which):
     frames = [ok(0, "B"), ok(1, "C"), ok(2, "B")]
     frames[which] = failed(which, "B", "engine raised RuntimeError", raised=True)
-    d = judge(frames, RULE)
+    d = judge(frames, RULE, ORDER)
     assert d.status == "NO_DECISION" and "infrastructure" in d.reason
 
 
 def test_a_candidate_engine_at_fault_fails():
-    d = judge([ok(0, "B"), failed(1, "C", "engine sent a malformed completion for request 0", raised=True), ok(2, "B")], RULE)
+    d = judge([ok(0, "B"), failed(1, "C", "engine sent a malformed completion for request 0", raised=True), ok(2, "B")], RULE, ORDER)
     assert d.status == "FAIL" and d.gate == "FAIL" and d.score == 0 and "malformed" in d.reason
 
 
 def test_a_candidate_engine_that_dies_silently_is_no_decision():
-    d = judge([ok(0, "B"), failed(1, "C", "the engine process closed the connection"), ok(2, "B")], RULE)
+    d = judge([ok(0, "B"), failed(1, "C", "the engine process closed the connection"), ok(2, "B")], RULE, ORDER)
     assert d.status == "NO_DECISION" and "infrastructure" in d.reason
 
 
 def test_wrong_tokens_fail_before_any_timing():
-    d = judge([ok(0, "B"), ok(1, "C", tokens=(1, 3)), ok(2, "B")], RULE)
+    d = judge([ok(0, "B"), ok(1, "C", tokens=(1, 3)), ok(2, "B")], RULE, ORDER)
     assert d.status == "FAIL" and d.gate == "FAIL"
 
 
 def test_nan_logprobs_from_the_candidate_fail_the_gate():
     c = ok(1, "C").model_copy(update={"logprobs": [[[-1.0, float("nan")]] * 2] * 4})
-    d = judge([ok(0, "B"), c, ok(2, "B")], RULE)
+    d = judge([ok(0, "B"), c, ok(2, "B")], RULE, ORDER)
     assert d.status == "FAIL" and "non-finite" in d.reason
 
 
 def test_bundle_that_never_ran_is_not_applicable():
-    d = judge([ok(0, "B"), ok(1, "C", routed={"activation.silu_and_mul": 0}), ok(2, "B")], RULE)
+    d = judge([ok(0, "B"), ok(1, "C", routed={"activation.silu_and_mul": 0}), ok(2, "B")], RULE, ORDER)
     assert d.status == "N/A"
 
 
 def test_undecided_before_the_first_look():
-    assert judge([ok(0, "B", rounds=3), ok(1, "C", 0.9, rounds=3), ok(2, "B", rounds=3)], RULE) is None
+    assert judge([ok(0, "B", rounds=3), ok(1, "C", 0.9, rounds=3), ok(2, "B", rounds=3)], RULE, ORDER) is None
 
 
 def test_clearly_faster_candidate_passes_with_its_score():
-    d = judge([ok(0, "B"), ok(1, "C", 0.9), ok(2, "B")], RULE)
+    d = judge([ok(0, "B"), ok(1, "C", 0.9), ok(2, "B")], RULE, ORDER)
     assert d.status == "PASS" and d.score == pytest.approx(0.1, abs=1e-3) and d.rounds == 4
 
 
 def test_frames_must_be_b_c_b_prime_with_equal_rounds():
     with pytest.raises(ValueError):
-        judge([ok(0, "B"), ok(1, "C")], RULE)
+        judge([ok(0, "B"), ok(1, "C")], RULE, ORDER)
     with pytest.raises(ValueError):
-        judge([ok(0, "B"), ok(1, "C", rounds=3), ok(2, "B")], RULE)
+        judge([ok(0, "B"), ok(1, "C", rounds=3), ok(2, "B")], RULE, ORDER)

@@ -24,7 +24,7 @@ def synthetic(scales=(1.0, 0.9, 1.0), logprob=-1.0, rounds=4):
 
     return Evidence(bundle_identity="0" * 64, engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
                     engine_identity="e" * 64, workload=make_workload("tiny", 512, seed=5), rule=rule, sandboxed=True,
-                    order=[[0, 1, 2]] * rounds, frames=frames, decision=judge(frames, rule),
+                    order=[[0, 1, 2]] * rounds, frames=frames, decision=judge(frames, rule, [[0, 1, 2]] * rounds),
                     started="2026-01-01T00:00:00+00:00", seconds=1.0)
 
 
@@ -124,3 +124,12 @@ def test_evidence_with_nan_logprobs_round_trips_and_recomputes_to_fail(tmp_path)
     assert "NaN" in (tmp_path / "nan.json").read_text()
     back = load_evidence(tmp_path / "nan.json")
     assert np.isnan(back.frames[1].logprobs[0][0][1]) and recompute(back) == ev.decision
+
+
+def test_a_round_order_that_is_not_the_three_engines_is_refused(tmp_path):
+    bad = json.loads(synthetic().model_dump_json())
+    bad["order"][1] = [0, 5, 2]
+    path = tmp_path / "ev.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(InputError, match="order.1: .*frame indices 0, 1, 2"):
+        load_evidence(path)

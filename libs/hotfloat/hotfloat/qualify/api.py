@@ -107,7 +107,7 @@ class QualifyOptions(Record):
 
 
 DEFAULT_RULES: dict[str, dict] = {
-    "cpu": dict(look_rounds=4, max_looks=2, drift_bound=5.0, noise_floor=0.01, process_floor=0.01),
+    "cpu": dict(look_rounds=4, max_looks=2, drift_bound=5.0, carry_bound=5.0, noise_floor=0.01, process_floor=0.01),
     "cuda": dict(look_rounds=10, max_looks=4, drift_bound=0.02, noise_floor=0.003, process_floor=0.003),
 }
 """Rule parameters per device. The CUDA ones are provisional: on the llama-8b defaults the H200 gave B'/B within
@@ -243,7 +243,7 @@ def _protocol(engine: EngineSpec, workload, options: QualifyOptions, arms, model
                 e.close()
     n = min(len(a.pass_s) for a in accs)
     frames = [a.frame(n) for a in accs]
-    decision = judge(frames, rule)
+    decision = judge(frames, rule, order[:n])
     if decision is None:  # an engine failed before the first look: judge has nothing to weigh
         decision = Decision(status="NO_DECISION", reason="the protocol ended before the rule could look")
     if progress:

@@ -390,8 +390,8 @@ def evidence_from(raw: CalibrationRaw, outputs: Path, candidate: str, rule: Rule
                        tokens_per_s=sum(q.max_new_tokens for b in raw.workload.batches for q in b) * n
                        / sum(raw.rounds[r].pass_s[e] for r in range(n)))
               for i, e in enumerate(trio)]
-    decision = judge(frames, rule)
     order = [[trio.index(e) for e in raw.rounds[r].order if e in trio] for r in range(n)]
+    decision = judge(frames, rule, order)
     used = decision.rounds or n
     seconds = max(raw.boot_s[e] for e in trio) + sum(raw.rounds[r].pass_s[e] for r in range(used) for e in trio)
     return Evidence(bundle_identity=raw.candidates[candidate], engine=raw.engine, engine_identity=raw.engine_identity,

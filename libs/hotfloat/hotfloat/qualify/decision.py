@@ -6,13 +6,15 @@
 
 from __future__ import annotations
 
+from .carryover import carry_over
 from .gate import gate
 from .records import Decision, RuleConfig, RunFrame
 from .rule import decide
 
 
-def judge(frames: list[RunFrame], rule: RuleConfig) -> Decision | None:
-    """The decision the frames so far support, or None while the protocol needs more rounds."""
+def judge(frames: list[RunFrame], rule: RuleConfig, order: list[list[int]]) -> Decision | None:
+    """The decision the frames so far support, or None while the protocol needs more rounds; `order[r]` is the
+    engines' serving order in round r (the carry-over check reads which engine each pass followed)."""
     if [f.role for f in frames] != ["B", "C", "B"] or [f.index for f in frames] != [0, 1, 2]:
         raise ValueError("frames must be B, C, B' indexed 0, 1, 2")
     for f in (frames[0], frames[2]):
@@ -33,5 +35,11 @@ def judge(frames: list[RunFrame], rule: RuleConfig) -> Decision | None:
     lk = decide(frames[0].pass_s, cand.pass_s, frames[2].pass_s, rule)
     if lk is None:
         return None
+    co = carry_over(frames, order)
+    if co is not None and co.charged(rule.carry_bound):
+        return Decision(status="FAIL", gate="PASS", rounds=lk.rounds,
+                        reason=f"carry-over: a baseline pass timed right after the candidate's is {co.penalty:+.2%} "
+                               f"(s.e. {co.se:.2%}, bound {rule.carry_bound:.2%}) against one after the other "
+                               "baseline: the candidate leaves work running that slows the next engine")
     return Decision(status=lk.status, reason=lk.reason, gate="PASS", score=lk.score if lk.status == "PASS" else 0.0,
                     improvement=lk.improvement, lower=lk.lower, upper=lk.upper, drift=lk.drift, rounds=lk.rounds)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from ..record import Record
 from ..verdict import Status
@@ -98,6 +98,10 @@ class RuleConfig(Record):
     """|median d_r| (B against B', the same engine in another process and position) above this makes the
     qualification NO_DECISION, never a loss. Values of 1 and more only make sense on a shared CPU box whose load
     swings, as in CI."""
+    carry_bound: Annotated[float, Field(gt=0, le=10)] = 0.01
+    """A baseline pass timed right after C may be at most this much slower (log) than one timed right after the
+    other baseline; above it, and clear of the noise, C FAILs: it left work running that slows the next engine
+    (qualify.carryover). Values of 1 and more switch the check off on a shared CPU box, as in CI."""
     look_rounds: Annotated[int, Field(ge=3, le=512)] = 10
     """Rounds between looks; the rule looks after every `look_rounds` rounds."""
     max_looks: Annotated[int, Field(ge=1, le=64)] = 4
@@ -176,6 +180,12 @@ class Decision(Record):
     """Outcome of the correctness gate alone."""
 
 
+def _serving_order(order: list[int]) -> list[int]:
+    if sorted(order) != [0, 1, 2]:
+        raise ValueError("each round's order must be the frame indices 0, 1, 2, each once")
+    return order
+
+
 class Evidence(Record):
     """Everything needed to recompute a decision: identities, workload, parameters, raw frames and the verdict."""
 
@@ -191,8 +201,9 @@ class Evidence(Record):
     """What the baseline engine reported about itself: library versions (sglang, sgl-kernel, flashinfer, torch,
     CUDA) and serving settings (attention backend, graphs); the identity hashes the same."""
     workload: Workload
-    order: list[list[int]] = []
-    """[round] the frame indices in the order their passes were served, drawn from the workload seed."""
+    order: list[Annotated[list[int], AfterValidator(_serving_order)]] = []
+    """[round] the frame indices in the order their passes were served, drawn from the workload seed; the
+    carry-over check reads which engine each pass followed."""
     rule: RuleConfig
     env: dict = {}
     """hotfloat.env.collect() of the validator host (GPU, driver, CUDA, torch, triton versions)."""
