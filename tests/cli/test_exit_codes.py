@@ -55,3 +55,12 @@ def test_table_is_documented_in_help_and_docs():
             continue
         assert f"{int(code)} " in help_text
         assert re.search(rf"^\| {int(code)} \|", docs, re.M), f"docs/kernel-authors.md lacks exit code {int(code)}"
+
+
+@pytest.mark.parametrize("argv", [["nosuch"], ["scan", "--bogus", "x"], ["qualify", "run"],
+                                  ["validator", "status", "99999999999999999999"]])
+def test_usage_errors_are_one_line_naming_the_help_to_read(argv):
+    p = subprocess.run([sys.executable, "-m", "hotfloat.cli", *argv], capture_output=True, text=True, timeout=60)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == ExitCode.USAGE and len(lines) == 1, p.stderr
+    assert lines[0].startswith("error: ") and "--help`)" in lines[0]

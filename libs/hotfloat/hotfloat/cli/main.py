@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="hotfloat", standalone_mode=False)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    except click.ClickException as e:  # click's own usage and parameter errors
-        e.show()
+    except click.ClickException as e:  # click's own usage and parameter errors: one line, like every other error
+        click.echo(f"error: {_one_line(e)}", err=True)
         sys.exit(ExitCode.USAGE)
     except click.exceptions.Abort:
         click.echo("error: aborted", err=True)
@@ -81,3 +81,10 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"error: internal: {type(e).__name__}: {e} (set HOTFLOAT_DEBUG=1 for the traceback)", err=True)
         sys.exit(ExitCode.INFRASTRUCTURE)
     sys.exit(ExitCode.OK)
+
+
+def _one_line(e: click.ClickException) -> str:
+    """Click's message on one line, with the command whose --help explains the usage."""
+    message = " ".join(e.format_message().split())
+    ctx = getattr(e, "ctx", None)
+    return f"{message} (see `{ctx.command_path} --help`)" if ctx is not None else message
