@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from ..bundle.bounded import read_file
 from ..errors import HotfloatError, InputError
+from ..record import Record
 from ..verdict import Status
 from .oci import Layout
 
@@ -24,8 +23,8 @@ class DigestMismatch(HotfloatError):
     grpc_status = "FAILED_PRECONDITION"
 
 
-class DigestRow(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class DigestRow(Record):
+    """One image's digest on record beside the one just built."""
 
     image: str
     """'name:flavor', e.g. 'compiler:cpu'."""
