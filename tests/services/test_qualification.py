@@ -36,3 +36,31 @@ def test_qualify_streams_runs_and_returns_recomputable_evidence(services, token,
     decision = recompute(evidence)
     assert decision.status == {1: "PASS", 2: "FAIL", 3: "NO_DECISION"}[result.verdict.status]
     assert decision.score == result.score
+
+
+def test_two_qualifications_on_one_host_are_timed_one_after_the_other(services, token, packed, make_bundle):
+    import threading
+    import time
+
+    targets = services("qualification", qualify_warmup_passes=0)
+    auth = call_metadata(token)
+    runs: dict[str, list[tuple[float, str]]] = {"first": [], "second": []}
+
+    def qualify(name: str, source: str) -> None:
+        archive, identity = packed(make_bundle(source, name=name))
+        with channel(targets["qualification"]) as q:
+            for e in qualification_pb2_grpc.QualificationStub(q).Qualify(qualification_pb2.QualifyRequest(
+                    bundle=common_pb2.BundleArchive(identity=identity, archive=archive)), timeout=600, metadata=auth):
+                runs[name].append((time.monotonic(), e.progress.message if e.HasField("progress") else "result"))
+
+    threads = [threading.Thread(target=qualify, args=(n, GOOD + f"# {n}\n")) for n in runs]
+    for t in threads:
+        t.start()
+        time.sleep(0.5)  # the first holds the host before the second asks
+    for t in threads:
+        t.join(600)
+    assert all(r and r[-1][1] == "result" for r in runs.values())
+    assert any("waiting for the host" in m for _, m in runs["second"])
+    first_done = runs["first"][-1][0]
+    timed = [t for t, m in runs["second"] if m.startswith(("booting", "round"))]
+    assert timed and min(timed) >= first_done - 1.5, "the second qualification was timed while the first still ran"
