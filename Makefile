@@ -97,12 +97,13 @@ $(ENGINE_STAMP): engine/requirements.lock engine/requirements-nodeps.lock libs/h
 
 engine: $(ENGINE_STAMP)
 
-## Re-resolve the engine locks: the CPU venv's and the device payload's (needs PyPI and Debian).
+## Re-resolve the engine locks: the CPU venv's, the device payload's and the cuda worker image's (needs PyPI and Debian).
 engine-lock:
 	$(PY) -m pip install -q uv
 	$(PY) -m uv pip compile engine/requirements.in --generate-hashes --python-version 3.11 $(UV_FLAGS) --no-header -o engine/requirements.lock
 	$(PY) -m uv pip compile engine/requirements-nodeps.in --no-deps --generate-hashes --python-version 3.11 $(UV_FLAGS) --no-header -o engine/requirements-nodeps.lock
 	$(PY) engine/device_payload.py lock
+	tools/images/lock.sh cuda
 
 ## The SGLang runtime for the H200 (cp312 wheels by hash, sgl-kernel cut to sm_90, libnuma, bubblewrap), packed into
 ## .device-carry/engine/ as xz chunks <= 60 MiB + SHA256SUMS; carry .device-carry, then tools/device/engine_install.sh.
