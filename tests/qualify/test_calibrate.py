@@ -187,3 +187,14 @@ def test_a_short_real_collection_on_cpu_and_evidence_formed_from_it(tmp_path, bu
     assert ev.decision.status == "FAIL" and "does not match" in ev.decision.reason and recompute(ev) == ev.decision
     with pytest.raises(ValueError, match="kept"):
         evidence_from(got, tmp_path / "raw.json.outputs.jsonl", "B3", RuleConfig(look_rounds=3))
+
+
+def test_pooled_raw_files_keep_their_engines_apart_and_time_the_slowest_boot_and_rounds():
+    slow = raw(n=200, seed=1)
+    slow = slow.model_copy(update={"boot_s": {k: 120.0 for k in slow.stock},
+                                   "rounds": [r.model_copy(update={"t": 2 * r.t}) for r in slow.rounds]})
+    rec = analyse([slow, raw(n=200, seed=2)], GRID[:1], boot_draws=0)
+    assert rec.noise["boot_s_max"] == 120.0 and rec.noise["engine_round_s"] == pytest.approx(3.2 / 3)
+    assert {"r0_pass_cv_B1", "r1_pass_cv_B1"} <= rec.noise.keys() and "pass_cv_B1" not in rec.noise
+    rounds = rec.candidates[0].rows[2].mean_rounds
+    assert rec.minutes_per_qualification == pytest.approx((120.0 + rounds * 3.2) / 60)

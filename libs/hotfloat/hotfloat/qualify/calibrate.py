@@ -485,24 +485,33 @@ def clopper_pearson_upper(k: int, n: int, level: float = 0.95) -> float:
 
 
 def noise(raws: list[CalibrationRaw]) -> dict[str, float]:
+    """Per-engine and per-pair noise of each raw file (keys prefixed `r<k>_` when several are pooled, so engines of
+    the same name in different boots stay apart), plus what a qualification's wall time is built from: the slowest
+    boot and the round time per engine, the worst over the files."""
     out: dict[str, float] = {}
-    for raw in raws:
+    per_engine_round, boots = [], []
+    for k, raw in enumerate(raws):
+        pre = f"r{k}_" if len(raws) > 1 else ""
         names = raw.stock + list(raw.candidates)
         x = series(raw, names)
         for j, n in enumerate(names):
-            out[f"pass_cv_{n}"] = float(np.std(x[:, j]) / np.mean(x[:, j]))
-            out[f"pass_median_ms_{n}"] = float(1e3 * np.median(x[:, j]))
+            out[f"{pre}pass_cv_{n}"] = float(np.std(x[:, j]) / np.mean(x[:, j]))
+            out[f"{pre}pass_median_ms_{n}"] = float(1e3 * np.median(x[:, j]))
         for (i, a), (j, b) in itertools.combinations(enumerate(raw.stock), 2):
             d = np.log(x[:, j] / x[:, i])
-            out[f"ln_{b}_over_{a}_sd"] = float(np.std(d))
-            out[f"ln_{b}_over_{a}_median"] = float(np.median(d))
-            out[f"ln_{b}_over_{a}_mad_sd"] = float(1.4826 * np.median(np.abs(d - np.median(d))))
+            out[f"{pre}ln_{b}_over_{a}_sd"] = float(np.std(d))
+            out[f"{pre}ln_{b}_over_{a}_median"] = float(np.median(d))
+            out[f"{pre}ln_{b}_over_{a}_mad_sd"] = float(1.4826 * np.median(np.abs(d - np.median(d))))
         t = [r.t for r in raw.rounds]
         if len(t) > 1:
-            out["round_s"] = float(np.median(np.diff(t)))
-            out["pass_overhead_s"] = float(np.median(np.diff(t)) / len(names) - np.median(x))
-        out["boot_s_max"] = max(raw.boot_s.values())
-        out.update(stall_signs(raw, names, x))
+            round_s = float(np.median(np.diff(t)))
+            out[f"{pre}round_s"] = round_s
+            out[f"{pre}pass_overhead_s"] = float(round_s / len(names) - np.median(x))
+            per_engine_round.append(round_s / len(names))
+        boots.append(max(raw.boot_s.values()))
+        out.update({f"{pre}{key}": v for key, v in stall_signs(raw, names, x).items()})
+    out["engine_round_s"] = max(per_engine_round, default=0.0)  # a qualification's round serves three engines
+    out["boot_s_max"] = max(boots)
     return out
 
 
@@ -542,7 +551,7 @@ def analyse(raws: list[CalibrationRaw], grid: list[RuleConfig], *, boot_draws: i
     if not raws or any(len(r.stock) < 3 or len(r.rounds) < 3 for r in raws):
         raise ValueError("calibration needs at least three stock engines and three rounds per raw file")
     nz = noise(raws)
-    round3 = nz.get("round_s", 0.0) * 3 / (len(raws[0].stock) + len(raws[0].candidates))
+    round3 = nz["engine_round_s"] * 3
     choices = []
     for rule in grid:
         rows = [rates(raws, rule, e, boot_draws, seed) for e in (0.0, *EFFECTS)]
