@@ -10,9 +10,22 @@ import torch
 
 from hotfloat.bundle import load_bundle
 from hotfloat.slots import get_slot
-from hotfloat.verify.plan import PAD_STEP, QUIET_NAN, make_cases, padded_stride, poison, prepare, schedule
+from hotfloat.slots.norm import EPS_RANGE
+from hotfloat.verify.plan import (
+    PAD_STEP,
+    QUIET_NAN,
+    Case,
+    corner_shapes,
+    make_cases,
+    padded_stride,
+    poison,
+    prepare,
+    row_padded_stride,
+    schedule,
+)
 
 SILU = get_slot("activation.silu_and_mul")
+RMSNORM = get_slot("norm.rmsnorm")
 
 
 def _op(make_bundle, metadata: str | None = None):
@@ -39,8 +52,8 @@ def test_counts_are_jittered_around_each_shape_and_a_secret_shape_is_added(make_
     op = _op(make_bundle)
     cases = make_cases(SILU, op, ["fp16", "fp32"], "cpu", random.Random(5), 3, None, None)
     public = [s for s in SILU.shapes if s.cpu]
-    assert len(cases) == 2 * (len(public) + 1)
-    assert sum(c.drawn for c in cases) == 2
+    assert len(cases) == 2 * (len(public) + 3), "per dtype: the public shapes, one drawn shape, two corners"
+    assert sum(c.drawn for c in cases) == 6
     for case, shape in zip(cases, public):
         t = shape.dims["T"]
         spread = max(2, t // 4)
@@ -132,3 +145,43 @@ def test_schedule_shuffles_every_call_once():
     calls = schedule(cases, 3, random.Random(2))
     assert sorted((c.case.index, c.trial) for c in calls) == [(c.index, t) for c in cases for t in range(3)]
     assert [(c.case.index, c.trial) for c in calls] != sorted((c.case.index, c.trial) for c in calls)
+
+
+def test_corners_reach_the_top_of_every_hidden_range_misaligned_and_the_largest_counts_that_fit():
+    r, budget = SILU.ranges["D"], 1 << 18
+    for seed in range(50):
+        (wide, wide_counts), (tall, tall_counts) = corner_shapes(SILU, random.Random(seed), 3, 1, None, budget)
+        assert r.hi // 2 < wide["D"] <= r.hi and wide["D"] // r.multiple % 2 == 1, "top octave, odd multiple of 16"
+        assert wide["T"] * 2 * wide["D"] <= budget and max(wide_counts) == wide["T"]
+        assert tall["D"] <= 2 * r.lo
+        top = budget // (2 * tall["D"])
+        assert all(top // 2 <= n <= top for n in tall_counts), (tall, tall_counts)
+    narrow = corner_shapes(SILU, random.Random(1), 3, 4, 16, budget)
+    assert all(4 <= n <= 16 for _, counts in narrow for n in counts), "the variant's token range still holds"
+
+
+def test_token_indexed_inputs_arrive_with_their_own_row_padding_and_stale_bytes_around_them():
+    dims = {"T": 5, "H": 256}
+    case = Case(0, "fp32", dims, (5, 4, 5), (0, 16, 0), input_pads=(24, 0, 8))
+    preps = [prepare(RMSNORM, case, t, 10 + t) for t in range(3)]
+    headers = [{h.name: h for h, _ in p.sent} for p in preps]
+    assert [h["x"].stride for h in headers] == [row_padded_stride((5, 256), 24), (256, 1), (264, 1)]
+    assert [h["out"].stride[0] for h in headers] == [256, 272, 256], "outputs pad independently"
+    assert all(h["weight"].stride == (1,) for h in headers), "only token-indexed inputs are views of wider rows"
+    assert len({h["x"].storage for h in headers}) == 1, "one buffer serves every trial"
+    h, data = preps[0].sent[0]
+    flat = torch.frombuffer(bytearray(data), dtype=torch.float32)
+    assert torch.equal(flat.as_strided(h.shape, h.stride), preps[0].inputs["x"])
+    assert bool(flat[256:280].ne(0).all()), "the padding holds stale values, not zeros a kernel could test for"
+    assert row_padded_stride((2, 3, 4), 5) == (17, 4, 1), "3-D: only the leading dim steps past the rest"
+
+
+def test_norm_eps_is_drawn_per_case_and_fixed_within_it():
+    seen = set()
+    for seed in range(20):
+        case = Case(seed, "fp32", {"T": seed + 1, "H": 128}, (seed + 1, 1, 1), (0, 0, 0))
+        eps = {prepare(RMSNORM, case, t, t).meta["args"][-1]["value"] for t in range(3)}
+        assert len(eps) == 1, "a captured graph bakes the scalar in: one per case"
+        seen |= eps
+    assert len(seen) > 10 and all(EPS_RANGE[0] <= e <= EPS_RANGE[1] for e in seen)
+    assert max(seen) / min(seen) > 100, "spread over orders of magnitude, so a hard-coded eps is wrong somewhere"

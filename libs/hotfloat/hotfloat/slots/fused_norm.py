@@ -16,7 +16,7 @@ rtol 2e-2 and 1e-2. In fp32 both paths agree to the reduction order (~1e-7 relat
 A kernel that forgets either addend, or normalises the residual it was given, is off by O(1).
 """
 
-from .norm import EPS
+from .norm import EPS, scalars
 from . import families
 from .spec import ArgSpec, DimRange, Role, Shape, SlotSpec
 
@@ -68,6 +68,7 @@ FUSED_ADD_RMSNORM = SlotSpec(
     ) + (Shape({"T": 4096, "H": 4096}, cpu=False), Shape({"T": 8192, "H": 8192}, cpu=False)),
     reference=_reference,
     make_inputs=_inputs,
+    make_scalars=scalars,
     bytes_moved=lambda dims, esize: (4 * dims["T"] * dims["H"] + dims["H"]) * esize,
     flops=lambda dims: 5 * dims["T"] * dims["H"],
     ranges={"T": DimRange(1, 8192), "H": DimRange(128, 16384, 16)},

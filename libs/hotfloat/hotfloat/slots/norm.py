@@ -1,9 +1,14 @@
 """norm.rmsnorm: out = x * rsqrt(mean(x^2) + eps) * weight, reduced in fp32 over the hidden dim."""
 
+import math
+
 from . import families
 from .spec import ArgSpec, DimRange, Role, Shape, SlotSpec
 
 EPS = 1e-6
+"""The default a caller passes (Qwen, Llama 3); verification draws its own per case (`scalars`)."""
+EPS_RANGE = (1e-7, 1e-4)
+"""Where drawn eps values lie, log-uniform: models use 1e-5 (Llama 2, Mistral), 1e-6 and smaller."""
 
 
 def _reference(t):
@@ -12,6 +17,14 @@ def _reference(t):
     x = t["x"].float()
     w = t["weight"].float()
     return {"out": x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + float(t["eps"])) * w}
+
+
+def scalars(dims, gen):
+    """eps, drawn per case: the seam passes the model's own, so a kernel that hard-codes 1e-6 must fail here too."""
+    import torch
+
+    lo, hi = (math.log(v) for v in EPS_RANGE)
+    return {"eps": math.exp(lo + (hi - lo) * float(torch.rand((), generator=gen)))}
 
 
 def _inputs(dims, dtype, gen):
@@ -44,6 +57,7 @@ RMSNORM = SlotSpec(
     ),
     reference=_reference,
     make_inputs=_inputs,
+    make_scalars=scalars,
     bytes_moved=lambda dims, esize: (2 * dims["T"] * dims["H"] + dims["H"]) * esize,
     flops=lambda dims: 4 * dims["T"] * dims["H"],
     ranges={"T": DimRange(1, 8192), "H": DimRange(128, 16384, 16)},

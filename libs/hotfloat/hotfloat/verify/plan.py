@@ -40,6 +40,8 @@ class Case:
     drawn: bool = False
     public: dict[str, int] | None = None
     """The slot's shape before the CPU budget scaled its count dim, when it did."""
+    input_pads: tuple[int, ...] = ()
+    """Per trial, the padding of token-indexed inputs' rows (as a view into a wider engine tensor has); empty: none."""
 
     @property
     def label(self) -> str:
@@ -119,23 +121,57 @@ def drawn_shape(slot: SlotSpec, rng: random.Random, trials: int, lo: int, hi: in
         dims = _fit(slot, dims, max_elements)
         return dims, tuple(jitter(dims[slot.count_dim], rng, lo, hi) for _ in range(trials))
     dims = {name: _log_uniform(rng, r) for name, r in slot.ranges.items() if name != slot.count_dim}
+    return _with_counts(slot, rng, dims, trials, lo, hi, max_elements, False)
+
+
+def _with_counts(slot: SlotSpec, rng: random.Random, dims: dict[str, int], trials: int, lo: int, hi: int | None,
+                 max_elements: int | None, highest: bool) -> tuple[dict[str, int], tuple[int, ...]]:
+    """Token counts per trial over what the variant and budget allow beside `dims` (its top octave when `highest`)."""
     count = slot.ranges[slot.count_dim]
     top = min(count.hi, hi) if hi is not None else count.hi
     if max_elements is not None:
         top = min(top, max(1, max_elements // _largest(slot, {**dims, slot.count_dim: 1})))
-    bottom = max(count.lo, lo)
+    bottom = max(count.lo, lo, top // 2 if highest else 1)
     span = DimRange(bottom, max(bottom, top))
     counts = tuple(_log_uniform(rng, span) for _ in range(trials))
     return {**dims, slot.count_dim: max(counts)}, counts
 
 
+def _octave(rng: random.Random, r: DimRange, top: bool) -> int:
+    """A size in the range's top octave at an odd multiple of its step (so no coarser alignment holds), or in its
+    bottom octave."""
+    lo = -(-r.lo // r.multiple) * r.multiple
+    hi = max(lo, r.hi // r.multiple * r.multiple)
+    band = DimRange(max(lo, hi // 2), hi, r.multiple) if top else DimRange(lo, max(lo, min(hi, 2 * lo)), r.multiple)
+    value = _log_uniform(rng, band)
+    if top and value // r.multiple % 2 == 0:
+        value += -r.multiple if value - r.multiple >= band.lo else r.multiple if value + r.multiple <= hi else 0
+    return value
+
+
+def corner_shapes(slot: SlotSpec, rng: random.Random, trials: int, lo: int, hi: int | None,
+                  max_elements: int | None) -> list[tuple[dict[str, int], tuple[int, ...]]]:
+    """The two corners of the slot's ranges that one log-uniform draw seldom reaches, where block-size limits and
+    missing tails live: every hidden dim in its top octave at an odd multiple of its step (with the token counts
+    that fit), and the top octave of the token counts that fit beside hidden dims from their bottom octave."""
+    if not _ranged(slot):
+        return []
+    shapes = []
+    for wide in (True, False):
+        dims = {name: _octave(rng, r, wide) for name, r in slot.ranges.items() if name != slot.count_dim}
+        shapes.append(_with_counts(slot, rng, dims, trials, lo, hi, max_elements, not wide))
+    return shapes
+
+
 def make_cases(slot: SlotSpec, op: Op, dtypes: list[str], device: str, rng: random.Random, trials: int,
                max_shapes: int | None, cpu_max_elements: int | None = None) -> list[Case]:
-    """Every verification shape per dtype (count dim jittered per trial), plus one shape drawn from the secret.
+    """Every verification shape per dtype (count dim jittered per trial), plus one shape drawn from the secret and
+    the two corners of the slot's ranges (`corner_shapes`).
 
     On cpu, `cpu_max_elements` shrinks the count dim of large shapes: the Triton interpreter costs about a
     microsecond per element, while the hidden dims (where tails and masks live) stay as the slot defines them.
-    Within each dtype, contiguous and padded outputs both occur at any trial count.
+    Within each dtype, contiguous and padded outputs both occur at any trial count; token-indexed inputs get rows
+    padded independently of the outputs'.
     """
     lo, hi = op.metadata.min_num_tokens, op.metadata.max_num_tokens
     budget = cpu_max_elements if device == "cpu" else None
@@ -152,6 +188,7 @@ def make_cases(slot: SlotSpec, op: Op, dtypes: list[str], device: str, rng: rand
             counts = tuple(jitter(dims[slot.count_dim], rng, lo, hi) for _ in range(trials))
             planned.append((dims, counts, dict(shape.dims)))
         planned.append((*drawn_shape(slot, rng, trials, lo, hi, pool, cap), None))
+        planned += [(*corner, None) for corner in corner_shapes(slot, rng, trials, lo, hi, cap)]
         rows = 0
         for dims, counts, public in planned:
             # with one trial, cases of several rows alternate padded/contiguous starting padded (a padding needs a
@@ -159,13 +196,13 @@ def make_cases(slot: SlotSpec, op: Op, dtypes: list[str], device: str, rng: rand
             padded = rows % 2 == 0 if max(counts) > 1 else rng.random() < 0.5
             rows += max(counts) > 1
             cases.append(Case(len(cases), dtype, dims, counts, _pads(slot, trials, rng, padded), drawn=public is None,
-                              public=public))
+                              public=public, input_pads=_pads(slot, trials, rng, rng.random() < 0.5)))
     return cases
 
 
 def _pads(slot: SlotSpec, trials: int, rng: random.Random, padded: bool) -> tuple[int, ...]:
-    """Per trial, 0 (contiguous rows) or a secret padding; with two or more trials both occur, with one the case's
-    `padded` flag decides."""
+    """Per trial, 0 (contiguous rows) or a secret padding; with two or more trials both occur, with one `padded`
+    decides. Slots without strided outputs (collectives) get contiguous tensors only."""
     if not slot.strided_outputs:
         return (0,) * trials
     if trials == 1:
@@ -211,13 +248,22 @@ def padded_stride(shape: tuple[int, ...], pad: int) -> tuple[int, ...]:
     return tuple(stride)
 
 
-def _stale(t: torch.Tensor, capacity: int, gen: torch.Generator) -> torch.Tensor:
-    """An input's buffer: the view's values, then stale-looking values up to the capacity (as a reused engine
-    buffer holds), integers zero-filled."""
+def row_padded_stride(shape: tuple[int, ...], pad: int) -> tuple[int, ...]:
+    """Row-major strides whose leading dim steps `pad` elements past the rest: a view of the first columns of a wider
+    tensor, as the engine's q sliced out of its fused qkv is."""
+    stride = list(padded_stride(shape, 0))
+    if len(shape) >= 2:
+        stride[0] += pad
+    return tuple(stride)
+
+
+def _stale(t: torch.Tensor, stride: tuple[int, ...], capacity: int, gen: torch.Generator) -> torch.Tensor:
+    """An input's buffer: the view's values at `stride`, stale-looking values around them up to the capacity (as a
+    reused engine buffer holds), integers zero-filled."""
     flat = torch.zeros(capacity, dtype=t.dtype)
     if t.is_floating_point() and capacity > t.numel():
-        flat[t.numel():] = torch.randn(capacity - t.numel(), generator=gen).to(t.dtype)
-    flat[: t.numel()] = t.reshape(-1)
+        flat[:] = torch.randn(capacity, generator=gen).to(t.dtype)
+    flat.as_strided(tuple(t.shape), stride).copy_(t)
     return flat
 
 
@@ -245,11 +291,14 @@ def prepare(slot: SlotSpec, case: Case, trial: int, seed: int, expect: bool = Tr
             continue
         args.append({"name": arg.name, "kind": "tensor"})
         adt = slot.dtype_of(arg, case.dtype)
-        capacity = math.prod(slot.shape_of(arg, cap))
         if arg.role is Role.INPUT:
             t = fresh[arg.name].to(adt).contiguous()
-            flat = _stale(t, capacity, gen)
-            header = wire.TensorHeader(arg.name, wire.NAMES[adt], tuple(t.shape), tuple(t.stride()), capacity)
+            rows = case.input_pads and len(arg.shape) >= 2 and arg.shape[0] == slot.count_dim
+            cap_shape = slot.shape_of(arg, cap)
+            capacity = cap_shape[0] * (math.prod(cap_shape[1:]) + (max(case.input_pads) if rows else 0))
+            stride = row_padded_stride(tuple(t.shape), case.input_pads[trial] if rows else 0)
+            flat = _stale(t, stride, capacity, gen)
+            header = wire.TensorHeader(arg.name, wire.NAMES[adt], tuple(t.shape), stride, capacity)
             inputs[arg.name] = t
         else:
             shape = slot.shape_of(arg, dims)

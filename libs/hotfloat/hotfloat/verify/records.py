@@ -32,7 +32,7 @@ class VerifyOptions(_Record):
     dtypes: list[str] | None = None
     """Only verify these dtypes."""
     max_shapes: Annotated[int, Field(ge=1)] | None = None
-    """Only the first N verification shapes per dtype (quick local loops and tests); the drawn shape always runs."""
+    """Only the first N verification shapes per dtype (quick local loops and tests); the drawn shapes always run."""
     cpu_max_elements: Annotated[int, Field(ge=1024)] | None = 1 << 18
     """On cpu, large shapes have their count dim scaled so no tensor exceeds this (None runs them whole)."""
     settle_s: Annotated[float, Field(ge=0, le=5)] = 0.02

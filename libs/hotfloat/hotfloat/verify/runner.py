@@ -189,8 +189,9 @@ def _graphs(child: ChildSession, slot, op: Op, cases: list[Case], options: Verif
             rows.append(_row(op, Status.N_A, "op does not declare graph_safe", case.dtype, label))
             emit(rows[-1])
             continue
-        graph_case = Case(case.index + 10_000, case.dtype, case.dims, (case.counts[0],) * options.graph_replays,
-                          (case.pads[0],) * options.graph_replays)
+        replays = options.graph_replays
+        graph_case = Case(case.index + 10_000, case.dtype, case.dims, (case.counts[0],) * replays,
+                          (case.pads[0],) * replays, input_pads=case.input_pads[:1] * replays)
         first = prepare(slot, graph_case, 0, rng.getrandbits(63))
         captured = child.request("capture", first.meta, first.sent, deadline=deadline)
         if captured.kind != "captured":
