@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import textwrap
 from pathlib import Path
 
@@ -9,6 +10,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+
+def foreign_sqlite(path: Path, table: str) -> bytes:
+    """Another program's SQLite database at `path` (one table); returns its bytes, to show a refusal left it alone."""
+    conn = sqlite3.connect(path)
+    conn.execute(f"CREATE TABLE {table} (x)")
+    conn.commit()
+    conn.close()
+    return path.read_bytes()
+
 
 MANIFEST = """\
 bundle_id = "{bundle_id}"

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from hotfloat.cli.main import main
 from hotfloat.ledger import Ledger
+
+from ..conftest import foreign_sqlite
 
 GOOD = """\
 import torch
@@ -89,11 +90,7 @@ def test_an_archive_that_never_ends_is_refused_without_reading_it(capsys, tmp_pa
 
 def test_status_of_a_database_that_is_not_a_ledger_is_one_line_and_leaves_it_alone(capsys, tmp_path):
     path = tmp_path / "other.db"
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE foo (x)")
-    conn.commit()
-    conn.close()
-    before = path.read_bytes()
+    before = foreign_sqlite(path, "foo")
     code, _, err = hotfloat(capsys, "validator", "status", "--ledger", str(path))
     assert code == 3 and err == f"error: ledger {path}: an SQLite database of another program (tables foo), not a ledger\n"
     assert path.read_bytes() == before

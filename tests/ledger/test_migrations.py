@@ -10,6 +10,8 @@ from hotfloat.errors import InfrastructureError
 from hotfloat.ledger import LEDGER_MIGRATIONS, Ledger, Migration, migrate
 from hotfloat.ledger.migrations import applied
 
+from ..conftest import foreign_sqlite
+
 
 def test_ledger_migrations_apply_once(tmp_path):
     Ledger(tmp_path / "l.db").close()
@@ -58,11 +60,7 @@ def test_a_newer_schema_of_the_same_area_is_refused_and_another_areas_is_not(tmp
 
 def test_another_programs_database_is_refused_untouched(tmp_path):
     path = tmp_path / "app.db"
-    conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE submissions (x)")
-    conn.commit()
-    conn.close()
-    before = path.read_bytes()
+    before = foreign_sqlite(path, "submissions")
     with pytest.raises(InfrastructureError, match="SQLite database of another program .tables submissions., not a ledger"):
         Ledger(path)
     assert path.read_bytes() == before and not (tmp_path / "app.db-wal").exists()

@@ -1,7 +1,7 @@
 """The one base of the library's boundary records, so every record refuses unknown keys, cannot change after it is
 made, and documents each field by the docstring under it."""
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 
 class Record(BaseModel):
@@ -9,3 +9,12 @@ class Record(BaseModel):
     candidate's NaN survives a round trip instead of becoming null."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, ser_json_inf_nan="constants")
+
+
+def first_error(e: ValidationError, whole: str = "") -> str:
+    """A record's first validation problem on one line, `where: what`; `whole` names the record when the problem is
+    the record itself (an empty location), so every refusal of untrusted input reads the same."""
+    err = e.errors()[0]
+    where = ".".join(map(str, err["loc"])) or whole
+    what = err["msg"].removeprefix("Value error, ").splitlines()[0]
+    return f"{where}: {what}" if where else what

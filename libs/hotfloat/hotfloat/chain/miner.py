@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from ..bundle import Bundle, load_bundle, pack, unpack
 from ..errors import InputError
+from ..record import first_error
 from .payload import PAYLOAD_VERSION, Payload, encode_payload
 
 
@@ -26,9 +27,5 @@ def commitment(identity: str, url: str, payment: str | None = None) -> tuple[Pay
         payload = Payload(v=PAYLOAD_VERSION, h=identity, u=url, p=payment)
         return payload, encode_payload(payload)
     except (ValidationError, ValueError) as e:
-        if isinstance(e, ValidationError):
-            err = e.errors()[0]
-            msg = f"{'.'.join(map(str, err['loc']))}: {err['msg'].removeprefix('Value error, ')}"
-        else:
-            msg = str(e)
+        msg = first_error(e) if isinstance(e, ValidationError) else str(e)
         raise InputError(f"commitment refused: {msg}") from None

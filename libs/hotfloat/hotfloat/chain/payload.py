@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from ..record import Record
+from ..record import Record, first_error
 
 MAX_PAYLOAD_BYTES = 1024
 MAX_URL_CHARS = 512
@@ -81,9 +81,7 @@ def parse_payload(raw: str | bytes) -> Payload:
     try:
         payload = Payload.model_validate(obj)
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "payload"
-        raise ValueError(f"malformed payload ({where}: {err['msg'].removeprefix('Value error, ')})") from None
+        raise ValueError(f"malformed payload ({first_error(e, 'payload')})") from None
     if encode_payload(payload) != data:
         raise ValueError("non-canonical payload (re-encode differs: key order, spacing or duplicate keys)")
     return payload

@@ -17,6 +17,7 @@ from ..chain.miner import commitment, package
 from ..chain.payload import parse_payload
 from ..chain.weights import WEIGHTS_EVERY, crown_weights
 from ..errors import InputError
+from ..record import first_error
 from ..validator import Crown
 from .options import bundle_argument, ledger_option as _ledger_option, read_input, writable_ledger
 from .output import emit_json, json_option, table
@@ -242,9 +243,7 @@ def _read_crowns(path: str) -> list[Crown]:
     try:
         crowns = TypeAdapter(list[Crown]).validate_json(read_input(path, CROWNS_BYTES, "crowns file"))
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(map(str, err["loc"])) or "crowns"
-        raise InputError(f"{path}: {where}: {err['msg'].removeprefix('Value error, ')}") from None
+        raise InputError(f"{path}: {first_error(e, 'crowns')}") from None
     if not crowns:
         raise InputError(f"{path}: no crowns")
     return crowns

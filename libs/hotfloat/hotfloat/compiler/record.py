@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from ..errors import InputError
-from ..record import Record
+from ..record import Record, first_error
 from ..verdict import Status
 
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
@@ -76,8 +76,7 @@ def load_build(evidence_json: str | bytes, artifacts: Mapping[str, bytes]) -> Bu
     try:
         record = BuildRecord.model_validate_json(evidence_json)
     except ValidationError as e:
-        err = e.errors()[0]
-        raise InputError(f"build record: {'.'.join(map(str, err['loc'])) or 'record'}: {err['msg']}") from None
+        raise InputError(f"build record: {first_error(e, 'record')}") from None
     expected = record.artifact_digests()
     if set(artifacts) != set(expected):
         raise InputError(f"build artifacts {sorted(artifacts)} do not match the record's {sorted(expected)}")

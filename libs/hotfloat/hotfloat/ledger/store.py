@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from ..bundle import unpack
 from ..errors import HotfloatError, InfrastructureError, InputError
-from ..record import Record
+from ..record import Record, first_error
 from .migrations import LEDGER_MIGRATIONS, Migration, SchemaError, check_owned, migrate
 from .records import FINAL, NEXT, ORDER, Attempt, State, Submission, Transition
 
@@ -246,9 +246,7 @@ class Ledger:
                 fields["evidence"] = json.loads(fields["evidence"])
             return kind(**fields)
         except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(x) for x in err["loc"])
-            raise InfrastructureError(f"ledger {self.path}: corrupt {kind.__name__.lower()} row: {where}: {err['msg']}") from None
+            raise InfrastructureError(f"ledger {self.path}: corrupt {kind.__name__.lower()} row: {first_error(e)}") from None
         except (ValueError, RecursionError) as e:  # evidence that is not JSON, or nested past the parser
             raise InfrastructureError(f"ledger {self.path}: corrupt {kind.__name__.lower()} row: {e}") from None
 

@@ -35,6 +35,7 @@ import numpy as np
 from pydantic import Field, ValidationError, model_validator
 
 from ..bundle.bounded import read_file
+from ..record import first_error
 from .records import EngineSpec, Record, RuleConfig, Workload
 from .rule import decide
 
@@ -325,14 +326,6 @@ RAW_BYTES = 64 << 20
 OUTPUTS_BYTES = 256 << 20
 """Kept completions: the evidence formed from three of the engines must fit in 32 MiB, so a file of B1, B2 and a
 few candidates stays well inside this."""
-
-
-def first_error(e: ValidationError) -> str:
-    """A validation error's first problem as `where: what`, one line."""
-    err = e.errors()[0]
-    where = ".".join(str(x) for x in err["loc"])
-    what = err["msg"].removeprefix("Value error, ").splitlines()[0]
-    return f"{where}: {what}" if where else what
 
 
 def _load(path: str | os.PathLike, limit: int, kind: type[Record], what: str):

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from ..bundle.bounded import read_file
 from ..errors import InputError
 from .decision import judge
+from ..record import first_error
 from .records import Decision, Evidence
 
 MAX_EVIDENCE_BYTES = 32 << 20
@@ -30,9 +31,7 @@ def load(path: str | os.PathLike) -> Evidence:
     except OSError as e:
         raise InputError(f"{path}: cannot read evidence: {e.strerror or e}") from None
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "evidence"
-        raise InputError(f"{path}: not valid qualification evidence: {where}: {err['msg']}") from None
+        raise InputError(f"{path}: not valid qualification evidence: {first_error(e, 'evidence')}") from None
     except ValueError as e:
         raise InputError(f"{path}: cannot read evidence: {e}") from None
 
