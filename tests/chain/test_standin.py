@@ -33,3 +33,16 @@ def test_a_file_that_is_not_json_is_a_chain_error(tmp_path):
     path.write_bytes(b"\xff" + b"[" * 10000)
     with pytest.raises(ChainError, match="is not readable JSON"):
         LocalSubstrate(path).advance(1)
+
+
+def test_a_state_file_that_never_ends_is_refused_without_reading_it(tmp_path):
+    """The state file swapped for a FIFO after the chain was opened would block a plain read forever; it is refused
+    at once as not a regular file."""
+    import os
+
+    path = tmp_path / "chain.json"
+    chain = LocalSubstrate.create(path, 7, [(HOTKEY, HOTKEY, True)])
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(ChainError, match="is not readable JSON: not a regular file"):
+        chain.advance(1)

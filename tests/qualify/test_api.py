@@ -1,6 +1,6 @@
 """Real qualifications on the tiny CPU engine: three resident engines (B, C, B'), the gate, the rule and the evidence.
 
-On a shared 2-core CPU the timing noise is far above a GPU's, so an exact bundle ends NO_DECISION or FAIL on speed,
+On a shared 2-core CPU the timing noise is far above a GPU's, so an exact bundle ends FAIL on speed (not shown faster),
 never PASS; what must hold exactly is the gate: exact bundles match, broken ones FAIL.
 """
 
@@ -33,7 +33,7 @@ def test_exact_bundle_passes_the_gate_is_not_crowned_on_cpu_and_leaves_nothing_b
 
     r = qualify_bundle(make_bundle(SPAWNS, name="spawner"), OPTS)
     ev = r.evidence
-    assert ev.decision.gate == "PASS" and r.status in ("NO_DECISION", "FAIL"), r.reason
+    assert ev.decision.gate == "PASS" and r.status == "FAIL", r.reason
     assert [f.role for f in ev.frames] == ["B", "C", "B"] and all(f.ok for f in ev.frames)
     assert all(len(f.pass_s) == ev.decision.rounds == 3 for f in ev.frames)
     assert sum(ev.frames[1].routed.values()) > 0
@@ -66,7 +66,7 @@ def test_an_exact_example_is_correct_and_a_broken_one_fails_correctness():
     """The shipped examples through the whole protocol: the Triton silu (interpreted on CPU) matches the baseline,
     the broken silu does not (the unit tests above cover the rest of the example set's behaviour)."""
     r = qualify_bundle(EXAMPLES / "silu_triton", OPTS)
-    assert r.evidence.decision.gate == "PASS" and r.status in ("NO_DECISION", "FAIL"), r.reason
+    assert r.evidence.decision.gate == "PASS" and r.status == "FAIL", r.reason
     r = qualify_bundle(EXAMPLES / "silu_broken", OPTS)
     assert r.status == "FAIL" and r.score == 0 and r.evidence.decision.gate == "FAIL", r.reason
     assert "does not match the baseline" in r.reason

@@ -45,6 +45,16 @@ def test_analysis_measures_false_pass_and_power_and_picks_the_powerful_rule():
     assert rec.noise["pass_cv_B1"] > 0 and abs(rec.noise["ln_B2_over_B1_median"]) < 0.01
 
 
+def test_among_equally_powerful_rules_the_larger_process_floor_is_chosen():
+    """One look of 10 rounds: every decision takes the same rounds, so power (100%) and null draws (40) tie and the
+    floor decides: a larger floor bounds the process offsets the rounds cannot average."""
+    grid = [RuleConfig(look_rounds=10, max_looks=1, process_floor=pf, logprob_tol=0.1) for pf in (0.001, 0.002)]
+    rec = analyse([raw()], grid, boot_draws=0)
+    rows = [c.rows for c in rec.candidates]
+    assert rows[0][2].pass_rate == rows[1][2].pass_rate == 1.0 and rows[0][0].draws == rows[1][0].draws
+    assert rec.rule.process_floor == 0.002 and not rec.meets_targets
+
+
 def test_walk_forms_back_to_back_disjoint_decisions():
     x = np.array([[r.pass_s[k] for k in ("B1", "B2", "B3")] for r in raw(n=100).rounds])
     got = walk(x[:, 0], x[:, 1], x[:, 2], GRID[0])

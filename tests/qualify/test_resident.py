@@ -108,7 +108,7 @@ def test_an_idle_candidate_is_stopped_while_another_engine_is_timed(make_bundle)
             for e in (stock, spinner):
                 e.ready(time.monotonic() + 300)
             with alone([stock, spinner], stock):
-                states = {_state(pid) for pid in hostload.tree(spinner.proc.pid)}
+                states = {hostload.state(pid) or "Z" for pid in hostload.tree(spinner.proc.pid)}
                 before = hostload.tree_cpu_s(spinner.proc.pid)
                 stock.serve([[1, 2, 3], [4, 5]], [2, 2], 120)
                 time.sleep(0.5)
@@ -123,9 +123,3 @@ def test_an_idle_candidate_is_stopped_while_another_engine_is_timed(make_bundle)
             spinner.close()
 
 
-def _state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "Z"

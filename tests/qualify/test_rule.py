@@ -64,16 +64,17 @@ def test_decide_waits_for_a_full_look_and_then_replays_the_same_answer():
     assert decide(b[:9], c[:9], b2[:9], RULE) is None  # no look before 10 rounds
     first = decide(b[:10], c[:10], b2[:10], RULE)
     whole = decide(b, c, b2, RULE)
-    assert whole is not None and whole.status in ("NO_DECISION", "FAIL")
+    assert whole is not None and whole.status == "FAIL"
     if first is not None:
         assert whole == first  # a recompute over more rounds stops where the live run stopped
 
 
-def test_budget_spent_undecided_is_no_decision():
+def test_budget_spent_undecided_fails_as_not_shown_faster():
     rng = np.random.default_rng(3)
     rule = RULE.model_copy(update={"max_looks": 1, "process_floor": 0.02})
     lk = decide(*rounds(rng, 10, effect=0.02), rule)
-    assert lk.status == "NO_DECISION" and "budget" in lk.reason and lk.rounds == 10
+    assert lk.status == "FAIL" and lk.reason.startswith("not shown faster: improvement") and lk.rounds == 10
+    assert lk.lower < rule.margin < lk.upper and "budget of 10 rounds is spent" in lk.reason
 
 
 def test_quantile_is_widened_for_few_rounds_and_trimmed_mean_resists_outliers():

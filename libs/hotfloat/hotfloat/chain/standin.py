@@ -26,6 +26,11 @@ from bittensor.balance import Balance
 from bittensor.keyfiles import Keypair
 from bittensor.result import ChainError, ExtrinsicResult
 
+from ..bundle.bounded import read_file
+
+STATE_MAX_BYTES = 256 << 20
+"""The stand-in's state file is read whole under a lock; a file named in its place that never ends (a FIFO,
+/dev/zero) or is larger than any chain a test builds is refused instead."""
 GLOBAL_MAX_SUBNET_COUNT = 4096
 U16_MAX = 65535
 
@@ -101,7 +106,7 @@ class LocalSubstrate:
         """The chain's state; a file that is not one (truncated, hand-edited, another file) is a ChainError, since
         every read below indexes it as `create` wrote it."""
         try:
-            state = json.loads(self.path.read_text())
+            state = json.loads(read_file(self.path, STATE_MAX_BYTES))
         except (OSError, ValueError, RecursionError) as e:
             raise ChainError(f"stand-in chain {self.path} is not readable JSON: {e}") from None
         blocks = state.get("blocks") if isinstance(state, dict) else None

@@ -300,13 +300,14 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
 
 def _as_expected(row: Row, miner: Miner, handicap: int) -> bool:
     """A stopped miner must be stopped at its stage; the honest one must pass admission, then be scored, or end
-    NO_DECISION at qualification (CPU noise), or (without the handicap) FAIL there on speed."""
+    NO_DECISION at qualification, or FAIL there as not shown faster (CPU noise hid the handicap), or (without the
+    handicap) FAIL there on speed."""
     if miner.expected_stage is not None:
         return row.stages.get(miner.expected_stage) == "FAIL"
     if any(row.stages.get(s) not in ("PASS", "N/A") for s in ("scan", "build", "admit")):
         return False
     qualified = (row.stages.get("qualify"), row.stages.get("score"))
     allowed = {("PASS", "PASS"), ("NO_DECISION", None), ("PASS", "NO_DECISION")}
-    if not handicap:
+    if not handicap or "not shown faster" in row.reason:
         allowed |= {("FAIL", None)}
     return qualified in allowed

@@ -64,10 +64,10 @@ def _summary(outcome) -> None:
         first, *more = r.reason.split("; ")  # a failed stage lists every failing row; the first says enough here
         why = first + (f" (and {len(more)} more)" if more and r.state == "failed" else "; ".join(["", *more]))
         click.echo(textwrap.fill(f"{line}. {why}", width, subsequent_indent="    "))
-        if r.state == "no_decision":
-            click.echo(textwrap.fill("    NO_DECISION is the honest answer when this CPU's run-to-run noise hides "
-                                     "the difference; on a quiet GPU host the same rule decides "
-                                     "(docs/qualification.md).", width, subsequent_indent="    "))
+        if r.state == "failed" and "not shown faster" in r.reason:
+            click.echo(textwrap.fill("    This CPU's run-to-run noise hid the difference within the rounds the rule "
+                                     "allows, and the burden of proof is the candidate's; on a quiet GPU host the "
+                                     "same rule resolves 2% (docs/qualification.md).", width, subsequent_indent="    "))
         if not r.as_expected:
             click.echo(f"    UNEXPECTED: the demo expected {r.expected}")
     click.echo(f"weights on chain (u16 by uid): {dict(sorted(outcome.weights.items())) or 'none set'}")

@@ -540,7 +540,7 @@ def measured_candidate(raws: list[CalibrationRaw], trim: float) -> dict[str, flo
 def analyse(raws: list[CalibrationRaw], grid: list[RuleConfig], *, boot_draws: int = 1000, seed: int = 0,
             sources: list[str] = (), command: str = "") -> CalibrationRecord:
     """Every rule in `grid` on the raw rounds; the record names the chosen one: among the rules meeting every target
-    the most powerful at 2%, else (`meets_targets` false) the most powerful of all."""
+    the most powerful at 2%, else (`meets_targets` false) the best of all by `_rank`."""
     if not raws or any(len(r.stock) < 3 or len(r.rounds) < 3 for r in raws):
         raise ValueError("calibration needs at least three stock engines and three rounds per raw file")
     nz = noise(raws)
@@ -555,7 +555,7 @@ def analyse(raws: list[CalibrationRaw], grid: list[RuleConfig], *, boot_draws: i
                  and minutes <= TARGET_MINUTES)
         choices.append(RuleChoice(rule=rule, rows=rows, minutes=minutes, meets_targets=meets))
     ok = [c for c in choices if c.meets_targets] or choices
-    best = max(ok, key=lambda c: (_nz(c.rows[2].pass_rate), _nz(c.rows[2].bootstrap_pass_rate), -c.minutes))
+    best = max(ok, key=_rank)
     null = best.rows[0]
     k_ind = round(null.pass_rate * null.independent_draws) if null.draws else 0
     info = dict(raws[0].engine_info)
@@ -569,6 +569,17 @@ def analyse(raws: list[CalibrationRaw], grid: list[RuleConfig], *, boot_draws: i
         measured_candidate=measured_candidate(raws, best.rule.trim), candidates=choices,
         meets_targets=best.meets_targets, sources=list(sources), collected_by=[r.command for r in raws], command=command,
         analysed=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
+
+
+def _rank(c: RuleChoice) -> tuple:
+    """Order of preference: every target met that the collection can show (all but the number of draws), then power
+    at 2%, then the most null draws behind the false PASS rate (a rule that decides late has few), then the larger
+    process floor (a persistent offset between processes, which the rounds cannot average, is bounded by it), then
+    the bootstrap's power (a model), then speed."""
+    null, two = c.rows[0], c.rows[2]
+    shown = (null.draws > 0 and null.pass_rate <= TARGET_FALSE_PASS and null.bootstrap_pass_rate <= TARGET_FALSE_PASS
+             and two.pass_rate >= TARGET_POWER and c.minutes <= TARGET_MINUTES)
+    return shown, _nz(two.pass_rate), null.draws, c.rule.process_floor, _nz(two.bootstrap_pass_rate), -c.minutes
 
 
 def _nz(v: float) -> float:

@@ -63,6 +63,15 @@ def tree(root_pid: int) -> dict[int, float]:
     return found
 
 
+def state(pid: int) -> str | None:
+    """The process's one-letter /proc state (R, S, D, T, Z, ...); None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def steal_s() -> float:
     """Seconds stolen from this machine's CPUs by the hypervisor since boot (/proc/stat); 0 where not reported."""
     try:

@@ -115,11 +115,21 @@ class ResidentEngine:
         for _ in range(STOP_WALKS):
             todo = set(hostload.tree(self.proc.pid)) - stopped
             if not todo:
-                return
+                return self._await_stopped(stopped)
             for pid in todo:
                 self._kill(pid, signal.SIGSTOP)
             stopped |= todo
         raise EngineFault(f"engine {self.name} kept starting processes while being stopped", own=True, who=self.name)
+
+    def _await_stopped(self, pids: set[int]) -> None:
+        """SIGSTOP takes effect when the process is next scheduled, which on a loaded host is later than the kill:
+        timing starts only once every process reads stopped (or gone)."""
+        deadline = time.monotonic() + STOP_WAIT_S
+        while (running := {p for p in pids if hostload.state(p) not in STOPPED_STATES}):
+            if time.monotonic() > deadline:
+                raise EngineFault(f"engine {self.name}'s processes {sorted(running)[:4]} did not stop within "
+                                  f"{STOP_WAIT_S:.0f} s", own=True, who=self.name)
+            time.sleep(0.001)
 
     def resume(self) -> None:
         for pid in hostload.tree(self.proc.pid):
@@ -183,6 +193,9 @@ class ResidentEngine:
 
 
 STOP_WALKS = 64
+STOP_WAIT_S = 5.0
+STOPPED_STATES = {"T", "t", "Z", "X", None}
+"""/proc states of a process that cannot run: stopped, traced-stopped, zombie, dead, or gone (None)."""
 
 
 @contextmanager

@@ -12,7 +12,9 @@ memory layout), does not average out within a qualification: it adds 1.5 tau^2 w
 this qualification's own B against B' (median d, one pair, so never below the calibrated `process_floor`). With few
 rounds the normal quantile is corrected towards Student's t. Above `drift_bound` the rule refuses to decide.
 The test looks every `look_rounds` rounds; alpha is split evenly over `max_looks`, so stopping early cannot
-inflate the false PASS rate.
+inflate the false PASS rate. The burden of proof is the candidate's: still undecided when the budget is spent, it
+FAILs as not shown faster (a re-roll of the same bundle would only buy another chance at a lucky PASS). NO_DECISION
+is kept for a measurement that cannot be trusted: the baseline disagreeing with itself.
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def look(b: np.ndarray, c: np.ndarray, b2: np.ndarray, rule: RuleConfig) -> Look
 def decide(b, c, b2, rule: RuleConfig) -> Look | None:
     """Replays the sequential test over the rounds so far: the first decisive look wins; None while undecided and
     budget is left. The live protocol and a recompute call this on the same pass times and get the same answer.
-    Undecided with the budget spent is NO_DECISION: noise is never the candidate's loss or win."""
+    Undecided with the budget spent is FAIL: the candidate was not shown faster than the margin."""
     b, c, b2 = (np.asarray(x, dtype=float) for x in (b, c, b2))
     last = None
     for k in range(1, rule.max_looks + 1):
@@ -118,6 +120,7 @@ def decide(b, c, b2, rule: RuleConfig) -> Look | None:
         if last.status is not None:
             return last
     if last is not None and last.rounds >= rule.max_rounds:
-        return Look("NO_DECISION", f"{last.reason}; budget of {rule.max_rounds} rounds spent",
+        return Look("FAIL", f"not shown faster: {last.reason.removeprefix('undecided: ')}; the budget of "
+                    f"{rule.max_rounds} rounds is spent without the lower bound clearing the {rule.margin:.2%} margin",
                     **{k: getattr(last, k) for k in ("improvement", "lower", "upper", "drift", "rounds", "score")})
     return None
