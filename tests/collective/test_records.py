@@ -25,15 +25,21 @@ def test_rank_report_refuses_extra_keys_and_oversized_fields():
         RankReport.model_validate({**GOOD, "op": "x" * 10_000})
 
 
-def test_burst_descends_then_ascends_per_dtype_with_secret_counts_and_a_drawn_shape():
+def test_burst_descends_then_ascends_per_dtype_with_secret_counts_a_drawn_shape_and_the_corners():
     op = load_bundle(EXAMPLES / "allreduce_torch").ops[0]
     cases = burst(op, ["fp16", "fp32"], "cpu", random.Random(1))
-    public = {(s.dims["T"], s.dims["H"]) for s in get_slot("collective.all_reduce").shapes}
-    sizes = [c["T"] * c["H"] for c in cases[:9]]
-    assert sizes == sorted(sizes[:5], reverse=True) + sorted(sizes[:5])[1:]
-    assert [c["dtype"] for c in cases] == ["fp16"] * 9 + ["fp32"] * 9
+    slot = get_slot("collective.all_reduce")
+    public = {(s.dims["T"], s.dims["H"]) for s in slot.shapes}
+    shapes = len([s for s in slot.shapes if s.cpu]) + 3  # the published cpu shapes, one drawn, two corners
+    per = 2 * shapes - 1
+    sizes = [c["T"] * c["H"] for c in cases[:per]]
+    assert sizes == sorted(sizes[:shapes], reverse=True) + sorted(sizes[:shapes])[1:]
+    assert [c["dtype"] for c in cases] == ["fp16"] * per + ["fp32"] * per
     assert {c["H"] for c in cases} - {h for _, h in public}, "one hidden size is drawn, not published"
-    assert burst(op, ["fp16"], "cpu", random.Random(2)) != cases[:9]
+    h = slot.ranges["H"]
+    assert any(c["H"] > h.hi // 2 and c["H"] // h.multiple % 2 for c in cases), "the top corner: odd step, top octave"
+    assert any(c["H"] <= 2 * h.lo and c["T"] > 1 for c in cases), "the bottom corner: small hidden size, many tokens"
+    assert burst(op, ["fp16"], "cpu", random.Random(2)) != cases[:per]
 
 
 def test_slot_reference_is_the_fp32_sum_over_ranks():

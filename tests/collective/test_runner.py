@@ -24,9 +24,9 @@ def test_correct_all_reduce_passes_on_every_rank(world):
     report = _verify("allreduce_torch", world)
     assert report.status is Status.PASS, report.reasons
     assert report.backend == "gloo" and report.world_size == world
-    assert len(report.rows) == 9 and all(r.status is Status.PASS for r in report.rows)
+    assert len(report.rows) == 13 and all(r.status is Status.PASS for r in report.rows)
     sizes = [int(r.shape.split(",")[0][2:]) * int(r.shape.split("H=")[1]) for r in report.rows]
-    assert sizes == sorted(sizes[:5], reverse=True) + sorted(sizes[:5])[1:]
+    assert sizes == sorted(sizes[:7], reverse=True) + sorted(sizes[:7])[1:]
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -40,7 +40,7 @@ def test_one_wrong_rank_fails_the_run(world):
 def test_deadlock_is_killed_and_reported(world):
     report = _verify("allreduce_deadlock", world, timeout_s=3)
     assert report.status is Status.FAIL
-    assert f"aborted: hang: ranks {list(range(world))} gave no answer to case 0 of 9, killed at the time limit" in \
+    assert f"aborted: hang: ranks {list(range(world))} gave no answer to case 0 of 13, killed at the time limit" in \
         report.reasons[0]
     assert not report.rows
 
@@ -60,4 +60,4 @@ def test_cli_world_size_dispatches_to_the_collective_verifier():
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
-    assert report["status"] == "PASS" and report["world_size"] == 2 and len(report["rows"]) == 9
+    assert report["status"] == "PASS" and report["world_size"] == 2 and len(report["rows"]) == 13

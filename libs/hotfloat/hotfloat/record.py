@@ -17,4 +17,6 @@ def first_error(e: ValidationError, whole: str = "") -> str:
     err = e.errors()[0]
     where = ".".join(map(str, err["loc"])) or whole
     what = err["msg"].removeprefix("Value error, ").splitlines()[0]
+    if err["type"] == "extra_forbidden":
+        what = "unknown key (refused: unknown keys never grant anything)"
     return f"{where}: {what}" if where else what

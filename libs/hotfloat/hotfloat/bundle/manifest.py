@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator, model_
 
 from .. import ABI_VERSION
 from ..errors import BundleError
-from ..record import Record
+from ..record import Record, first_error
 from ..slots import DTYPES
 from .bounded import load_json, load_toml
 
@@ -159,15 +159,6 @@ class Manifest(Strict):
         return v
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"]) or "manifest"
-    msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key (refused: unknown keys never grant anything)"
-    return f"{where}: {msg}"
-
-
 def parse_manifest(text: str) -> Manifest:
     """Parses manifest.toml text from an untrusted bundle, bounded before the TOML parser runs."""
     try:
@@ -177,7 +168,7 @@ def parse_manifest(text: str) -> Manifest:
     try:
         return Manifest.model_validate(data)
     except ValidationError as e:
-        raise BundleError(f"manifest.toml: {_first_error(e)}") from None
+        raise BundleError(f"manifest.toml: {first_error(e, 'manifest')}") from None
 
 
 def parse_metadata(name: str, text: str) -> OpMetadata:
@@ -191,4 +182,4 @@ def parse_metadata(name: str, text: str) -> OpMetadata:
     try:
         return OpMetadata.model_validate(data)
     except ValidationError as e:
-        raise BundleError(f"{name}: {_first_error(e)}") from None
+        raise BundleError(f"{name}: {first_error(e, 'metadata')}") from None

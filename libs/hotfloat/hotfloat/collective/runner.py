@@ -32,7 +32,7 @@ from ..verdict import Status
 from ..verify import burst as timing
 from ..verify import wire
 from ..verify.check import Outcome, judge
-from ..verify.plan import Case, Prepared, drawn_shape, jitter, prepare
+from ..verify.plan import Case, Prepared, corner_shapes, drawn_shape, jitter, prepare
 from .records import CaseRow, CollectiveReport, RankReport
 
 RANK = Path(__file__).with_name("rank.py")
@@ -91,7 +91,8 @@ def verify_collective(bundle: Bundle, *, world_size: int, device: str = "cpu", s
 
 def burst(op: Op, dtypes: list[str], device: str, rng: random.Random) -> list[dict]:
     """Per dtype, the published shapes with secretly jittered token counts plus one shape drawn over the slot's whole
-    range, largest to smallest then back up: a buffer kept from a bigger call shows up as wrong."""
+    range and its two corners (`corner_shapes`: top-octave hidden size at an odd step, many tokens beside a small
+    one), largest to smallest then back up: a buffer kept from a bigger call shows up as wrong."""
     slot = get_slot(op.entry.slot)
     lo, hi = op.metadata.min_num_tokens, op.metadata.max_num_tokens
     budget = CPU_MAX_ELEMENTS if device == "cpu" else None
@@ -100,6 +101,7 @@ def burst(op: Op, dtypes: list[str], device: str, rng: random.Random) -> list[di
     for dt in dtypes:
         shapes = [{"T": jitter(s.dims["T"], rng, lo, hi), "H": s.dims["H"]} for s in public]
         shapes.append(drawn_shape(slot, rng, 1, lo, hi, list(slot.shapes), budget)[0])
+        shapes += [dims for dims, _ in corner_shapes(slot, rng, 1, lo, hi, budget)]
         shapes.sort(key=lambda d: d["T"] * d["H"], reverse=True)
         cases += [{"dtype": dt, "T": d["T"], "H": d["H"]} for d in shapes + shapes[::-1][1:]]
     return cases
