@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Resident-engine qualification on SGLang (H200): boots B, C (examples/silu_triton armed by the hotfloat_sglang
-# plugin) and B' as three sandboxed resident SGLang engines on a generated Qwen2-0.5B-shaped random model, warms them
-# up, runs a short qualification (rounds of one pass per engine in a secret order), recomputes the evidence, and
-# prints a per-engine table (boot, median pass, tok/s, routed calls) plus the per-round B/B' and C/B ratios.
-# Needs the SGLang payload: bash tools/device/run_all.sh engine_install:90 qualify_sglang:150
-# Budget 150 s (model generation ~20 s, concurrent boots, 6 rounds x 3 passes of ~0.6 s). Knobs: QS_ROUNDS (look
-# rounds, 3), QS_LOOKS (2), QS_BUNDLE (examples/silu_triton), QS_BOOT (100), QS_TIMEOUT (138). Falls back to
-# --unsandboxed (printed as NOTE) when the sandbox cannot be built there, or when a sandboxed run fails on
-# infrastructure within 25 s (that attempt kept as *.sandboxed). Writes $OUT/qualify_sglang/{env.txt,run.json,evidence.json,recompute.txt,
-# rounds.txt,engine-*.log,summary.txt}.
+# plugin) and B' as three sandboxed resident SGLang engines on the qualification defaults (the generated
+# llama-8b-shaped random model, fp32 logits), warms them up, runs a qualification under the calibrated CUDA rule
+# (docs/calibration-h200.json), recomputes the evidence, and prints a per-engine table (boot, median pass, tok/s,
+# routed calls) plus the per-round B/B' and C/B ratios.
+# Needs the SGLang payload: bash tools/device/run_all.sh engine_install:60 qualify_sglang:212
+# Budget ~170 s on the H200 (boots 109-118 s, at most 10 rounds x 3 passes of 1.3 s). Knobs: QS_ROUNDS and QS_LOOKS
+# (override the rule's look rounds and looks), QS_BUNDLE (examples/silu_triton), QS_BOOT (170), QS_TIMEOUT (200).
+# Falls back to --unsandboxed (printed as NOTE) when the sandbox cannot be built there, or when a sandboxed run fails
+# on infrastructure within 25 s (that attempt kept as *.sandboxed). Writes $OUT/qualify_sglang/{env.txt,run.json,
+# evidence.json,recompute.txt,rounds.txt,engine-*.log,summary.txt}.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 . tools/device/sglang_env.sh || exit 1
@@ -31,7 +32,8 @@ run() {  # label limit extra-args...
   local label=$1 lim=$2; shift 2
   echo "=== qualify $label (limit ${lim}s, t=$(( $(date +%s) - T0 ))s) ==="
   timeout -k 10 "$lim" python3 -m hotfloat.cli qualify run "$BUNDLE" --device cuda --engine sglang --seed 7 \
-    --look-rounds "${QS_ROUNDS:-3}" --max-looks "${QS_LOOKS:-2}" --boot-timeout "${QS_BOOT:-100}" --evidence "$DEST/evidence.json" --json "$@" \
+    ${QS_ROUNDS:+--look-rounds "$QS_ROUNDS"} ${QS_LOOKS:+--max-looks "$QS_LOOKS"} --boot-timeout "${QS_BOOT:-170}" \
+    --evidence "$DEST/evidence.json" --json "$@" \
     > "$DEST/run.json" 2> "$DEST/run.stderr"
   local rc=$?
   echo "qualify $label rc=$rc in $(( $(date +%s) - T0 ))s"
@@ -40,7 +42,7 @@ run() {  # label limit extra-args...
   return $rc
 }
 
-run "${SANDBOX[*]:-sandboxed}" "${QS_TIMEOUT:-138}" "${SANDBOX[@]}"
+run "${SANDBOX[*]:-sandboxed}" "${QS_TIMEOUT:-200}" "${SANDBOX[@]}"
 rc=$?
 # exit 0 PASS, 1 FAIL, 5 NO_DECISION are verdicts. An early infrastructure NO_DECISION (or no evidence) from a
 # sandboxed run is retried unsandboxed once, to tell the sandbox apart from the engine, when time is left.
