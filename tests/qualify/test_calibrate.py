@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hotfloat.qualify.calibrate import (CalibrationRaw, RawRound, analyse, assignments, clopper_pearson_upper,
-                                        default_grid, walk)
+                                        default_grid, noise, walk)
 from hotfloat.qualify.records import EngineSpec, RuleConfig
 from hotfloat.qualify.workload import make_workload
 
@@ -53,6 +53,19 @@ def test_among_equally_powerful_rules_the_larger_process_floor_is_chosen():
     rows = [c.rows for c in rec.candidates]
     assert rows[0][2].pass_rate == rows[1][2].pass_rate == 1.0 and rows[0][0].draws == rows[1][0].draws
     assert rec.rule.process_floor == 0.002 and not rec.meets_targets
+
+
+def test_noise_measures_the_carry_over_check_on_honest_engines_and_sees_a_cheat():
+    """B3 leaves work behind that slows whichever engine is served next by 5%: only its carry-over stands out."""
+    data = raw(n=200)
+    for r in data.rounds:
+        i = r.order.index("B3")
+        if i + 1 < len(r.order):
+            r.pass_s[r.order[i + 1]] *= 1.05
+    nz = noise([data])
+    assert nz["carry_after_B3"] == pytest.approx(0.05, abs=0.01) and nz["carry_after_B3_se"] < 0.005
+    assert abs(nz["carry_after_B1"]) < 0.03 and abs(nz["carry_after_B2"]) < 0.03
+    assert abs(noise([raw(n=200)])["carry_after_B3"]) < 3 * noise([raw(n=200)])["carry_after_B3_se"]
 
 
 def test_walk_forms_back_to_back_disjoint_decisions():

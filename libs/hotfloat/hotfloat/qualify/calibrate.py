@@ -503,8 +503,29 @@ def noise(raws: list[CalibrationRaw]) -> dict[str, float]:
             per_engine_round.append(round_s / len(names))
         boots.append(max(raw.boot_s.values()))
         out.update({f"{pre}{key}": v for key, v in stall_signs(raw, names, x).items()})
+        out.update({f"{pre}{key}": v for key, v in carry_null(raw, names, x).items()})
     out["engine_round_s"] = max(per_engine_round, default=0.0)  # a qualification's round serves three engines
     out["boot_s_max"] = max(boots)
+    return out
+
+
+def carry_null(raw: CalibrationRaw, names: list[str], x: np.ndarray) -> dict[str, float]:
+    """The carry-over check (`qualify.carryover`) on honest engines: per engine E, the mean log slowdown of a stock
+    pass served right after E against a stock pass served after any other engine, and its standard error. These are
+    what the check's bound and its three standard errors must stay clear of when nobody cheats."""
+    col = {n: j for j, n in enumerate(names)}
+    dev = np.log(x) - np.median(np.log(x), axis=0)  # each pass against its engine's median
+    out = {}
+    for e in names:
+        after, other = [], []
+        for r, rnd in enumerate(raw.rounds):
+            for prev, cur in zip(rnd.order, rnd.order[1:]):
+                if cur in raw.stock and cur != e:
+                    (after if prev == e else other).append(dev[r, col[cur]])
+        if len(after) >= 3 and len(other) >= 3:
+            out[f"carry_after_{e}"] = float(np.mean(after) - np.mean(other))
+            out[f"carry_after_{e}_se"] = float(np.sqrt(np.var(after, ddof=1) / len(after)
+                                                       + np.var(other, ddof=1) / len(other)))
     return out
 
 
