@@ -20,6 +20,7 @@ from pathlib import Path
 from ..authoring.template import bundle_files
 from ..bundle import bundle_from_files, pack
 from ..ledger import NEXT, State
+from ..qualify.rule import NOT_SHOWN
 
 NETUID = 7
 WEIGHTS_EVERY = 20
@@ -308,6 +309,6 @@ def _as_expected(row: Row, miner: Miner, handicap: int) -> bool:
         return False
     qualified = (row.stages.get("qualify"), row.stages.get("score"))
     allowed = {("PASS", "PASS"), ("NO_DECISION", None), ("PASS", "NO_DECISION")}
-    if not handicap or "not shown faster" in row.reason:
+    if not handicap or NOT_SHOWN in row.reason:
         allowed |= {("FAIL", None)}
     return qualified in allowed

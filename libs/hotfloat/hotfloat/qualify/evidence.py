@@ -9,8 +9,8 @@ from pydantic import ValidationError
 
 from ..bundle.bounded import read_file
 from ..errors import InputError
-from .decision import judge
 from ..record import first_error
+from .decision import judge
 from .records import Decision, Evidence
 
 MAX_EVIDENCE_BYTES = 32 << 20

@@ -45,10 +45,8 @@ def tree(root_pid: int) -> dict[int, float]:
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
-        try:
-            with open(f"/proc/{name}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+        fields = _stat(int(name))
+        if fields is None:
             continue  # exited while we looked
         parent[int(name)] = int(fields[1])
         used[int(name)] = (int(fields[11]) + int(fields[12])) * TICK_S
@@ -65,9 +63,16 @@ def tree(root_pid: int) -> dict[int, float]:
 
 def state(pid: int) -> str | None:
     """The process's one-letter /proc state (R, S, D, T, Z, ...); None once it is gone."""
+    fields = _stat(pid)
+    return fields[0] if fields else None
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat after the command name (which may hold spaces and parentheses): state, ppid, ...; None once
+    the process is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
+            return f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
 

@@ -27,6 +27,8 @@ import numpy as np
 
 from .records import RuleConfig
 
+NOT_SHOWN = "not shown faster"
+"""How a FAIL at the end of the budget begins its reason; the demo tells it apart from a slowdown by it."""
 MAD_TO_SD = 1.4826
 """Median absolute deviation to standard deviation for normal data."""
 
@@ -120,7 +122,7 @@ def decide(b, c, b2, rule: RuleConfig) -> Look | None:
         if last.status is not None:
             return last
     if last is not None and last.rounds >= rule.max_rounds:
-        return Look("FAIL", f"not shown faster: {last.reason.removeprefix('undecided: ')}; the budget of "
+        return Look("FAIL", f"{NOT_SHOWN}: {last.reason.removeprefix('undecided: ')}; the budget of "
                     f"{rule.max_rounds} rounds is spent without the lower bound clearing the {rule.margin:.2%} margin",
                     **{k: getattr(last, k) for k in ("improvement", "lower", "upper", "drift", "rounds", "score")})
     return None
