@@ -13,8 +13,9 @@ this qualification's own B against B' (median d, one pair, so never below the ca
 rounds the normal quantile is corrected towards Student's t. Above `drift_bound` the rule refuses to decide.
 The test looks every `look_rounds` rounds; alpha is split evenly over `max_looks`, so stopping early cannot
 inflate the false PASS rate. The burden of proof is the candidate's: still undecided when the budget is spent, it
-FAILs as not shown faster (a re-roll of the same bundle would only buy another chance at a lucky PASS). NO_DECISION
-is kept for a measurement that cannot be trusted: the baseline disagreeing with itself.
+FAILs as not shown faster, since that answers the question asked (faster by the margin?) with no. NO_DECISION is
+kept for a measurement that cannot be trusted, the baseline disagreeing with itself, so that a host fault and a
+kernel without effect never read the same.
 """
 
 from __future__ import annotations
