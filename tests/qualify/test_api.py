@@ -38,6 +38,8 @@ def test_exact_bundle_passes_the_gate_is_not_crowned_on_cpu_and_leaves_nothing_b
     assert all(len(f.pass_s) == ev.decision.rounds == 3 for f in ev.frames)
     assert sum(ev.frames[1].routed.values()) > 0
     assert all(sum(f.routed.values()) == 0 for f in (ev.frames[0], ev.frames[2]))
+    twin = ev.twin  # B with the candidate's silu outputs one ulp off: served the first look's prompts, untimed
+    assert twin and twin.role == "T" and twin.ok and len(twin.pass_s) == 3 and sum(twin.routed.values()) > 0
     assert sorted(map(sorted, ev.order)) == [[0, 1, 2]] * 3 and ev.order == [round_order(11, r) for r in range(3)]
     assert all(f.boot_s > 0 for f in ev.frames) and ev.engine_info["engine"] == "transformers"
     assert recompute(ev) == ev.decision
@@ -67,8 +69,8 @@ def test_an_exact_example_is_correct_and_a_broken_one_fails_correctness():
     the broken silu does not (the unit tests above cover the rest of the example set's behaviour)."""
     r = qualify_bundle(EXAMPLES / "silu_triton", OPTS)
     assert r.evidence.decision.gate == "PASS" and r.status == "FAIL", r.reason
-    r = qualify_bundle(EXAMPLES / "silu_broken", OPTS)
+    r = qualify_bundle(EXAMPLES / "silu_broken", OPTS.model_copy(update={"twin": False}))
     assert r.status == "FAIL" and r.score == 0 and r.evidence.decision.gate == "FAIL", r.reason
-    assert "does not match the baseline" in r.reason
+    assert "does not match the baseline" in r.reason and r.evidence.twin is None
 
 

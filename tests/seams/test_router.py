@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from hotfloat.errors import BundleError
-from hotfloat.seams import ENV_BUNDLE, ENV_IDENTITY, SeamCount, SeamLoadError, arm, arm_from_env
+from hotfloat.seams import ENV_BUNDLE, ENV_IDENTITY, ENV_TWIN_IDENTITY, ENV_TWIN_OF, SeamCount, SeamLoadError, arm, arm_from_env
 from hotfloat.bundle import load_bundle
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -154,3 +154,35 @@ def test_fused_add_rmsnorm_goes_stock_unless_the_inputs_agree(x_shape, r_shape, 
     routed = (x_shape, r_shape, r_dtype) == ((8, 32), (8, 32), torch.bfloat16)
     assert (result != "stock") is routed
     assert router.counts()["norm.fused_add_rmsnorm"] == SeamCount(routed=int(routed), stock=int(not routed))
+
+
+def test_twin_nudges_the_candidates_domain_one_ulp_towards_zero_without_importing_it(make_bundle):
+    """The gate's twin: stock results, each element one ulp closer to zero, only where the candidate would run; the
+    candidate's code is never imported (this one raises on import)."""
+    cand = make_bundle("raise RuntimeError('imported')\n", name="unimportable")
+    router = arm(None, twin_of=cand)
+    assert router.identity is None and router.slots == {"activation.silu_and_mul"}
+    x = torch.randn(4, 64, dtype=torch.bfloat16)
+    want = stock_silu(x)
+    y = router.silu_and_mul(x, stock=stock_silu)
+    assert not torch.equal(y, want) and torch.equal(y, torch.nextafter(want, torch.zeros_like(want)))
+    assert (y.float().abs() <= want.float().abs()).all() and (y[want == 0] == 0).all()
+    ulps = (want.view(torch.int16).int() - y.view(torch.int16).int()).abs()
+    assert int(ulps.max()) == 1
+    assert router.counts()["activation.silu_and_mul"] == SeamCount(routed=1, stock=0)
+    w = torch.ones(64)
+    assert torch.equal(router.rmsnorm(x.float(), w, 1e-6, stock=stock_norm), stock_norm(x.float(), w, 1e-6))
+    assert router.counts()["norm.rmsnorm"] == SeamCount(routed=0, stock=1)
+
+
+def test_twin_of_an_armed_baseline_nudges_the_baselines_outputs():
+    """With an incumbent armed, the twin is that baseline engine nudged: the armed op serves, then the nudge."""
+    path = FIXTURES / "silu_exact"
+    router = arm_from_env({ENV_BUNDLE: str(path), ENV_TWIN_OF: str(path), ENV_TWIN_IDENTITY: load_bundle(path).identity})
+    x = torch.randn(2, 64, dtype=torch.bfloat16)
+    y = router.silu_and_mul(x, stock=lambda x: pytest.fail("stock called inside the armed domain"))
+    want = stock_silu(x)
+    assert torch.equal(y, torch.nextafter(want, torch.zeros_like(want)))
+    assert router.counts()["activation.silu_and_mul"] == SeamCount(routed=1, stock=0)
+    with pytest.raises(SeamLoadError, match="twin's bundle .* expected"):
+        arm_from_env({ENV_TWIN_OF: str(path), ENV_TWIN_IDENTITY: "0" * 64})

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Resident-engine qualification on SGLang (H200): boots B, C (examples/silu_triton armed by the hotfloat_sglang
-# plugin) and B' as three sandboxed resident SGLang engines on the qualification defaults (the generated
+# plugin), B' and the gate's twin T as sandboxed resident SGLang engines on the qualification defaults (the generated
 # llama-8b-shaped random model, fp32 logits), warms them up, runs a qualification under the calibrated CUDA rule
 # (docs/calibration-h200.json), recomputes the evidence, and prints a per-engine table (boot, median pass, tok/s,
-# routed calls) plus the per-round B/B' and C/B ratios.
+# routed calls), the per-round B/B' and C/B ratios, and the gate's divergence levels of C and T from B.
 # Needs the SGLang payload: bash tools/device/run_all.sh engine_install:60 qualify_sglang:212
 # Budget ~170 s on the H200 (boots 109-118 s, at most 10 rounds x 3 passes of 1.3 s). Knobs: QS_ROUNDS and QS_LOOKS
-# (override the rule's look rounds and looks), QS_BUNDLE (examples/silu_triton), QS_BOOT (170), QS_TIMEOUT (200).
+# (override the rule's look rounds and looks), QS_BUNDLE (examples/silu_triton), QS_BOOT (170), QS_TIMEOUT (200),
+# QS_TAG (results under qualify_sglang-<tag>, for several bundles in one call: tools/device/twin_gate.sh).
 # Falls back to --unsandboxed (printed as NOTE) when the sandbox cannot be built there, or when a sandboxed run fails
 # on infrastructure within 25 s (that attempt kept as *.sandboxed). Writes $OUT/qualify_sglang/{env.txt,run.json,
 # evidence.json,recompute.txt,rounds.txt,engine-*.log,summary.txt}.
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
 . tools/device/sglang_env.sh || exit 1
-DEST="${OUT:-/tmp/out}/qualify_sglang"
+DEST="${OUT:-/tmp/out}/qualify_sglang${QS_TAG:+-$QS_TAG}"
 mkdir -p "$DEST"
 T0=$(date +%s)
 export HOTFLOAT_ENGINE_LOG_DIR="$DEST" HOTFLOAT_MODEL_CACHE=/tmp/hotfloat-models PYTHONUNBUFFERED=1
@@ -60,11 +61,14 @@ if [ -s "$DEST/evidence.json" ]; then
   echo "recompute rc=$? ($(tail -n 1 "$DEST/recompute.txt"))"
   python3 - "$DEST/evidence.json" > "$DEST/rounds.txt" 2>&1 <<'PY'
 import json, statistics as st, sys
+from hotfloat.qualify.evidence import load
+from hotfloat.qualify.gate import LEVELS, divergence
 ev = json.load(open(sys.argv[1]))
 fr, d = ev["frames"], ev["decision"]
+typed = load(sys.argv[1])
 print("engine info:", json.dumps(ev.get("engine_info", {})))
 print(f"{'engine':8} {'ok':4} {'boot s':>7} {'med pass ms':>12} {'min':>8} {'max':>8} {'tok/s':>8} {'routed':>8}  error")
-for f, name in zip(fr, ["B", "C", "B'"]):
+for f, name in zip(fr + [ev["twin"]] * bool(ev.get("twin")), ["B", "C", "B'", "T"]):
     p = f["pass_s"] or [0]
     print(f"{name:8} {str(f['ok']):4} {f['boot_s']:7.1f} {1e3 * st.median(p):12.2f} {1e3 * min(p):8.2f} {1e3 * max(p):8.2f} "
           f"{f['tokens_per_s']:8.0f} {sum(f['routed'].values()):8d}  {(f['error'] or '')[:300]}")
@@ -77,6 +81,16 @@ if all(f["ok"] and f["pass_s"] for f in fr):
         print(f"{i:5d}  {''.join('BCb'[k] for k in ev['order'][i])}  {x * 1e3:.1f}  {z * 1e3:.1f}  {y * 1e3:.1f}  {r_bb[i]:.4f}  {r_cb[i]:.4f}")
     sd = st.pstdev([x - 1 for x in r_bb])
     print(f"B'/B median {st.median(r_bb):.4f} sd {sd:.4f}; C/sqrt(BB') median {st.median(r_cb):.4f}")
+ref = typed.frames[0]
+for name, f in (("C", typed.frames[1]), ("T", typed.twin)):
+    if f is not None and f.ok and ref.ok:
+        dv = divergence(ref, f, typed.rule.logprob_tol)
+        if isinstance(dv, str):
+            print(f"gate {name}: {dv}")
+        else:
+            print(f"gate {name}: {len(f.pass_s)} passes, {dv.compared} tokens compared, logprob diff levels "
+                  + " ".join(f"{q:.0%}={dv.level(q):.4f}" for q in LEVELS)
+                  + f" max={dv.diffs.max() if dv.diffs.size else 0:.4f}, left the path {dv.departures}x ({dv.rate:.2%})")
 print(f"DECISION {d['status']} gate={d['gate']} improvement={d['improvement']} [{d['lower']}, {d['upper']}] "
       f"bias={d['drift']} rounds={d['rounds']}: {d['reason']}")
 print(f"sandboxed={ev['sandboxed']} seconds={ev['seconds']:.1f}")

@@ -66,8 +66,8 @@ def activate() -> None:
     hooks = [(t, silu_hook(_router)) for t in SILU_TARGETS] + [(t, norm_hook(_router)) for t in NORM_TARGETS]
     hooks.append((RANK_CHECK_TARGET, _after_parallel_init))
     after = {RANK_CHECK_TARGET}
-    if _router.bundle and any(op.entry.slot == decode_attention.SLOT for op in _router.bundle.ops):
-        # only a bundle that offers the slot pulls in SGLang's triton backend module here
+    if decode_attention.SLOT in _router.slots:
+        # only a bundle that offers the slot (or a twin that nudges it) pulls in SGLang's triton backend module here
         hooks.append((decode_attention.TARGET, decode_attention.backend_init_hook(_router)))
         after.add(decode_attention.TARGET)
     for target, hook in hooks:

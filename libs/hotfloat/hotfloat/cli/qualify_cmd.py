@@ -45,7 +45,7 @@ def _engine_options(fn):
         click.option("--drift-bound", type=click.FloatRange(0, 10, min_open=True), default=None,
                      help="Largest B vs B' bias the rule accepts [default: per device]."),
         click.option("--logprob-tol", type=click.FloatRange(0), default=None,
-                     help="Gate tolerance on per-token logprobs; 0 = exact [default: 1e-3 fp32, 0.1 bf16/fp16]."),
+                     help="Gate floor on per-token logprobs; the twin's divergence sets the rest [default: 1e-3 fp32, 0.1 bf16/fp16]."),
         click.option("--unsandboxed", is_flag=True,
                      help="Run engine processes WITHOUT the sandbox (only where bubblewrap is unavailable; "
                           "recorded in the evidence)."),
@@ -114,8 +114,9 @@ def run_cmd(bundle, device, engine_kind, model_path, preset, dtype, decode, shap
         sandbox = "on" if result.evidence.sandboxed else "NONE (--unsandboxed)"
         table(f"qualify {b.manifest.bundle_id}  sandbox={sandbox}", ["engine", "role", "ok", "boot s", "median pass ms",
                                                                       "tok/s", "routed"], [
-            (f.index, "B'" if f.index == 2 else f.role, "ok" if f.ok else "FAIL!", f"{f.boot_s:.1f}", _median_ms(f),
-             f"{f.tokens_per_s:.0f}", sum(f.routed.values())) for f in result.evidence.frames])
+            (f.index, {2: "B'", 3: "T (twin, untimed)"}.get(f.index, f.role), "ok" if f.ok else "FAIL!", f"{f.boot_s:.1f}",
+             _median_ms(f), f"{f.tokens_per_s:.0f}", sum(f.routed.values()))
+            for f in [*result.evidence.frames, *filter(None, [result.evidence.twin])]])
         _decision_table(d)
     exit_with(result.status)
 

@@ -4,7 +4,9 @@ Protocol: three resident engines, B, C and B' (B' the same stock engine as B in 
 in its own sandbox and warmed up; then rounds, each serving one pass of the workload on every engine in an order
 drawn from the secret seed, on prompts drawn fresh for that round. Every `look_rounds` rounds the gate and the rule
 look at what was served and the loop stops at the first decision or when the budget is spent; then the engines
-report their seam counts and `judge` (the function a recompute replays) gives the verdict. The candidate bundle is
+report their seam counts and `judge` (the function a recompute replays) gives the verdict. A fourth engine, the
+gate's twin T (B with the candidate's slots one ulp off, hotfloat.qualify.gate), boots with them, serves the first
+look's prompts before any timed pass and is shut down, so timing runs on three engines exactly as calibrated. The candidate bundle is
 armed only in C; without a sandbox, qualification refuses to run unless the caller opts out with `sandboxed=False`,
 which the evidence records.
 """
@@ -72,6 +74,9 @@ class QualifyOptions(Record):
     free memory after its model load minus (1 - fraction) of the free memory before it, and engines booting together
     load in between, so anything lower fails the later engines. What an engine really holds is its weights plus the
     KV pool capped at the workload's need (`max_total_tokens`): about 22 GB for llama-8b, so six fit on an H200."""
+    twin: bool = True
+    """Boot the gate's twin, whose divergence from B sets how far C may stray; False holds C to `logprob_tol`
+    alone (bit-exact kernels only, on a model that amplifies rounding)."""
     extra_passes: dict[Role, Annotated[int, Field(ge=0, le=1024)]] = {}
     """Calibration only (transformers engine): role -> extra stock activation passes per MLP call, a known speed
     difference injected by the validator (e.g. a slower B to exercise the PASS path where nothing is faster)."""
@@ -133,14 +138,16 @@ def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions |
     bundles = {"c": _loaded(bundle), **({"b": _loaded(baseline)} if baseline else {})}
     model_dir = _model_dir(engine)
     with staged(bundles, sandboxed=options.sandboxed) as paths:
-        arms = [(paths.get("b"), bundles["b"].identity if baseline else None), (paths["c"], bundles["c"].identity),
-                (paths.get("b"), bundles["b"].identity if baseline else None)]
+        stock = {"bundle": paths.get("b"), "identity": bundles["b"].identity if baseline else None}
+        arms = [stock, {"bundle": paths["c"], "identity": bundles["c"].identity}, stock]
+        if options.twin:
+            arms.append({**stock, "twin_of": paths["c"], "twin_identity": bundles["c"].identity})
         run = _protocol(engine, workload, options, arms, model_dir, progress)
-    frames, ident, info, order, decision = run
+    frames, twin, ident, info, order, decision = run
     evidence = Evidence(bundle_identity=bundles["c"].identity, baseline_identity=bundles["b"].identity if baseline else None,
                         engine=engine, engine_identity=ident or "unknown", engine_info=info, workload=workload,
                         order=order, rule=options.rule, env=environment(), sandboxed=options.sandboxed, frames=frames,
-                        decision=decision, started=started, seconds=time.monotonic() - t0)
+                        twin=twin, decision=decision, started=started, seconds=time.monotonic() - t0)
     return QualifyResult(status=decision.status, score=decision.score, reason=decision.reason, evidence=evidence)
 
 
@@ -198,20 +205,20 @@ class _Acc:
 
 def _protocol(engine: EngineSpec, workload, options: QualifyOptions, arms, model_dir, progress):
     rule = options.rule
-    roles: list[Role] = ["B", "C", "B"]
+    roles: list[Role] = ["B", "C", "B", "T"][:len(arms)]
     accs = [_Acc(i, r) for i, r in enumerate(roles)]
     warmup = [(prompts(workload, -1 - p, b), [r.max_new_tokens for r in batch])
               for p in range(workload.warmup_passes) for b, batch in enumerate(workload.batches)]
     graph_batches = sorted({len(b) for b in workload.batches})
     kv_tokens = kv_cap(workload)
     cpus = cpu_sets(3)
-    engines: list[ResidentEngine | None] = [None, None, None]
+    engines: list[ResidentEngine | None] = [None] * len(arms)
     ident, info, order = None, {}, []
     t0 = time.monotonic()
     try:
-        for i, (bundle, identity) in enumerate(arms):
-            spec = dict(engine.model_dump(), bundle=bundle, identity=identity, warmup=warmup, threads=options.threads,
-                        extra_passes=options.extra_passes.get(roles[i], 0), cpus=cpus[i], graph_batches=graph_batches, kv_tokens=kv_tokens,
+        for i, arm in enumerate(arms):
+            spec = dict(engine.model_dump(), **arm, warmup=warmup, threads=options.threads,
+                        extra_passes=options.extra_passes.get(roles[i], 0), cpus=cpus[i % 3], graph_batches=graph_batches, kv_tokens=kv_tokens,
                         mem_fraction=options.mem_fraction, model_dir=model_view(model_dir, sandboxed=options.sandboxed))
             try:
                 engines[i] = ResidentEngine(f"{i}{roles[i]}", spec, device=engine.device, kind=engine.kind,
@@ -219,8 +226,10 @@ def _protocol(engine: EngineSpec, workload, options: QualifyOptions, arms, model
             except (InfrastructureError, OSError, EngineFault) as e:
                 accs[i].fail(e, own=False)
         if progress:
-            progress("booting B, C, B'", 0, rule.max_rounds)
+            progress("booting B, C, B'" + (", T" if len(arms) > 3 else ""), 0, rule.max_rounds)
         ident, info = _boot(engines, accs, t0 + options.startup_timeout_s)
+        if len(arms) > 3:
+            _twin(engines, accs, workload, rule.look_rounds, options.batch_timeout_s)
         done = 0
         while done < rule.max_rounds and all(a.error is None for a in accs):
             order.append(round_order(workload.seed, done))
@@ -241,18 +250,19 @@ def _protocol(engine: EngineSpec, workload, options: QualifyOptions, arms, model
             if e is not None:
                 accs[i].wall_s = e.lifetime_s
                 e.close()
-    n = min(len(a.pass_s) for a in accs)
-    frames = [a.frame(n) for a in accs]
-    decision = judge(frames, rule, order[:n])
+    n = min(len(a.pass_s) for a in accs[:3])
+    frames = [a.frame(n) for a in accs[:3]]
+    twin = accs[3].frame(len(accs[3].pass_s)) if len(accs) > 3 else None
+    decision = judge(frames, rule, order[:n], twin)
     if decision is None:  # an engine failed before the first look: judge has nothing to weigh
         decision = Decision(status="NO_DECISION", reason="the protocol ended before the rule could look")
     if progress:
         progress("done", rule.max_rounds, rule.max_rounds)
-    return frames, ident, info, order[:n], decision
+    return frames, twin, ident, info, order[:n], decision
 
 
 def _boot(engines, accs, deadline: float) -> tuple[str | None, dict[str, str]]:
-    """Waits for all three ready messages (they boot concurrently); B' must match B, and C must too, or C failed."""
+    """Waits for every ready message (they boot concurrently); B' and T must match B, and C must too, or C failed."""
     def ready(i):
         e = engines[i]
         if e is None:
@@ -265,15 +275,37 @@ def _boot(engines, accs, deadline: float) -> tuple[str | None, dict[str, str]]:
             accs[i].fail(f, f.own)
             return None
 
-    with ThreadPoolExecutor(3) as pool:
-        got = list(pool.map(ready, range(3)))
+    with ThreadPoolExecutor(len(engines)) as pool:
+        got = list(pool.map(ready, range(len(engines))))
     ident, info = got[0] if got[0] else (None, {})
-    if got[0] and got[2] and got[2][0] != ident:
-        accs[2].fail(Exception(f"engine identity differs between B and B' ({ident[:12]} vs {got[2][0][:12]})"), own=False)
+    for k in range(2, len(engines)):
+        if got[0] and got[k] and got[k][0] != ident:
+            accs[k].fail(Exception(f"engine identity differs between B and engine {k} ({ident[:12]} vs {got[k][0][:12]})"),
+                         own=False)
     if got[0] and got[1] and got[1][0] != ident:
         accs[1].fail(Exception(f"candidate engine reported identity {got[1][0][:12]}, not the baseline's {ident[:12]}"),
                      own=True)
     return ident, info
+
+
+def _twin(engines, accs, workload, rounds: int, timeout_s: float) -> None:
+    """The twin serves the prompts of the first `rounds` rounds, untimed, then leaves (stopped, counted, closed):
+    the gate compares its divergence from B on the same prompts with C's."""
+    t, acc = engines[3], accs[3]
+    if t is None or acc.error is not None:
+        return
+    try:
+        for r in range(rounds):
+            _round(engines, accs, workload, r, [3], timeout_s)
+            if acc.error is not None:
+                return
+        acc.routed, acc.stock = t.stop(timeout_s)
+    except EngineFault as f:
+        acc.fail(f, own=False)
+    finally:
+        acc.wall_s = t.lifetime_s
+        t.close()
+        engines[3] = None
 
 
 def _round(engines, accs, workload, r: int, order: list[int], timeout_s: float) -> None:
@@ -301,8 +333,9 @@ def _round(engines, accs, workload, r: int, order: list[int], timeout_s: float) 
 
 def _settled(accs, n: int, rule: RuleConfig) -> bool:
     """Whether the gate or the rule already decides on the first n rounds (counts are not needed to know that)."""
-    frames = [a.frame(n) for a in accs]
-    if gate(frames, rule.logprob_tol)[0] != "PASS":
+    frames = [a.frame(n) for a in accs[:3]]
+    twin = accs[3].frame(len(accs[3].pass_s)) if len(accs) > 3 else None
+    if twin is not None and not twin.ok or gate(frames, rule.logprob_tol, twin)[0] != "PASS":
         return True
     return decide(frames[0].pass_s, frames[1].pass_s, frames[2].pass_s, rule) is not None
 

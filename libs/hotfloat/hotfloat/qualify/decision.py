@@ -12,9 +12,10 @@ from .records import Decision, RuleConfig, RunFrame
 from .rule import decide
 
 
-def judge(frames: list[RunFrame], rule: RuleConfig, order: list[list[int]]) -> Decision | None:
+def judge(frames: list[RunFrame], rule: RuleConfig, order: list[list[int]], twin: RunFrame | None = None) -> Decision | None:
     """The decision the frames so far support, or None while the protocol needs more rounds; `order[r]` is the
-    engines' serving order in round r (the carry-over check reads which engine each pass followed)."""
+    engines' serving order in round r (the carry-over check reads which engine each pass followed); `twin` sets the
+    gate's tolerance (hotfloat.qualify.gate)."""
     if [f.role for f in frames] != ["B", "C", "B"] or [f.index for f in frames] != [0, 1, 2]:
         raise ValueError("frames must be B, C, B' indexed 0, 1, 2")
     for f in (frames[0], frames[2]):
@@ -27,7 +28,9 @@ def judge(frames: list[RunFrame], rule: RuleConfig, order: list[list[int]]) -> D
         return Decision(status="NO_DECISION", reason=f"infrastructure: candidate engine died or stalled: {cand.error}")
     if len({len(f.pass_s) for f in frames}) != 1:
         raise ValueError("B, C and B' must have served the same number of rounds")
-    status, why = gate(frames, rule.logprob_tol)
+    if twin is not None and not twin.ok:
+        return Decision(status="NO_DECISION", reason=f"infrastructure: the gate's twin engine failed: {twin.error}")
+    status, why = gate(frames, rule.logprob_tol, twin)
     if status != "PASS":
         return Decision(status=status, gate=status if status == "FAIL" else "N/A", reason=why)
     if not sum(cand.routed.values()):

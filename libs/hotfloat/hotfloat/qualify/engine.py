@@ -209,7 +209,8 @@ class TransformersEngine:
         if spec["device"] == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"
             torch.set_num_threads(spec.get("threads", 1))
-        self.router = arm(spec.get("bundle"), identity=spec.get("identity"))
+        self.router = arm(spec.get("bundle"), identity=spec.get("identity"), twin_of=spec.get("twin_of"),
+                          twin_identity=spec.get("twin_identity"))
         self.engine = build_engine(spec["preset"], spec["dtype"], spec["device"], spec["weight_seed"], self.router,
                                    spec.get("extra_passes", 0), spec["decode"])
         self.identity = self.engine.identity

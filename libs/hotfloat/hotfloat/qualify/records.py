@@ -13,7 +13,8 @@ from pydantic import AfterValidator, Field, model_validator
 from ..record import Record
 from ..verdict import Status
 
-Role = Literal["B", "C"]
+Role = Literal["B", "C", "T"]
+"""Baseline, candidate, and the correctness gate's twin (the baseline with the candidate's slots one ulp off)."""
 Decode = Literal["eager", "static", "graph"]
 EngineKind = Literal["transformers", "sglang"]
 
@@ -210,6 +211,9 @@ class Evidence(Record):
     sandboxed: bool
     """Whether the engine processes ran inside the candidate sandbox; False only by the validator's explicit opt-out."""
     frames: list[RunFrame]
+    twin: RunFrame | None = None
+    """The gate's twin (role T, index 3): the first rounds' prompts served, untimed, before timing began; None in
+    evidence formed without one (the gate then holds the candidate to the floor tolerance)."""
     decision: Decision
     started: str
     """UTC ISO time the qualification started."""

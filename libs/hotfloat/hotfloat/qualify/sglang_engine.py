@@ -10,7 +10,7 @@ uncapped neighbour allocating in between would starve it. Logits are computed in
 bf16 a logit near 40 is only resolved to 0.25, coarser than the gate's 0.1 logprob tolerance, so on the H200
 (llama-8b) every top-2 gap was a multiple of 0.25 and a non-bit-exact kernel failed the gate on rounding of the
 logits rather than on its own error. The plugin is armed from the environment
-(HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE, HOTFLOAT_ARMED_IDENTITY); each SGLang process keeps its seam counts in
+(HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE, HOTFLOAT_ARMED_IDENTITY, and HOTFLOAT_TWIN_OF for the gate's twin); each SGLang process keeps its seam counts in
 HOTFLOAT_SEAMS_REPORT_DIR up to date, and `counts` sums them.
 """
 
@@ -30,10 +30,12 @@ class SglangEngine:
         self.reports = os.path.join(home, "seams")
         os.makedirs(self.reports, exist_ok=True)
         os.environ.update(HOTFLOAT_SEAMS="1", SGLANG_PLUGINS="hotfloat", HOTFLOAT_SEAMS_REPORT_DIR=self.reports)
-        for k in ("HOTFLOAT_ARMED_BUNDLE", "HOTFLOAT_ARMED_IDENTITY"):
+        for k in ("HOTFLOAT_ARMED_BUNDLE", "HOTFLOAT_ARMED_IDENTITY", "HOTFLOAT_TWIN_OF", "HOTFLOAT_TWIN_IDENTITY"):
             os.environ.pop(k, None)
         if spec.get("bundle"):
             os.environ.update(HOTFLOAT_ARMED_BUNDLE=spec["bundle"], HOTFLOAT_ARMED_IDENTITY=spec["identity"])
+        if spec.get("twin_of"):
+            os.environ.update(HOTFLOAT_TWIN_OF=spec["twin_of"], HOTFLOAT_TWIN_IDENTITY=spec["twin_identity"])
         model = spec["model_dir"]
         self.settings = dict(
             attention_backend="triton", sampling_backend="pytorch", grammar_backend="none", disable_radix_cache=True,

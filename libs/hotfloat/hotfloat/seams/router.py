@@ -3,6 +3,11 @@
 Engine-agnostic: an engine adapter (the SGLang plugin, the transformers reference engine) hands each slot call here
 with the slot's arguments and a `stock` callable; the router allocates the outputs, calls the bundle's entry with the
 slot's positional write-into-output ABI, and counts what it did so a test can prove the bundle really ran.
+
+A router built as a *twin* of a candidate (`twin_of`) never imports the candidate's code: it reads only the
+manifest, and every call inside the candidate's declared domains gets its outputs moved one unit in the last place
+towards zero, after whatever would have served it. That engine's numerics differ from the baseline's by a known,
+legitimate amount, which is what qualification's correctness gate measures a candidate against.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ ENV_BUNDLE = "HOTFLOAT_ARMED_BUNDLE"
 """Path of the bundle directory to arm; unset or empty means null-armed (every call goes stock)."""
 ENV_IDENTITY = "HOTFLOAT_ARMED_IDENTITY"
 """Optional expected bundle identity; a different bundle at the path is a load failure."""
+ENV_TWIN_OF = "HOTFLOAT_TWIN_OF"
+"""Path of a candidate bundle whose domains this engine nudges (a twin); its code is never imported."""
+ENV_TWIN_IDENTITY = "HOTFLOAT_TWIN_IDENTITY"
+"""Optional expected identity of the twin's candidate bundle."""
 
 
 @dataclass
@@ -38,15 +47,23 @@ class SeamCount:
 class SeamRouter:
     """Routes slot calls between an armed bundle and stock implementations; null-armed when built without a bundle."""
 
-    def __init__(self, bundle: Bundle | None = None, *, workdir: str | None = None):
-        self.bundle = bundle
+    def __init__(self, bundle: Bundle | None = None, *, workdir: str | None = None, twin_of: Bundle | None = None):
+        self.bundle, self.twin_of = bundle, twin_of
         self._ops: dict[str, list[tuple[Op, Callable]]] = {name: [] for name in SLOTS}
+        self._nudged: dict[str, list[Op]] = {name: [] for name in SLOTS}
         self._counts = {name: SeamCount() for name in SLOTS}
         self._lock = threading.Lock()
         if bundle is not None:
             entries = load_entries(bundle, materialize(bundle, workdir))
             for op in bundle.ops:
                 self._ops[op.entry.slot].append((op, entries[op.key]))
+        for op in twin_of.ops if twin_of is not None else ():
+            self._nudged[op.entry.slot].append(op)
+
+    @property
+    def slots(self) -> set[str]:
+        """Slots this router does anything with: those the armed bundle offers and those a twin nudges."""
+        return {name for name in SLOTS if self._ops[name] or self._nudged[name]}
 
     @property
     def identity(self) -> str | None:
@@ -57,22 +74,29 @@ class SeamRouter:
         """Runs one call of `slot` with the slot's inputs and scalars (in ABI order); returns its output, or a tuple
         of its outputs in ABI order when the slot has several.
 
-        `stock(*args, **kwargs)` is used, untouched, whenever no armed op's domain covers the call.
+        `stock(*args, **kwargs)` is used, untouched, whenever no armed op's domain covers the call. A twin counts
+        the calls it nudges as routed.
         """
         spec = get_slot(slot)
         values = _bind_args(spec, args, kwargs)
-        picked = self._pick(spec, values)
-        if picked is None:
-            self._count(slot, routed=False)
-            return stock(*args, **kwargs)
-        op, fn, lead, tensors, dims = picked
+        found = self._site(spec, values, [op for op, _ in self._ops[slot]])
+        nudge = self._site(spec, values, self._nudged[slot]) is not None
+        self._count(slot, routed=found is not None or nudge)
+        served = stock(*args, **kwargs) if found is None else self._run(spec, values, found)
+        if not nudge:
+            return served
+        return tuple(_toward_zero(o) for o in served) if isinstance(served, tuple) else _toward_zero(served)
+
+    def _run(self, spec: SlotSpec, values: dict, found: tuple):
+        """Calls the armed op `found` (from `_site`) with freshly allocated outputs."""
+        op, lead, tensors, dims = found
+        fn = next(f for o, f in self._ops[spec.name] if o is op)
         outs = {}
         for a in spec.of_role(Role.OUTPUT):
             ref = tensors[spec.of_role(Role.INPUT)[0].name]
             outs[a.name] = torch.empty(spec.shape_of(a, dims), dtype=ref.dtype, device=ref.device)
         positional = [outs[a.name] if a.role is Role.OUTPUT else tensors.get(a.name, values.get(a.name)) for a in spec.args]
         fn(*positional)
-        self._count(slot, routed=True)
         shaped = tuple(o.reshape(*lead, *o.shape[1:]) for o in outs.values())
         return shaped[0] if len(shaped) == 1 else shaped
 
@@ -118,8 +142,8 @@ class SeamRouter:
             else:
                 c.stock += 1
 
-    def _pick(self, spec: SlotSpec, values: dict):
-        ops = self._ops[spec.name]
+    def _site(self, spec: SlotSpec, values: dict, ops: list[Op]):
+        """(op, leading dims, tensors, dims) for the first of `ops` whose domain covers the call, else None."""
         if not ops:
             return None
         inputs = spec.of_role(Role.INPUT)
@@ -142,10 +166,16 @@ class SeamRouter:
         if dims is None or any(t.device != first.device or t.dtype != _dtype(spec, n, first.dtype)
                                for n, t in tensors.items()):
             return None
-        for op, fn in ops:
+        for op in ops:
             if in_domain(op, spec, first.dtype, first.device, dims):
-                return op, fn, lead, tensors, dims
+                return op, lead, tensors, dims
         return None
+
+
+def _toward_zero(t: torch.Tensor) -> torch.Tensor:
+    """Every element one unit in the last place closer to zero (zero stays zero): elementwise, so CUDA graphs
+    capture it with the call it follows."""
+    return torch.nextafter(t, torch.zeros((), dtype=t.dtype, device=t.device))
 
 
 def _dtype(spec: SlotSpec, name: str, op_dtype: torch.dtype) -> torch.dtype:
@@ -167,20 +197,28 @@ def _bind_args(spec: SlotSpec, args: tuple, kwargs: dict) -> dict:
     return values
 
 
-def arm(path: str | os.PathLike | None, *, identity: str | None = None, workdir: str | None = None) -> SeamRouter:
-    """A router for the bundle at `path` (null-armed for None); any load failure raises SeamLoadError."""
+def arm(path: str | os.PathLike | None, *, identity: str | None = None, workdir: str | None = None,
+        twin_of: str | os.PathLike | None = None, twin_identity: str | None = None) -> SeamRouter:
+    """A router for the bundle at `path` (null-armed for None), a twin of the bundle at `twin_of` when given; any
+    load failure raises SeamLoadError."""
+    return SeamRouter(_load(path, identity, "armed"), workdir=workdir, twin_of=_load(twin_of, twin_identity, "twin's"))
+
+
+def _load(path: str | os.PathLike | None, identity: str | None, what: str) -> Bundle | None:
     if not path:
-        return SeamRouter()
+        return None
     try:
         bundle = load_bundle(path)
     except HotfloatError as e:
-        raise SeamLoadError(f"armed bundle {path}: {e}") from None
+        raise SeamLoadError(f"{what} bundle {path}: {e}") from None
     if identity and bundle.identity != identity:
-        raise SeamLoadError(f"armed bundle {path} has identity {bundle.identity}, expected {identity}")
-    return SeamRouter(bundle, workdir=workdir)
+        raise SeamLoadError(f"{what} bundle {path} has identity {bundle.identity}, expected {identity}")
+    return bundle
 
 
 def arm_from_env(environ: dict | None = None) -> SeamRouter:
-    """A router armed from HOTFLOAT_ARMED_BUNDLE (and HOTFLOAT_ARMED_IDENTITY), as every engine process does at start."""
+    """A router armed from HOTFLOAT_ARMED_BUNDLE (and HOTFLOAT_ARMED_IDENTITY), a twin when HOTFLOAT_TWIN_OF names
+    a candidate, as every engine process does at start."""
     env = os.environ if environ is None else environ
-    return arm(env.get(ENV_BUNDLE) or None, identity=env.get(ENV_IDENTITY) or None)
+    return arm(env.get(ENV_BUNDLE) or None, identity=env.get(ENV_IDENTITY) or None,
+               twin_of=env.get(ENV_TWIN_OF) or None, twin_identity=env.get(ENV_TWIN_IDENTITY) or None)
