@@ -71,3 +71,10 @@ def test_frames_must_be_b_c_b_prime_with_equal_rounds():
         judge([ok(0, "B"), ok(1, "C")], RULE, ORDER)
     with pytest.raises(ValueError):
         judge([ok(0, "B"), ok(1, "C", rounds=3), ok(2, "B")], RULE, ORDER)
+
+
+def test_a_failed_twin_is_infrastructure_even_when_the_candidate_is_exact():
+    frames = [ok(0, "B"), ok(1, "C"), ok(2, "B")]
+    d = judge(frames, RULE, ORDER, failed(3, "T", "engine identity differs between B and engine 3"))
+    assert d.status == "NO_DECISION" and "twin" in d.reason
+    assert judge(frames, RULE, ORDER, ok(3, "T", rounds=2)).gate == "PASS"  # a working twin leaves the rest as it was
