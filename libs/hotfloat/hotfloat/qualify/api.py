@@ -6,9 +6,9 @@ drawn from the secret seed, on prompts drawn fresh for that round. Every `look_r
 look at what was served and the loop stops at the first decision or when the budget is spent; then the engines
 report their seam counts and `judge` (the function a recompute replays) gives the verdict. A fourth engine, the
 gate's twin T (B with the candidate's slots one ulp off, hotfloat.qualify.gate), boots with them, serves the first
-look's prompts before any timed pass and is shut down, so timing runs on three engines exactly as calibrated. The candidate bundle is
-armed only in C; without a sandbox, qualification refuses to run unless the caller opts out with `sandboxed=False`,
-which the evidence records.
+look's prompts before any timed pass and is shut down, so timing runs on three engines exactly as calibrated. The
+candidate bundle is armed only in C; without a sandbox, qualification refuses to run unless the caller opts out
+with `sandboxed=False`, which the evidence records.
 """
 
 from __future__ import annotations
