@@ -252,7 +252,7 @@ def _protocol(engine: EngineSpec, workload, options: QualifyOptions, arms, model
                 e.close()
     n = min(len(a.pass_s) for a in accs[:3])
     frames = [a.frame(n) for a in accs[:3]]
-    twin = accs[3].frame(len(accs[3].pass_s)) if len(accs) > 3 else None
+    twin = _twin_frame(accs)
     decision = judge(frames, rule, order[:n], twin)
     if decision is None:  # an engine failed before the first look: judge has nothing to weigh
         decision = Decision(status="NO_DECISION", reason="the protocol ended before the rule could look")
@@ -308,6 +308,11 @@ def _twin(engines, accs, workload, rounds: int, timeout_s: float) -> None:
         engines[3] = None
 
 
+def _twin_frame(accs) -> RunFrame | None:
+    """Everything the twin served (it leaves before timing, so its passes are not cut to the timed rounds)."""
+    return accs[3].frame(len(accs[3].pass_s)) if len(accs) > 3 else None
+
+
 def _round(engines, accs, workload, r: int, order: list[int], timeout_s: float) -> None:
     """One pass of every batch on each engine, engine after engine in `order`, on this round's fresh prompts."""
     batches = [(prompts(workload, r, b), [q.max_new_tokens for q in batch]) for b, batch in enumerate(workload.batches)]
@@ -334,7 +339,7 @@ def _round(engines, accs, workload, r: int, order: list[int], timeout_s: float) 
 def _settled(accs, n: int, rule: RuleConfig) -> bool:
     """Whether the gate or the rule already decides on the first n rounds (counts are not needed to know that)."""
     frames = [a.frame(n) for a in accs[:3]]
-    twin = accs[3].frame(len(accs[3].pass_s)) if len(accs) > 3 else None
+    twin = _twin_frame(accs)
     if twin is not None and not twin.ok or gate(frames, rule.logprob_tol, twin)[0] != "PASS":
         return True
     return decide(frames[0].pass_s, frames[1].pass_s, frames[2].pass_s, rule) is not None

@@ -22,6 +22,7 @@ without this check a NaN would pass any tolerance.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,17 +68,18 @@ def divergence(ref: RunFrame, other: RunFrame, tol: float) -> Divergence | str:
             if len(a) != len(b):
                 return f"pass {p} request {r}: {len(b)} tokens where the baseline has {len(a)}"
             for j, (x, y, lx, ly, mx, my) in enumerate(zip(a, b, la, lb, ma, mb)):
-                if not all(np.isfinite(v) for v in (lx, ly, mx, my)):
+                if not all(math.isfinite(v) for v in (lx, ly, mx, my)):
                     return f"pass {p} request {r} token {j}: non-finite logprob ({ly!r}; baseline {lx!r}, top-2 gap {mx!r})"
                 compared += 1
                 if x != y:
                     if mx > tol:
                         departures += 1
-                        first = first or f"pass {p} request {r} token {j}: {y} where the baseline chose {x} (top-2 gap {mx:.3g})"
+                        if first is None:
+                            first = f"pass {p} request {r} token {j}: {y} where the baseline chose {x} (top-2 gap {mx:.3g})"
                     break
                 diffs.append(abs(lx - ly))
-                if diffs[-1] > tol:
-                    first = first or f"pass {p} request {r} token {j}: logprob differs by {diffs[-1]:.3g} > tolerance {tol:g}"
+                if diffs[-1] > tol and first is None:
+                    first = f"pass {p} request {r} token {j}: logprob differs by {diffs[-1]:.3g} > tolerance {tol:g}"
     return Divergence(np.asarray(diffs), departures, compared, first)
 
 

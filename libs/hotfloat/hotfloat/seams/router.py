@@ -49,21 +49,22 @@ class SeamRouter:
 
     def __init__(self, bundle: Bundle | None = None, *, workdir: str | None = None, twin_of: Bundle | None = None):
         self.bundle, self.twin_of = bundle, twin_of
-        self._ops: dict[str, list[tuple[Op, Callable]]] = {name: [] for name in SLOTS}
+        self._armed: dict[str, list[Op]] = {name: [] for name in SLOTS}
         self._nudged: dict[str, list[Op]] = {name: [] for name in SLOTS}
+        self._entries: dict[str, Callable] = {}
         self._counts = {name: SeamCount() for name in SLOTS}
         self._lock = threading.Lock()
         if bundle is not None:
-            entries = load_entries(bundle, materialize(bundle, workdir))
+            self._entries = load_entries(bundle, materialize(bundle, workdir))
             for op in bundle.ops:
-                self._ops[op.entry.slot].append((op, entries[op.key]))
+                self._armed[op.entry.slot].append(op)
         for op in twin_of.ops if twin_of is not None else ():
             self._nudged[op.entry.slot].append(op)
 
     @property
     def slots(self) -> set[str]:
         """Slots this router does anything with: those the armed bundle offers and those a twin nudges."""
-        return {name for name in SLOTS if self._ops[name] or self._nudged[name]}
+        return {name for name in SLOTS if self._armed[name] or self._nudged[name]}
 
     @property
     def identity(self) -> str | None:
@@ -79,7 +80,7 @@ class SeamRouter:
         """
         spec = get_slot(slot)
         values = _bind_args(spec, args, kwargs)
-        found = self._site(spec, values, [op for op, _ in self._ops[slot]])
+        found = self._site(spec, values, self._armed[slot])
         nudge = self._site(spec, values, self._nudged[slot]) is not None
         self._count(slot, routed=found is not None or nudge)
         served = stock(*args, **kwargs) if found is None else self._run(spec, values, found)
@@ -90,7 +91,7 @@ class SeamRouter:
     def _run(self, spec: SlotSpec, values: dict, found: tuple):
         """Calls the armed op `found` (from `_site`) with freshly allocated outputs."""
         op, lead, tensors, dims = found
-        fn = next(f for o, f in self._ops[spec.name] if o is op)
+        fn = self._entries[op.key]
         outs = {}
         for a in spec.of_role(Role.OUTPUT):
             ref = tensors[spec.of_role(Role.INPUT)[0].name]
