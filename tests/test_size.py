@@ -3,8 +3,10 @@
 from pathlib import Path
 
 LIB = Path(__file__).resolve().parents[1] / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 14_800
-"""About 10% over the 13,415 counted on 2026-12-03; raise it in the change that needs it, with the reason."""
+BUDGET = 16_400
+"""Raised from 14,800 on 2026-12-04 (16,019 counted) by issues 31-33: the GPU watchdog and isolation around every
+timed pass, the typed engine-message decoder, the protocol split out of api.py, the in-engine audit (engine side and
+checker) and the calibration by independent units; raise it in the change that needs it, with the reason."""
 
 
 def library_lines() -> int:

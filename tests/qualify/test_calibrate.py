@@ -1,58 +1,97 @@
-"""Calibration: the analysis on synthetic raw rounds with known noise (false PASS, injected power, the chosen rule,
-the record's fields), the CLI on a raw file, and a short real collection on the tiny CPU engines."""
+"""Calibration: the analysis on synthetic boots with known noise (independent units and their exact bound, k > 0
+included; positive controls from handicapped engines; the process model; the secondary figures), the committed
+record reproduced from its raw files, and raw files, records and kept outputs refused when they cannot be trusted."""
 
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
-from hotfloat.qualify.calibrate import (CalibrationRaw, RawRound, analyse, assignments, clopper_pearson_upper,
-                                        default_grid, noise, walk)
+from hotfloat.qualify.calibrate import (CalibrationRaw, CalibrationRecord, Preregistration, RawRound, clopper_pearson_upper,
+                                        load_preregistration, load_raw)
+from hotfloat.qualify.calibrate_analyse import analyse, assignments, fit, noise, simulate, units, walk
 from hotfloat.qualify.records import EngineSpec, RuleConfig
 from hotfloat.qualify.workload import make_workload
 
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+RULE = RuleConfig(look_rounds=10, max_looks=4, process_floor=0.001, logprob_tol=0.1)
+PREREG = Preregistration(fixed="2026-12-04", rule=RULE, selected_on=["seen.raw.json"], why="a test")
 
-def raw(n=400, sigma=0.003, tau=0.0005, seed=0) -> CalibrationRaw:
+
+def raw(n=60, sigma=0.003, tau=0.0005, seed=0, stock=3, scale=None, handicap=None) -> CalibrationRaw:
+    """Rounds of `stock` stock engines (and handicapped ones, name -> effect) with a common factor per round, a
+    persistent offset per process (s.d. tau) and per-pass noise (s.d. sigma); `scale` multiplies named engines."""
     rng = np.random.default_rng(seed)
-    names = ["B1", "B2", "B3"]
-    offsets = dict(zip(names, np.exp(rng.normal(0, tau, 3))))
+    handicap = handicap or {}
+    names = [f"B{i + 1}" for i in range(stock)] + list(handicap)
+    factor = {k: np.exp(rng.normal(0, tau)) / (1 - handicap.get(k, 0.0)) * (scale or {}).get(k, 1.0) for k in names}
     rounds = []
     for r in range(n):
         common = np.exp(rng.normal(0, 0.03))
-        order = [names[k] for k in rng.permutation(3)]
-        rounds.append(RawRound(t=1.6 * r, order=order, agree={k: 1.0 for k in names},
-                               pass_s={k: 0.5 * common * offsets[k] * float(np.exp(rng.normal(0, sigma))) for k in names}))
+        rounds.append(RawRound(t=1.6 * r, order=[names[k] for k in rng.permutation(len(names))],
+                               agree={k: 1.0 for k in names},
+                               pass_s={k: 0.5 * common * factor[k] * float(np.exp(rng.normal(0, sigma))) for k in names}))
     return CalibrationRaw(started="2026-12-03T00:00:00+00:00", device="synthetic",
                           engine=EngineSpec(kind="sglang", preset="qwen2-0.5b", dtype="bf16", device="cuda"),
                           engine_info={"engine": "sglang"}, workload=make_workload("sglang", 151936, seed=1),
-                          stock=names, boot_s={k: 60.0 for k in names}, rounds=rounds, sandboxed=True)
+                          stock=names[:stock], handicap=handicap, handicap_us={k: 6.0 for k in handicap},
+                          boot_s={k: 60.0 for k in names}, rounds=rounds, sandboxed=True)
 
 
-GRID = [RuleConfig(look_rounds=10, max_looks=4, process_floor=0.001, logprob_tol=0.1),
-        RuleConfig(look_rounds=10, max_looks=4, process_floor=0.03, logprob_tol=0.1)]
+def test_independent_units_count_the_false_passes_and_bound_exactly_those():
+    """Eight boots of three stock engines; in two of them the engine playing C is 3% faster: 2 PASSes in 8
+    independent units, and the bound is Clopper-Pearson of (2, 8) = 0.600, not of a rate rounded from pooled draws."""
+    raws = [raw(seed=s, scale={"B2": 0.97} if s in (1, 4) else None) for s in range(8)]
+    rec = analyse(raws, PREREG, sims=0, sources=[f"r{s}.raw.json" for s in range(8)])
+    assert (rec.independent_draws, rec.false_passes_independent) == (8, 2)
+    assert rec.false_pass_upper_95 == pytest.approx(0.6003, abs=1e-3) == clopper_pearson_upper(2, 8)
+    assert [u.status for u in rec.units] == ["PASS" if s in (1, 4) else "FAIL" for s in range(8)]
+    assert rec.held_out_draws == 8 and rec.held_out_false_passes == 2  # none of them was seen by the pre-registration
+    assert rec.pooled_draws > 8 and rec.pooled_false_passes >= 2 and not rec.meets_targets
+    assert any("2 of 8 independent" in s for s in rec.shortfall) and any("positive controls" in s for s in rec.shortfall)
+    doc = json.loads(rec.model_dump_json())
+    doc["false_pass_upper_95"] = clopper_pearson_upper(0, 8)
+    with pytest.raises(ValidationError, match="not the Clopper-Pearson bound"):
+        CalibrationRecord.model_validate(doc)
 
 
-def test_analysis_measures_false_pass_and_power_and_picks_the_powerful_rule():
-    rec = analyse([raw()], GRID, boot_draws=200)
-    assert rec.false_pass_rate <= 0.01 and rec.bootstrap_false_pass <= 0.02
-    assert rec.power_at_5pct == 1.0 and rec.power_at_2pct >= 0.9 and rec.power_at_1pct < rec.power_at_5pct
-    assert rec.rule.process_floor == 0.001  # the 3% floor cannot see 2%
-    assert not rec.meets_targets  # 400 rounds make fewer than 200 draws
-    assert rec.candidates[1].rows[2].pass_rate < 0.5
-    assert rec.independent_draws >= 10 and rec.draws_b_vs_b >= 3 * 10  # three choices of the engine playing C
-    assert 0 < rec.false_pass_upper_95 < 0.3 and 1.0 < rec.minutes_per_qualification < 2.0
-    assert rec.noise["pass_cv_B1"] > 0 and abs(rec.noise["ln_B2_over_B1_median"]) < 0.01
+def test_a_boot_of_six_is_two_disjoint_triples_and_handicapped_pairs_are_positive_controls():
+    six = units(raw(stock=6), RULE, 0)
+    assert [(u.kind, u.engines) for u in six] == [("null", ["B1", "B2", "B3"]), ("null", ["B4", "B5", "B6"])]
+    mixed = raw(stock=4, handicap={"H1": 0.02, "H2": 0.02}, seed=3)
+    got = units(mixed, RULE, 0)
+    assert [(u.kind, u.engines, u.effect) for u in got] == [("null", ["B1", "B2", "B3"], 0.0), ("positive", ["H1", "B4", "H2"], 0.02)]
+    rec = analyse([mixed, raw(stock=4, handicap={"H1": 0.02, "H2": 0.02}, seed=4)], PREREG, sims=0)
+    [pc] = rec.positive_control
+    assert (pc.effect, pc.qualifications, pc.passes) == (0.02, 2, 2) and pc.realised_effect == pytest.approx(0.02, abs=0.002)
+    assert rec.independent_draws == 2 and rec.minutes_per_qualification == pytest.approx((60 + pc.mean_rounds * 3 * 1.6 / 6) / 60)
+    assert rec.model.processes == 8  # stock engines only: a handicapped process is not a draw of the stock offset
+    two = raw(stock=2, handicap={"H1": 0.02, "H2": 0.02, "H3": 0.02, "H4": 0.02}, seed=5)  # a wave of controls only
+    assert [(u.kind, u.engines) for u in units(two, RULE, 0)] == [("positive", ["H1", "B1", "H2"]), ("positive", ["H3", "B2", "H4"])]
+    assert analyse([two, mixed], PREREG, sims=0).positive_control[0].qualifications == 3
 
 
-def test_among_equally_powerful_rules_the_larger_process_floor_is_chosen():
-    """One look of 10 rounds: every decision takes the same rounds, so power (100%) and null draws (40) tie and the
-    floor decides: a larger floor bounds the process offsets the rounds cannot average."""
-    grid = [RuleConfig(look_rounds=10, max_looks=1, process_floor=pf, logprob_tol=0.1) for pf in (0.001, 0.002)]
-    rec = analyse([raw()], grid, boot_draws=0)
-    rows = [c.rows for c in rec.candidates]
-    assert rows[0][2].pass_rate == rows[1][2].pass_rate == 1.0 and rows[0][0].draws == rows[1][0].draws
-    assert rec.rule.process_floor == 0.002 and not rec.meets_targets
+def test_the_process_model_recovers_the_noise_it_was_made_with():
+    sigma, tau, up, resid, procs, passes = fit([raw(stock=6, sigma=0.004, tau=0.003, seed=s) for s in range(12)])
+    assert sigma == pytest.approx(0.004, rel=0.1) and tau == pytest.approx(0.003, rel=0.35) and up > tau
+    assert (procs, passes) == (72, 72 * 60) and np.std(resid) == pytest.approx(0.004, rel=0.1)
+    sigma0, tau0, up0, *_ = fit([raw(stock=6, sigma=0.004, tau=0.0, seed=s) for s in range(12)])
+    assert tau0 < 0.0006 and up0 < 0.001
+    rng = np.random.default_rng(0)
+    assert simulate(resid, 0.0, RULE, 0.0, 300, rng) < 0.02 and simulate(resid, 0.0, RULE, 0.03, 100, rng) > 0.9
+    assert simulate(resid, 0.02, RULE, 0.0, 300, rng) > 0.05  # offsets far above the floor: the rule is fooled
+
+
+def test_walk_and_assignments_form_the_pooled_draws():
+    x = np.array([[r.pass_s[k] for k in ("B1", "B2", "B3")] for r in raw(n=100).rounds])
+    got = walk(x[:, 0], x[:, 1], x[:, 2], RULE)
+    assert sum(k for _, k in got) <= 100 and all(k % 10 == 0 for _, k in got) and len(got) >= 2
+    assert len(assignments(["B1", "B2", "B3"])) == 3 and len(assignments(["a", "b", "c", "d"])) == 12
+    assert clopper_pearson_upper(0, 298) == pytest.approx(1 - 0.05 ** (1 / 298), rel=1e-3)
+    assert clopper_pearson_upper(0, 0) == 1.0 and clopper_pearson_upper(2, 10) > 0.2
 
 
 def test_noise_measures_the_carry_over_check_on_honest_engines_and_sees_a_cheat():
@@ -65,46 +104,44 @@ def test_noise_measures_the_carry_over_check_on_honest_engines_and_sees_a_cheat(
     nz = noise([data])
     assert nz["carry_after_B3"] == pytest.approx(0.05, abs=0.01) and nz["carry_after_B3_se"] < 0.005
     assert abs(nz["carry_after_B1"]) < 0.03 and abs(nz["carry_after_B2"]) < 0.03
-    assert abs(noise([raw(n=200)])["carry_after_B3"]) < 3 * noise([raw(n=200)])["carry_after_B3_se"]
 
 
-def test_walk_forms_back_to_back_disjoint_decisions():
-    x = np.array([[r.pass_s[k] for k in ("B1", "B2", "B3")] for r in raw(n=100).rounds])
-    got = walk(x[:, 0], x[:, 1], x[:, 2], GRID[0])
-    assert sum(k for _, k in got) <= 100 and all(k % 10 == 0 for _, k in got) and len(got) >= 2
-
-
-def test_assignments_and_the_confidence_bound():
-    assert len(assignments(["B1", "B2", "B3"])) == 3 and len(assignments(["a", "b", "c", "d"])) == 12
-    assert clopper_pearson_upper(0, 298) == pytest.approx(1 - 0.05 ** (1 / 298), rel=1e-3)
-    assert clopper_pearson_upper(0, 0) == 1.0 and clopper_pearson_upper(2, 10) > 0.2
-    assert len(default_grid(0.1)) == 36
-
-
-def test_cli_analyse_writes_the_record_and_refuses_bad_input(tmp_path, capsys):
+def test_cli_analyse_writes_the_record_with_the_preregistered_rule(tmp_path, capsys):
     from hotfloat.cli.main import main
 
-    src = tmp_path / "raw.json"
-    src.write_text(raw(n=120).model_dump_json())
-    out = tmp_path / "cal.json"
+    src, prereg, out = tmp_path / "raw.json", tmp_path / "prereg.json", tmp_path / "cal.json"
+    src.write_text(raw(n=30, stock=6).model_dump_json())
+    prereg.write_text(PREREG.model_dump_json())
     with pytest.raises(SystemExit) as e:
-        main(["qualify", "calibrate", "analyse", str(src), "--out", str(out), "--boot-draws", "50"])
+        main(["qualify", "calibrate", "analyse", str(src), "--preregistered", str(prereg), "--out", str(out), "--sims", "20"])
     assert e.value.code in (0, None)
-    rec = json.loads(out.read_text())
-    for key in ("device", "engine", "draws_b_vs_b", "false_pass_rate", "false_pass_upper_95", "power_at_1pct",
-                "power_at_2pct", "power_at_5pct", "minutes_per_qualification", "rule", "command"):
-        assert key in rec
-    bad = tmp_path / "bad.json"
-    bad.write_text('{"format": "nope"}')
-    with pytest.raises(SystemExit) as e:
-        main(["qualify", "calibrate", "analyse", str(bad)])
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1
+    rec = CalibrationRecord.model_validate_json(out.read_text())
+    assert rec.independent_draws == 2 and rec.rule == RULE and rec.selection == "pre-registered" and rec.model.sims == 20
+    assert "null (independent)" in capsys.readouterr().out
 
 
-def cli(capsys, *args):
+def test_the_committed_record_reproduces_from_the_committed_raw_files_and_sets_the_cuda_default():
+    """Every count in docs/calibration-h200.json comes back from its sources, its rule is the pre-registered one,
+    and the library's CUDA default is that rule (the record is not shipped with the package)."""
+    from hotfloat.qualify.api import DEFAULT_RULES
+
+    rec = CalibrationRecord.model_validate_json((DOCS / "calibration-h200.json").read_bytes())
+    prereg = load_preregistration(DOCS / "calibration-h200.preregistered.json")
+    root = DOCS.parent
+    again = analyse([load_raw(root / s) for s in rec.sources], prereg, sims=0, sources=rec.sources)
+    keys = ("independent_draws", "false_passes_independent", "false_pass_upper_95", "held_out_draws", "pooled_draws",
+            "pooled_false_passes", "units", "positive_control", "injected", "rounds")
+    assert {k: getattr(again, k) for k in keys} == {k: getattr(rec, k) for k in keys}
+    assert (again.model.sigma, again.model.tau, again.model.tau_upper_95) == (rec.model.sigma, rec.model.tau, rec.model.tau_upper_95)
+    assert rec.rule == prereg.rule == RuleConfig(**{**DEFAULT_RULES["cuda"], "logprob_tol": rec.rule.logprob_tol})
+
+
+def cli(capsys, tmp_path, *args):
     from hotfloat.cli.main import main
 
+    prereg = tmp_path / "prereg.json"
+    prereg.write_text(PREREG.model_dump_json())
+    args = [a.replace("{prereg}", str(prereg)) for a in args]
     with pytest.raises(SystemExit) as e:
         main(["qualify", "calibrate", *args])
     return e.value.code, capsys.readouterr().err
@@ -123,12 +160,14 @@ def hostile(edit):
     (hostile(lambda d: d.update(stock=["B1", "B1", "B2"])), "engine names repeat"),
     (hostile(lambda d: d.update(boot_s={})), "boot_s lacks"),
     (hostile(lambda d: d.update(kept=["B9"])), "kept names engines that are not in the collection"),
+    (hostile(lambda d: d.update(handicap={"H1": 0.02})), "handicap and handicap_us name different engines"),
+    (hostile(lambda d: d.update(handicap={"H1": 0.7}, handicap_us={"H1": 1.0})), "handicap.H1: Input should be less"),
     ("[1, 2]", "Input should be an object"),
 ])
 def test_analyse_refuses_a_raw_file_the_analysis_could_not_index(tmp_path, capsys, text, why):
     src = tmp_path / "raw.json"
     src.write_text(text)
-    code, err = cli(capsys, "analyse", str(src), "--boot-draws", "0")
+    code, err = cli(capsys, tmp_path, "analyse", str(src), "--preregistered", "{prereg}", "--sims", "0")
     assert code == 2 and err.startswith(f"error: {src}: not a raw calibration collection: ") and why in err, err
     assert err.count("\n") == 1
 
@@ -137,15 +176,24 @@ def test_raw_files_that_never_end_are_refused_without_reading_them(tmp_path, cap
     fifo = tmp_path / "raw.json"
     os.mkfifo(fifo)
     for path in (fifo, "/dev/zero"):
-        code, err = cli(capsys, "analyse", str(path))
+        code, err = cli(capsys, tmp_path, "analyse", str(path), "--preregistered", "{prereg}")
         assert (code, err) == (2, f"error: {path}: not a raw calibration collection: not a regular file\n")
 
 
 def test_analyse_out_where_it_cannot_be_written_is_one_error_line(tmp_path, capsys):
     src = tmp_path / "raw.json"
     src.write_text(raw(n=12).model_dump_json())
-    code, err = cli(capsys, "analyse", str(src), "--boot-draws", "0", "--out", str(tmp_path / "no" / "cal.json"))
+    code, err = cli(capsys, tmp_path, "analyse", str(src), "--preregistered", "{prereg}", "--sims", "0", "--out",
+                    str(tmp_path / "no" / "cal.json"))
     assert code == 2 and err.startswith("error: cannot write ") and err.count("\n") == 1, err
+
+
+def test_a_preregistration_that_is_not_one_is_refused(tmp_path, capsys):
+    src, bad = tmp_path / "raw.json", tmp_path / "bad.json"
+    src.write_text(raw(n=12).model_dump_json())
+    bad.write_text(PREREG.model_dump_json().replace('"look_rounds":10', '"look_rounds":1'))
+    code, err = cli(capsys, tmp_path, "analyse", str(src), "--preregistered", str(bad))
+    assert code == 2 and "not a pre-registered rule: rule.look_rounds: Input should be greater" in err, err
 
 
 def collection(tmp_path, outputs: bytes | None):
@@ -161,7 +209,7 @@ def collection(tmp_path, outputs: bytes | None):
     else:
         kept.write_bytes(outputs)
     record = tmp_path / "cal.json"
-    record.write_text(analyse([raw(n=12)], GRID[:1], boot_draws=0).model_dump_json())
+    record.write_text(analyse([raw(n=12)], PREREG, sims=0).model_dump_json())
     return src, record
 
 
@@ -170,7 +218,7 @@ def collection(tmp_path, outputs: bytes | None):
                                          (b"\xff\n", "codec can't decode")])
 def test_evidence_refuses_hostile_kept_outputs(tmp_path, capsys, outputs, why):
     src, record = collection(tmp_path, outputs)
-    code, err = cli(capsys, "evidence", str(src), "--candidate", "C1", "--rule-from", str(record),
+    code, err = cli(capsys, tmp_path, "evidence", str(src), "--candidate", "C1", "--rule-from", str(record),
                     "--out", str(tmp_path / "ev.json"))
     assert code == 2 and err.startswith("error: cannot form evidence for C1: ") and why in err, err
     assert err.count("\n") == 1
@@ -181,43 +229,6 @@ def test_a_record_that_is_not_one_names_its_first_problem(tmp_path):
     from hotfloat.qualify.calibrate import load_rule
 
     record = tmp_path / "cal.json"
-    record.write_text(analyse([raw(n=12)], GRID[:1], boot_draws=0).model_dump_json().replace('"look_rounds":10', '"look_rounds":0'))
-    with pytest.raises(InputError, match=r"not a calibration record: rule.look_rounds: Input should be greater"):
+    record.write_text(analyse([raw(n=12)], PREREG, sims=0).model_dump_json().replace('"look_rounds":10', '"look_rounds":0'))
+    with pytest.raises(InputError, match=r"not a calibration record: .*look_rounds: Input should be greater"):
         load_rule(record)
-
-
-def test_a_short_real_collection_on_cpu_and_evidence_formed_from_it(tmp_path, bundles):
-    """Three stock engines, a broken candidate and one that raises: rounds are written as they go, stock engines agree
-    exactly, the raising candidate leaves the collection (recorded) without ending it, and the kept completions make
-    a qualification whose gate fails the broken candidate and which recomputes."""
-    from hotfloat.qualify import QualifyOptions, recompute
-    from hotfloat.qualify.calibrate import collect, evidence_from, load_raw
-
-    out = tmp_path / "raw.json"
-    got = collect(QualifyOptions.for_device("cpu", seed=2, warmup_passes=0), out, stock=3,
-                  candidates={"C1": bundles["broken"], "C2": bundles["raises"]}, keep_rounds=3, budget_s=90)
-    back = load_raw(out)
-    assert back == got and len(got.rounds) >= 3 and got.stock == ["B1", "B2", "B3"] and list(got.candidates) == ["C1"]
-    assert "C2" in got.failed and "ZeroDivisionError" in got.failed["C2"] and "C2" not in got.kept
-    assert all(sorted(r.order) == ["B1", "B2", "B3", "C1"] and all(v > 0 for v in r.pass_s.values()) for r in got.rounds)
-    assert all(r.agree["B2"] == 1.0 and r.agree["B3"] == 1.0 for r in got.rounds)  # stock engines agree exactly
-    # every pass carries the host's readings; a CPU engine's pass is its tree's own CPU work, so it used CPU time
-    assert all(r.host.keys() == r.pass_s.keys() and all(h["cpu_s"] > 0 and h["steal_s"] >= 0 for h in r.host.values())
-               for r in got.rounds)
-    assert sum(got.routed["C1"].values()) > 0 and not sum(got.routed["B1"].values())
-    ev = evidence_from(got, tmp_path / "raw.json.outputs.jsonl", "C1", RuleConfig(look_rounds=3, max_looks=2, logprob_tol=1e-3))
-    assert ev.rule.max_looks == 1 and [f.role for f in ev.frames] == ["B", "C", "B"] and len(ev.frames[1].pass_s) == 3
-    assert ev.decision.status == "FAIL" and "does not match" in ev.decision.reason and recompute(ev) == ev.decision
-    with pytest.raises(ValueError, match="kept"):
-        evidence_from(got, tmp_path / "raw.json.outputs.jsonl", "B3", RuleConfig(look_rounds=3))
-
-
-def test_pooled_raw_files_keep_their_engines_apart_and_time_the_slowest_boot_and_rounds():
-    slow = raw(n=200, seed=1)
-    slow = slow.model_copy(update={"boot_s": {k: 120.0 for k in slow.stock},
-                                   "rounds": [r.model_copy(update={"t": 2 * r.t}) for r in slow.rounds]})
-    rec = analyse([slow, raw(n=200, seed=2)], GRID[:1], boot_draws=0)
-    assert rec.noise["boot_s_max"] == 120.0 and rec.noise["engine_round_s"] == pytest.approx(3.2 / 3)
-    assert {"r0_pass_cv_B1", "r1_pass_cv_B1"} <= rec.noise.keys() and "pass_cv_B1" not in rec.noise
-    rounds = rec.candidates[0].rows[2].mean_rounds
-    assert rec.minutes_per_qualification == pytest.approx((120.0 + rounds * 3.2) / 60)

@@ -2,7 +2,7 @@
 
 import random
 
-from hotfloat.qualify.api import round_order
+from hotfloat.qualify.protocol import round_order
 from hotfloat.qualify.carryover import carry_over
 from hotfloat.qualify.decision import judge
 from hotfloat.qualify.records import RuleConfig, RunFrame

@@ -1,5 +1,5 @@
-"""judge: baseline faults first (infrastructure), then the candidate's own faults, the gate, whether the bundle ran,
-then the speed rule over the three resident engines' pass times."""
+"""judge: faults charged to the engine that had them (a candidate's FAIL, a baseline's or the host's NO_DECISION),
+then the gate, whether the bundle ran, then the speed rule over the three resident engines' pass times."""
 
 import pytest
 
@@ -19,8 +19,8 @@ def ok(index, role, scale=1.0, tokens=(1, 2), routed=None, rounds=4):
                     routed=routed if routed is not None else (ROUTED if role == "C" else {}))
 
 
-def failed(index, role, error, raised=False):
-    return RunFrame(index=index, role=role, ok=False, raised=raised, error=error)
+def failed(index, role, error, raised=False, fault=None):
+    return RunFrame(index=index, role=role, ok=False, raised=raised, fault=fault, error=error)
 
 
 @pytest.mark.parametrize("which", [0, 2])
@@ -31,14 +31,29 @@ def test_a_failed_baseline_engine_is_no_decision_even_when_it_raised(which):
     assert d.status == "NO_DECISION" and "infrastructure" in d.reason
 
 
-def test_a_candidate_engine_at_fault_fails():
+@pytest.mark.parametrize("kind", ["raised", "protocol", "died", "stalled", "identity", "isolation"])
+def test_every_candidate_fault_but_the_hosts_is_a_fail(kind):
+    """Dying, stalling, forging a frame or running GPU work while another engine is timed must not buy a re-roll."""
+    d = judge([ok(0, "B"), failed(1, "C", f"the {kind} story", fault=kind), ok(2, "B")], RULE, ORDER)
+    assert d.status == "FAIL" and d.score == 0 and d.fault == f"C:{kind}" and kind in d.reason
+
+
+def test_a_host_fault_under_the_candidate_and_any_baseline_or_twin_fault_is_no_decision():
+    d = judge([ok(0, "B"), failed(1, "C", "the engine could not be started", fault="host"), ok(2, "B")], RULE, ORDER)
+    assert d.status == "NO_DECISION" and d.fault == "C:host"
+    d = judge([ok(0, "B"), ok(1, "C"), failed(2, "B", "ran GPU work while stopped", fault="isolation")], RULE, ORDER)
+    assert d.status == "NO_DECISION" and d.fault == "B:isolation"
+    twin = failed(3, "T", "stalled", fault="stalled")
+    d = judge([ok(0, "B"), ok(1, "C"), ok(2, "B")], RULE, ORDER, twin)
+    assert d.status == "NO_DECISION" and d.fault == "T:stalled"
+
+
+def test_evidence_v2_keeps_its_own_rule_for_candidate_faults():
+    """v2 frames carry no fault kind: raised was the candidate's, dying silently was infrastructure."""
     d = judge([ok(0, "B"), failed(1, "C", "engine sent a malformed completion for request 0", raised=True), ok(2, "B")], RULE, ORDER)
     assert d.status == "FAIL" and d.gate == "FAIL" and d.score == 0 and "malformed" in d.reason
-
-
-def test_a_candidate_engine_that_dies_silently_is_no_decision():
     d = judge([ok(0, "B"), failed(1, "C", "the engine process closed the connection"), ok(2, "B")], RULE, ORDER)
-    assert d.status == "NO_DECISION" and "infrastructure" in d.reason
+    assert d.status == "NO_DECISION" and "infrastructure" in d.reason and d.fault is None
 
 
 def test_wrong_tokens_fail_before_any_timing():

@@ -12,7 +12,8 @@ from hotfloat.bundle import load_bundle
 from hotfloat.qualify import QualifyOptions, qualify_bundle
 from hotfloat.qualify.host import staged
 from hotfloat.qualify import hostload
-from hotfloat.qualify.resident import EngineFault, ResidentEngine, alone, cpu_sets, is_dumpable
+from hotfloat.qualify.isolation import Isolation
+from hotfloat.qualify.resident import EngineFault, ResidentEngine, cpu_sets, is_dumpable
 
 OPTS = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0, rule={"look_rounds": 3, "max_looks": 1})
 
@@ -56,9 +57,9 @@ def test_a_malformed_completion_is_the_engines_own_fault(make_bundle):
         engine = ResidentEngine("C", spec, device="cpu", kind="transformers", sandboxed=True, model_dir=None)
         try:
             engine.ready(time.monotonic() + 300)
-            with pytest.raises(EngineFault, match="malformed completion") as e:
+            with pytest.raises(EngineFault, match="malformed .done. message") as e:
                 engine.serve([[1, 2, 3], [4, 5]], [2, 2], 120)
-            assert e.value.own
+            assert e.value.kind == "protocol"
         finally:
             engine.close()
 
@@ -107,7 +108,7 @@ def test_an_idle_candidate_is_stopped_while_another_engine_is_timed(make_bundle)
         try:
             for e in (stock, spinner):
                 e.ready(time.monotonic() + 300)
-            with alone([stock, spinner], stock):
+            with Isolation.start("cpu", required=True).alone([stock, spinner], stock):
                 states = {hostload.state(pid) or "Z" for pid in hostload.tree(spinner.proc.pid)}
                 before = hostload.tree_cpu_s(spinner.proc.pid)
                 stock.serve([[1, 2, 3], [4, 5]], [2, 2], 120)

@@ -1,5 +1,5 @@
 """Settlement, the one reproduction rule: two independent passes are required and the lower score is kept; only a
-failed correctness gate fails, anything else unreproduced is NO_DECISION."""
+failed correctness gate or a run the candidate's own engine broke fails, anything else unreproduced is NO_DECISION."""
 
 import pytest
 
@@ -8,8 +8,8 @@ from hotfloat.validator import Attempt, settle
 H = "a" * 64
 
 
-def att(status, score=0.0, identity=H, gate=None, reason=""):
-    return Attempt(identity=identity, status=status, score=score, gate=gate, reason=reason)
+def att(status, score=0.0, identity=H, gate=None, reason="", fault=None):
+    return Attempt(identity=identity, status=status, score=score, gate=gate, reason=reason, fault=fault)
 
 
 def test_two_passes_keep_the_lower_score():
@@ -57,3 +57,13 @@ def test_attempt_rejects_bad_identity_and_score():
         Attempt(identity="xyz", status="PASS", score=0.1)
     with pytest.raises(ValueError):
         Attempt(identity=H, status="PASS", score=-0.1)
+
+
+@pytest.mark.parametrize(("fault", "ends"), [("C:isolation", "FAIL"), ("C:died", "FAIL"), ("C:protocol", "FAIL"),
+                                             ("C:host", "NO_DECISION"), ("B:stalled", "NO_DECISION")])
+def test_a_run_the_candidates_engine_broke_is_a_loss_never_a_re_roll(fault, ends):
+    """Honest in the first run, leaving GPU work running in the second: the second run's FAIL stands."""
+    status = "FAIL" if fault.startswith("C:") and fault != "C:host" else "NO_DECISION"
+    s = settle(att("PASS", 0.05), att(status, reason="why", fault=fault))
+    assert s.status == ends and s.score == 0
+    assert ("broken by the candidate's engine" in s.reason) == (ends == "FAIL")

@@ -67,6 +67,7 @@ ev = json.load(open(sys.argv[1]))
 fr, d = ev["frames"], ev["decision"]
 typed = load(sys.argv[1])
 print("engine info:", json.dumps(ev.get("engine_info", {})))
+print("settle/pass errors:", [(f["role"], f.get("fault"), (f.get("error") or "")[:400]) for f in fr if not f["ok"]])
 print(f"{'engine':8} {'ok':4} {'boot s':>7} {'med pass ms':>12} {'min':>8} {'max':>8} {'tok/s':>8} {'routed':>8}  error")
 for f, name in zip(fr + [ev["twin"]] * bool(ev.get("twin")), ["B", "C", "B'", "T"]):
     p = f["pass_s"] or [0]
@@ -93,7 +94,8 @@ for name, f in (("C", typed.frames[1]), ("T", typed.twin)):
                   + f" max={dv.diffs.max() if dv.diffs.size else 0:.4f}, left the path {dv.departures}x ({dv.rate:.2%})")
 print(f"DECISION {d['status']} gate={d['gate']} improvement={d['improvement']} [{d['lower']}, {d['upper']}] "
       f"bias={d['drift']} rounds={d['rounds']}: {d['reason']}")
-print(f"sandboxed={ev['sandboxed']} seconds={ev['seconds']:.1f}")
+print(f"sandboxed={ev['sandboxed']} seconds={ev['seconds']:.1f} fault={d.get('fault')}")
+print("isolation:", json.dumps(ev.get("isolation")))
 PY
   cat "$DEST/rounds.txt"
 fi

@@ -10,6 +10,11 @@ plugin). HOTFLOAT_ARMED_BUNDLE / HOTFLOAT_ARMED_IDENTITY name the bundle; withou
 (all calls stock, still counted). HOTFLOAT_SEAMS_REPORT_DIR, when set, receives one JSON file per process with
 the armed identity and the routed/stock counts, written at activation, whenever the counts changed (checked every
 0.5 s: SGLang kills its scheduler processes at shutdown, so an exit hook alone would lose them) and at a clean exit.
+
+The same thread serves the qualification worker's requests (hotfloat.qualify.sglang_engine), since the router
+lives in the scheduler process: the worker writes `control.json` ({"seq": n, "twin": [slots]} to enable the gate
+twin's slots, {"seq": n, "audit": true} to dump the audit as `audit-<pid>.json`/`.bin`); the thread applies a new
+seq once, between passes (the engine is idle), and acknowledges it in its report (`applied`, `twin`, `error`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from hotfloat.seams import SeamRouter, arm_from_env, check_ranks_armed
+from hotfloat.seams.audit import write_dump
 from hotfloat.errors import HotfloatError
 
 from .chokepoints import NORM_TARGETS, SILU_TARGETS, norm_hook, silu_hook
@@ -34,10 +40,13 @@ ENV_ENABLE = "HOTFLOAT_SEAMS"
 ENV_REPORT_DIR = "HOTFLOAT_SEAMS_REPORT_DIR"
 RANK_CHECK_TARGET = "sglang.srt.distributed.parallel_state.initialize_model_parallel"
 REPORT_INTERVAL_S = 0.5
+CONTROL = "control.json"
+CONTROL_POLL_S = 0.1
 
 log = logging.getLogger("hotfloat.seams")
 _router: SeamRouter | None = None
 _report_lock = threading.Lock()
+_control = {"applied": 0, "error": None}
 
 
 def router() -> SeamRouter | None:
@@ -94,13 +103,38 @@ def _after_parallel_init(result, *args, **kwargs):
 
 
 def _report_changes() -> None:
-    last = None
+    last, ticks = None, 0
     while True:
-        time.sleep(REPORT_INTERVAL_S)
-        now = _router.counts()
-        if now != last:
-            _report()
-            last = now
+        time.sleep(CONTROL_POLL_S)
+        ticks += 1
+        acted = serve_control()
+        if acted or ticks % round(REPORT_INTERVAL_S / CONTROL_POLL_S) == 0:
+            now = _router.counts()
+            if acted or now != last:
+                _report()
+                last = now
+
+
+def serve_control() -> bool:
+    """Applies the worker's latest request once (a new `seq` in control.json); True when it did."""
+    directory = Path(os.environ[ENV_REPORT_DIR])
+    try:
+        request = json.loads((directory / CONTROL).read_text())
+        seq = int(request["seq"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if seq <= _control["applied"]:
+        return False
+    try:
+        if "twin" in request:
+            _router.set_twin_slots(set(request["twin"]))
+        if request.get("audit"):
+            write_dump(directory / f"audit-{os.getpid()}", _router.audit.dump() if _router.audit else [])
+        _control["error"] = None
+    except Exception as e:  # reported to the worker, which fails the engine with it
+        _control["error"] = f"{type(e).__name__}: {e}"[:500]
+    _control["applied"] = seq
+    return True
 
 
 def _report() -> None:
@@ -111,5 +145,6 @@ def _report() -> None:
     path = Path(directory) / f"seams-{os.getpid()}.json"
     with _report_lock:
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pid": os.getpid(), "identity": _router.identity, "counts": counts}))
+        tmp.write_text(json.dumps({"pid": os.getpid(), "identity": _router.identity, "counts": counts,
+                                   "twin": sorted(_router.twin_slots), **_control}))
         tmp.replace(path)

@@ -88,9 +88,12 @@ def qualify() -> None:
               help="Write the evidence (every raw frame) to this JSON file.")
 @click.option("--boot-timeout", type=click.FloatRange(1, 3600), default=None,
               help="Seconds the three engines get to boot, arm and warm up [default: 900].")
+@click.option("--no-gpu-isolation", "unisolated", is_flag=True,
+              help="On CUDA, qualify even where idle engines cannot be locked out of the GPU (no checkpoint API; "
+                   "recorded in the evidence).")
 @json_option
 def run_cmd(bundle, device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
-            drift_bound, logprob_tol, unsandboxed, seed, evidence_path, boot_timeout, as_json):
+            drift_bound, logprob_tol, unsandboxed, seed, evidence_path, boot_timeout, unisolated, as_json):
     """Qualify BUNDLE against the stock engine: correctness gate, then the speed decision. Exit 0 PASS, 1 FAIL,
     5 NO_DECISION."""
     from ..qualify import qualify_bundle, save_evidence
@@ -99,6 +102,10 @@ def run_cmd(bundle, device, engine_kind, model_path, preset, dtype, decode, shap
                     drift_bound, logprob_tol, unsandboxed, seed)
     if boot_timeout:
         opts = opts.model_copy(update={"startup_timeout_s": boot_timeout})
+    if unisolated:
+        click.secho("WARNING: --no-gpu-isolation: an idle engine's GPU work is not locked out of the timed passes.",
+                    fg="red", bold=True, err=True)
+        opts = opts.model_copy(update={"gpu_isolation": False})
     b = open_bundle(bundle)
     with progress() as bar:
         task = bar.add_task("qualify", total=opts.rule.max_rounds)
@@ -107,12 +114,16 @@ def run_cmd(bundle, device, engine_kind, model_path, preset, dtype, decode, shap
         save_evidence(result.evidence, evidence_path)
     d = result.evidence.decision
     if as_json:
+        iso = result.evidence.isolation
         emit_json({"status": result.status, "score": result.score, "reason": result.reason,
                    "decision": d.model_dump(mode="json"), "bundle_identity": result.evidence.bundle_identity,
-                   "sandboxed": result.evidence.sandboxed, "evidence": evidence_path})
+                   "sandboxed": result.evidence.sandboxed, "isolation": iso.model_dump(mode="json") if iso else None,
+                   "evidence": evidence_path})
     else:
         sandbox = "on" if result.evidence.sandboxed else "NONE (--unsandboxed)"
-        table(f"qualify {b.manifest.bundle_id}  sandbox={sandbox}", ["engine", "role", "ok", "boot s", "median pass ms",
+        iso = result.evidence.isolation
+        isolation = f"  isolation={iso.mode} ({iso.cost_ms_median:.0f} ms/pass)" if iso else ""
+        table(f"qualify {b.manifest.bundle_id}  sandbox={sandbox}{isolation}", ["engine", "role", "ok", "boot s", "median pass ms",
                                                                       "tok/s", "routed"], [
             (f.index, {2: "B'", 3: "T (twin, untimed)"}.get(f.index, f.role), "ok" if f.ok else "FAIL!", f"{f.boot_s:.1f}",
              _median_ms(f), f"{f.tokens_per_s:.0f}", sum(f.routed.values()))
@@ -147,7 +158,18 @@ def calibrate() -> None:
 
 @calibrate.command("collect")
 @_engine_options
-@click.option("--stock", type=click.IntRange(3, 8), default=3, show_default=True, help="Stock engines to boot.")
+@click.option("--stock", type=click.IntRange(1, 8), default=3, show_default=True,
+              help="Stock engines to boot (B1, B2, ...; three make a null qualification, one is C of a positive control).")
+@click.option("--handicap", "handicaps", multiple=True, metavar="EFFECT COUNT",
+              type=(click.FloatRange(0, 0.5, min_open=True, max_open=True), click.IntRange(1, 8)),
+              help="Also boot COUNT stock engines slowed by a validator-added GPU delay after every activation call, "
+                   "sized so a stock engine saves EFFECT of their pass (H1, H2, ...; the positive control; repeatable).")
+@click.option("--handicap-pass-ms", type=click.FloatRange(1, 600000), default=1300, show_default=True,
+              help="The stock pass the handicap is sized against (the llama-8b default pass on the H200).")
+@click.option("--max-rounds", type=click.IntRange(1, 100000), default=None, help="Stop after this many rounds.")
+@click.option("--export-cache", type=click.Path(file_okay=False), default=None,
+              help="After the rounds, copy stock engine B1's JIT caches here (e.g. $HOTFLOAT_ENGINE_ROOT/cache, which "
+                   "seeds later engines).")
 @click.option("--candidate", "candidates", type=click.Path(file_okay=False, exists=True), multiple=True,
               help="Also boot an engine with this bundle armed (C1, C2, ... in order; repeatable).")
 @click.option("--keep-rounds", type=click.IntRange(0, 1000), default=0, show_default=True,
@@ -160,49 +182,56 @@ def calibrate() -> None:
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), required=True,
               help="Raw JSON, rewritten after every round.")
 def collect_cmd(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
-                drift_bound, logprob_tol, unsandboxed, stock, candidates, keep_rounds, budget, seed, boot_timeout, out_path):
-    """Boot STOCK stock engines (and a candidate) as resident engines and time rounds until the budget is spent."""
+                drift_bound, logprob_tol, unsandboxed, stock, handicaps, handicap_pass_ms, max_rounds, export_cache, candidates,
+                keep_rounds, budget, seed, boot_timeout, out_path):
+    """Boot STOCK stock engines (and handicapped and candidate ones) as resident engines and time rounds until the
+    budget is spent."""
     import sys
     from pathlib import Path
 
     from ..errors import InfrastructureError
-    from ..qualify.calibrate import collect
+    from ..qualify.calibrate_collect import collect
     from ..qualify.resident import EngineFault
 
     opts = _options(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
                     drift_bound, logprob_tol, unsandboxed, seed)
     if boot_timeout:
         opts = opts.model_copy(update={"startup_timeout_s": boot_timeout})
+    handicap: dict[float, int] = {}
+    for effect, count in handicaps:
+        handicap[effect] = handicap.get(effect, 0) + count
     try:
-        raw = collect(opts, Path(out_path), stock=stock, candidates={f"C{i + 1}": c for i, c in enumerate(candidates)},
-                      budget_s=budget, keep_rounds=keep_rounds, progress=lambda m: click.echo(m, err=True),
+        raw = collect(opts, Path(out_path), stock=stock, handicap=handicap, handicap_pass_s=handicap_pass_ms / 1e3,
+                      candidates={f"C{i + 1}": c for i, c in enumerate(candidates)}, budget_s=budget, max_rounds=max_rounds,
+                      keep_rounds=keep_rounds, export_cache=export_cache, progress=lambda m: click.echo(m, err=True),
                       command=" ".join(["hotfloat", *sys.argv[1:]]))
     except (RuntimeError, EngineFault) as e:
         raise InfrastructureError(f"calibration collection stopped: {str(e)[:1500]}") from None
-    click.echo(f"{len(raw.rounds)} rounds of {len(raw.stock) + len(raw.candidates)} engines -> {out_path}")
+    click.echo(f"{len(raw.rounds)} rounds of {len(raw.engines)} engines -> {out_path}")
 
 
 @calibrate.command("analyse")
 @click.argument("raw", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("--preregistered", "prereg_path", type=click.Path(dir_okay=False, exists=True), required=True,
+              help="The rule fixed before these collections (e.g. docs/calibration-h200.preregistered.json).")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the calibration record (e.g. docs/calibration-h200.json).")
-@click.option("--logprob-tol", type=click.FloatRange(0), default=0.1, show_default=True,
-              help="Gate tolerance recorded in the chosen rule.")
-@click.option("--boot-draws", type=click.IntRange(0, 1000000), default=1000, show_default=True,
-              help="Round-bootstrap qualifications per rule and effect (a model; 0 skips).")
+@click.option("--sims", type=click.IntRange(0, 1000000), default=10000, show_default=True,
+              help="Simulated qualifications per figure of the fitted process model (0 skips).")
 @json_option
-def analyse_cmd(raw, out_path, logprob_tol, boot_draws, as_json):
-    """Decisions of every rule in the grid on RAW files: false PASS (B vs B'), power at injected 1/2/5%, minutes."""
+def analyse_cmd(raw, prereg_path, out_path, sims, as_json):
+    """The pre-registered rule on RAW files: false PASS on independent units, positive controls, the noise model."""
     import sys
 
     from pydantic import ValidationError
 
-    from ..qualify.calibrate import analyse, default_grid, load_raw
+    from ..qualify.calibrate import load_preregistration, load_raw
+    from ..qualify.calibrate_analyse import analyse
 
+    prereg = load_preregistration(prereg_path)
     try:
         raws = [load_raw(p) for p in raw]
-        record = analyse(raws, default_grid(logprob_tol), boot_draws=boot_draws, sources=[str(p) for p in raw],
-                         command=" ".join(["hotfloat", *sys.argv[1:]]))
+        record = analyse(raws, prereg, sims=sims, sources=[str(p) for p in raw], command=" ".join(["hotfloat", *sys.argv[1:]]))
     except (ValidationError, ValueError, OSError) as e:
         raise InputError(f"cannot analyse {', '.join(raw)}: {str(e).splitlines()[0]}") from None
     if out_path:
@@ -215,17 +244,21 @@ def analyse_cmd(raw, out_path, logprob_tol, boot_draws, as_json):
     if as_json:
         emit_json(record.model_dump(mode="json"))
         return
-    pct = lambda v: f"{v:.1%}"  # noqa: E731
-    table("calibration: rules on the raw rounds", ["look", "looks", "process floor", "false PASS", "boot FP", "power 1%",
-                                                   "power 2%", "power 5%", "min", "ok"], [
-        (c.rule.look_rounds, c.rule.max_looks, c.rule.process_floor, f"{pct(c.rows[0].pass_rate)} of {c.rows[0].draws}",
-         pct(c.rows[0].bootstrap_pass_rate), pct(c.rows[1].pass_rate), pct(c.rows[2].pass_rate), pct(c.rows[3].pass_rate),
-         f"{c.minutes:.1f}", "yes" if c.meets_targets else "") for c in record.candidates])
-    click.echo(f"chosen: look_rounds={record.rule.look_rounds} max_looks={record.rule.max_looks} "
-               f"process_floor={record.rule.process_floor}; false PASS {pct(record.false_pass_rate)} over "
-               f"{record.draws_b_vs_b} draws ({record.independent_draws} independent, upper 95% "
-               f"{pct(record.false_pass_upper_95)}); power 2% {pct(record.power_at_2pct)}; "
-               f"{record.minutes_per_qualification:.1f} min per qualification")
+    r, m = record, record.model
+    table("calibration: the pre-registered rule on independent units", ["qualifications", "effect", "n", "PASS", "FAIL",
+                                                                        "mean rounds", "realised"], [
+        ("null (independent)", "0", r.independent_draws, r.false_passes_independent, "", "",
+         f"upper 95% {r.false_pass_upper_95:.1%}"),
+        ("null (held out)", "0", r.held_out_draws, r.held_out_false_passes, "", "", f"upper 95% {r.held_out_upper_95:.1%}"),
+        *(("positive control", f"{c.effect:.1%}", c.qualifications, c.passes, c.fails, f"{c.mean_rounds:.1f}",
+           f"{c.realised_effect:.2%}") for c in r.positive_control),
+        *(("injected (model)", f"{c.effect:.0%}", c.qualifications, c.passes, c.fails, f"{c.mean_rounds:.1f}", "")
+          for c in r.injected),
+        ("pooled (correlated)", "0", r.pooled_draws, r.pooled_false_passes, "", "", "")])
+    click.echo(f"process model: sigma {m.sigma:.2%} per pass, tau {m.tau:.3%} (upper 95% {m.tau_upper_95:.3%}) over "
+               f"{m.processes} processes; simulated false PASS {m.false_pass:.2%} ({m.false_pass_at_tau_upper:.2%} at "
+               f"the upper tau), power at 2% {m.power_at_2pct:.1%}; {r.minutes_per_qualification:.1f} min per qualification")
+    click.echo("meets the targets" if r.meets_targets else "targets not met: " + "; ".join(r.shortfall))
 
 
 @calibrate.command("evidence")

@@ -199,18 +199,20 @@ class DynamicDecoder:
 
 
 class TransformersEngine:
-    """The worker's view of the stand-in engine: arm the bundle in this process, build, serve, count."""
+    """The worker's view of the stand-in engine: arm the bundle in this process, build, serve, count, and answer
+    the validator's twin and audit requests (hotfloat.qualify.worker)."""
 
     def __init__(self, spec: dict):
         import os
 
-        from ..seams import arm
+        from ..seams import AuditConfig, arm
 
         if spec["device"] == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"
             torch.set_num_threads(spec.get("threads", 1))
         self.router = arm(spec.get("bundle"), identity=spec.get("identity"), twin_of=spec.get("twin_of"),
-                          twin_identity=spec.get("twin_identity"))
+                          twin_identity=spec.get("twin_identity"), audit=AuditConfig.from_spec(spec),
+                          handicap_us=float(spec.get("handicap_us", 0.0)))
         self.engine = build_engine(spec["preset"], spec["dtype"], spec["device"], spec["weight_seed"], self.router,
                                    spec.get("extra_passes", 0), spec["decode"])
         self.identity = self.engine.identity
@@ -232,3 +234,11 @@ class TransformersEngine:
     def counts(self) -> tuple[dict[str, int], dict[str, int]]:
         c = self.router.counts()
         return {k: v.routed for k, v in c.items()}, {k: v.stock for k, v in c.items()}
+
+    def set_twin(self, slots: list[str]) -> list[str]:
+        """Enables the twin's nudge for `slots`; returns those enabled (the router's twin_of declares them)."""
+        return sorted(self.router.set_twin_slots(set(slots)))
+
+    def audit(self) -> list[tuple[dict, bytes]]:
+        """What the router's audit committed (hotfloat.seams.audit), after the timed window."""
+        return self.router.audit.dump() if self.router.audit else []

@@ -39,7 +39,7 @@ def load(path: str | os.PathLike) -> Evidence:
 def recompute(evidence: Evidence) -> Decision:
     """The decision the evidence's frames and rule support, computed exactly as the live run did."""
     try:
-        decision = judge(evidence.frames, evidence.rule, evidence.order, evidence.twin)
+        decision = judge(evidence.frames, evidence.rule, evidence.order, evidence.twin, evidence.audit)
     except ValueError as e:
         raise InputError(f"evidence frames are inconsistent: {e}") from None
     if decision is None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .records import RunFrame
+from .records import AuditRecord, RunFrame
 
 SLACK = 2.0
 """How many times the twin's divergence a candidate may show."""
@@ -132,3 +132,14 @@ def _beyond(c: Divergence | str, t: Divergence, tol: float) -> str | None:
 def _levels(d: Divergence) -> str:
     qs = "/".join(f"{d.level(q):.3g}" for q in LEVELS)
     return f"logprob differences {qs} at the {'/'.join(f'{q:.0%}' for q in LEVELS)} levels, path left at {d.rate:.2%} of tokens"
+
+
+def furthest(audits: list[AuditRecord] | None) -> str | None:
+    """For a gate FAIL's reason: the slot whose calls the candidate engine's audit found furthest from the fp32
+    reference, relative to the slot's tolerance (where a kernel author looks first); None without an audit."""
+    cand = next((a for a in audits or () if a.role == "C" and a.slots), None)
+    if cand is None:
+        return None
+    s = max(cand.slots.values(), key=lambda s: s.worst.ratio)
+    return (f"the candidate's audited calls furthest from the reference are {s.worst.slot}'s (worst "
+            f"{s.worst.ratio:.3g}x its tolerance, max abs err {s.worst.max_abs_err:.3g}, over {s.calls_audited} calls)")

@@ -14,6 +14,10 @@ from ..record import Record
 from ..verdict import Status
 
 Role = Literal["B", "C", "T"]
+FaultKind = Literal["raised", "protocol", "died", "stalled", "identity", "isolation", "host"]
+"""Why an engine failed: it reported an exception, sent something that is not the protocol, exited or closed its
+channel, missed a deadline, reported another engine's identity, ran GPU work or stopped itself while another engine
+was timed (hotfloat.qualify.isolation), or the validator's own infrastructure failed under it (`host`)."""
 """Baseline, candidate, and the correctness gate's twin (the baseline with the candidate's slots one ulp off)."""
 Decode = Literal["eager", "static", "graph"]
 EngineKind = Literal["transformers", "sglang"]
@@ -113,6 +117,14 @@ class RuleConfig(Record):
     logprob_tol: Annotated[float, Field(ge=0)] = 0.0
     """Correctness gate: 0 demands identical tokens and logprobs; above 0, logprobs may differ by this much and a
     token may differ only where the baseline's top-two logprobs were within it (a near tie)."""
+    audit_slack: Annotated[float, Field(ge=0)] = 0.0
+    """Per slot, the candidate's audited calls may be at most this many times as far from the fp32 reference as the
+    stock kernel's on the same calls (median of each call's worst error over its verify tolerance, never below
+    `AUDIT_FLOOR` of the tolerance); 0 switches the check off (evidence from before it). Per slot, so an exact op
+    declared for another slot cannot widen it, as it widens the twin's end-to-end allowance."""
+    version: Literal[1, 2] = 2
+    """Which rule computed the interval: 1 took the per-pass noise from B against B' alone (evidence format v2);
+    2 also carries the candidate's own dispersion (hotfloat.qualify.rule). Recorded so old evidence recomputes."""
 
     @property
     def max_rounds(self) -> int:
@@ -129,8 +141,10 @@ class RunFrame(Record):
     ok: bool
     """False when the engine failed (start-up, crash, timeout, a malformed or misattributed message)."""
     raised: bool = False
-    """The fault is the engine's own doing: it reported an exception, broke the protocol or misreported its identity
-    (as opposed to dying silently or stalling, which an infrastructure fault can cause too)."""
+    """Evidence v2 only: the fault was the engine's own doing (v2 judged a candidate that died or stalled as
+    infrastructure; v3 records `fault` and charges every fault but the host's to the engine that had it)."""
+    fault: FaultKind | None = None
+    """What went wrong when not ok (evidence v3)."""
     error: str | None = None
     pass_s: list[float] = []
     """[pass] seconds from sending the pass's first batch to receiving its last completion, batch after batch: the
@@ -179,6 +193,97 @@ class Decision(Record):
     """Timed rounds the decision used."""
     gate: Status = "N/A"
     """Outcome of the correctness gate alone."""
+    fault: str | None = None
+    """The engine fault that ended the run, as `role:kind` (e.g. `C:isolation`); settlement never re-runs a
+    candidate-attributed FAIL (hotfloat.validator.settle)."""
+
+
+class IsolationRecord(Record):
+    """What kept idle engines idle around every timed pass (hotfloat.qualify.isolation), and what it cost."""
+
+    mode: str
+    """The protections in force, e.g. `sigstop+checkpoint-lock+quiet-probe+nvml-witness`; `sigstop` alone on CPU."""
+    why_not: dict[str, str] = {}
+    """Each protection not in force, and why (no driver, no checkpoint API, no NVML)."""
+    passes: int = 0
+    cost_ms_median: float = 0.0
+    """Milliseconds per timed pass spent outside the timed window on locking, stopping, probing and witnessing."""
+    cost_ms_max: float = 0.0
+    lock_ms_median: float = 0.0
+    lock_ms_max: float = 0.0
+    probe_gap_us_max: float = 0.0
+    """The quiet probe's longest timer gap over the whole run (microseconds)."""
+    witness_samples: int = 0
+
+
+class AuditCall(Record):
+    """One audited slot call, recomputed by the validator with the slot's fp32 reference (hotfloat.qualify.audit)."""
+
+    slot: str
+    site: Annotated[int, Field(ge=0)]
+    """The call's ordinal among the engine's calls of its slot since start, captures included: the same call in
+    every engine of the qualification."""
+    execution: Annotated[int, Field(ge=1)]
+    """Which execution of the site: 1 for an eager call, counting up over the replays of a captured one."""
+    dtype: str
+    rows: tuple[int, int, int]
+    """(first row audited, rows audited, rows in the call)."""
+    width: int
+    """Row width of the call's first input."""
+    max_abs_err: float
+    ratio: float
+    """Largest |out - ref| / (atol + rtol |ref|) over the outputs, with the slot's verify tolerance: above 1 the call
+    is wrong (infinite where an output is not finite)."""
+
+    @property
+    def failed(self) -> bool:
+        return not self.ratio <= 1.0
+
+    def describe(self) -> str:
+        first, n, total = self.rows
+        return (f"{self.slot} call {self.site} (execution {self.execution}, {self.dtype}, rows {first}-{first + n - 1} "
+                f"of [{total}, {self.width}]): max abs err {self.max_abs_err:.3g}, {self.ratio:.3g}x the tolerance")
+
+
+class SlotAudit(Record):
+    """One slot's audited calls in one engine."""
+
+    calls_audited: int
+    calls_failed: int
+    worst: AuditCall | None = None
+    """The call furthest from the reference (highest ratio to its tolerance)."""
+
+
+def summarise(calls: list[AuditCall]) -> dict[str, SlotAudit]:
+    """Per slot: how many calls were audited, how many failed, and the worst."""
+    slots: dict[str, SlotAudit] = {}
+    for slot in sorted({c.slot for c in calls}):
+        mine = [c for c in calls if c.slot == slot]
+        slots[slot] = SlotAudit(calls_audited=len(mine), calls_failed=sum(c.failed for c in mine),
+                                worst=max(mine, key=lambda c: c.ratio))
+    return slots
+
+
+class AuditRecord(Record):
+    """One engine's audit: the calls its ring kept, each recomputed; or why its reply could not be read."""
+
+    index: Annotated[int, Field(ge=0)]
+    role: Role
+    calls: list[AuditCall] = []
+    error: str | None = None
+    """Why the engine's audit reply was refused (then `calls` is empty)."""
+    slots: dict[str, SlotAudit] = {}
+    """Per slot, derived from `calls` (a record whose summary disagrees with its calls is refused)."""
+
+    @classmethod
+    def of(cls, index: int, role: Role, calls: list[AuditCall], error: str | None = None) -> AuditRecord:
+        return cls(index=index, role=role, calls=calls, error=error, slots=summarise(calls))
+
+    @model_validator(mode="after")
+    def _summary(self):
+        if self.slots != summarise(self.calls):
+            raise ValueError("the per-slot audit summary disagrees with the audited calls")
+        return self
 
 
 def _serving_order(order: list[int]) -> list[int]:
@@ -190,7 +295,8 @@ def _serving_order(order: list[int]) -> list[int]:
 class Evidence(Record):
     """Everything needed to recompute a decision: identities, workload, parameters, raw frames and the verdict."""
 
-    format: Literal["hotfloat-qualify-evidence-v2"] = "hotfloat-qualify-evidence-v2"
+    format: Literal["hotfloat-qualify-evidence-v2", "hotfloat-qualify-evidence-v3"] = "hotfloat-qualify-evidence-v3"
+    """v3 added the rule's version, isolation and audit records; v2 evidence (rule version 1) still recomputes."""
     bundle_identity: str
     baseline_identity: str | None = None
     """The incumbent bundle armed in B runs, or None for the stock engine."""
@@ -214,10 +320,22 @@ class Evidence(Record):
     twin: RunFrame | None = None
     """The gate's twin (role T, index 3): the first rounds' prompts served, untimed, before timing began; None in
     evidence formed without one (the gate then holds the candidate to the floor tolerance)."""
+    isolation: IsolationRecord | None = None
+    """How engines were kept apart on the device (evidence v3)."""
+    audit: list[AuditRecord] | None = None
+    """The in-engine audit of B, C and B' (evidence v3; hotfloat.qualify.audit); None where none ran."""
     decision: Decision
     started: str
     """UTC ISO time the qualification started."""
     seconds: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v2_rule(cls, data):
+        """Evidence written before the rule had versions was decided by version 1."""
+        if isinstance(data, dict) and data.get("format") == "hotfloat-qualify-evidence-v2" and isinstance(data.get("rule"), dict):
+            data = {**data, "rule": {"version": 1, **data["rule"]}}
+        return data
 
 
 class QualifyResult(Record):

@@ -7,9 +7,9 @@ engine starts, the validator process makes itself non-dumpable (no same-uid ptra
 on top of the engines living in other pid namespaces where it does not exist. The validator's own garbage
 collector is off inside a timed window: a collection there would be charged to whichever engine was being served.
 
-While one engine is timed, every other engine is stopped (`alone`): SIGSTOP cannot be caught, blocked or ignored,
-so an idle candidate can neither launch GPU work nor burn CPUs (its affinity is its own to widen) to slow the
-baseline's passes and look faster by comparison.
+While one engine is timed, every other engine is drained, locked and stopped (hotfloat.qualify.isolation, which
+uses `pause`/`resume` here): SIGSTOP cannot be caught, blocked or ignored, so an idle candidate cannot burn CPUs (its
+affinity is its own to widen), and the driver's lock keeps it from leaving GPU work running.
 """
 
 from __future__ import annotations
@@ -23,23 +23,22 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from . import hostload, wire
+from . import hostload, messages, wire
 from .host import spawn_engine
 
 PR_SET_DUMPABLE = 4
 
 
 class EngineFault(Exception):
-    """The engine misbehaved, stalled or died; `own` when its own doing (reported an exception, broke the protocol);
-    `who` names the engine at fault when it is not the one being served (one that could not be stopped)."""
+    """The engine misbehaved, stalled or died; `kind` says how (records.FaultKind) and `who` names the engine at
+    fault when it is not the one being served (one whose GPU work or stop broke another's pass). Every kind but
+    `host` is the engine's own: a candidate's is a FAIL, a baseline's or the twin's is NO_DECISION."""
 
-    def __init__(self, message: str, *, own: bool, who: str | None = None):
+    def __init__(self, message: str, *, kind: str, who: str | None = None):
         super().__init__(message)
-        self.own, self.who = own, who
+        self.kind, self.who = kind, who
 
 
 def harden_self() -> None:
@@ -80,13 +79,9 @@ class ResidentEngine:
 
     def ready(self, deadline: float) -> tuple[str, dict[str, str]]:
         """Waits for the engine's ready message; returns the identity and info it reports about itself."""
-        msg = self._expect("ready", deadline)
+        msg = self._expect(deadline, "ready")
         self.boot_s = time.monotonic() - self.started
-        ident, info = msg.get("identity"), msg.get("info")
-        if not isinstance(ident, str) or not isinstance(info, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in info.items()):
-            raise EngineFault("engine sent a malformed ready message", own=True)
-        return ident[:200], {k[:100]: v[:500] for k, v in list(info.items())[:64]}
+        return msg.identity, dict(msg.info)
 
     def serve(self, prompts: list[list[int]], max_new: list[int], timeout_s: float) -> tuple[float, list[tuple[float, dict]]]:
         """Sends one batch; returns (seconds until its last completion, [(latency, completion)] per request)."""
@@ -98,15 +93,18 @@ class ResidentEngine:
             self._send({"op": "batch", "prompts": prompts, "max_new": max_new})
             done: dict[int, tuple[float, dict]] = {}
             while len(done) < len(prompts):
-                msg = self._expect("done", deadline)
-                i = msg.get("i")
-                if type(i) is not int or not 0 <= i < len(prompts) or i in done:
-                    raise EngineFault(f"engine sent a completion for request {i!r} it was not asked for", own=True)
-                done[i] = (time.perf_counter() - sent, _completion(msg, max_new[i], i))
+                msg = self._expect(deadline, "done")
+                if not msg.i < len(prompts) or msg.i in done:
+                    raise EngineFault(f"engine sent a completion for request {msg.i} it was not asked for", kind="protocol")
+                done[msg.i] = (time.perf_counter() - sent, _completion(msg, max_new[msg.i]))
         finally:
             if collecting:
                 gc.enable()
         return max(s for s, _ in done.values()), [done[i] for i in range(len(prompts))]
+
+    def pids(self) -> list[int]:
+        """Every live process of this engine's sandbox (its launcher first)."""
+        return list(hostload.tree(self.proc.pid))
 
     def pause(self) -> None:
         """Stops every process of this engine; the tree is walked until no unstopped process is left (a process
@@ -119,7 +117,7 @@ class ResidentEngine:
             for pid in todo:
                 self._kill(pid, signal.SIGSTOP)
             stopped |= todo
-        raise EngineFault(f"engine {self.name} kept starting processes while being stopped", own=True, who=self.name)
+        raise EngineFault(f"engine {self.name} kept starting processes while being stopped", kind="isolation", who=self.name)
 
     def _await_stopped(self, pids: set[int]) -> None:
         """SIGSTOP takes effect when the process is next scheduled, which on a loaded host is later than the kill:
@@ -128,7 +126,7 @@ class ResidentEngine:
         while (running := {p for p in pids if hostload.state(p) not in STOPPED_STATES}):
             if time.monotonic() > deadline:
                 raise EngineFault(f"engine {self.name}'s processes {sorted(running)[:4]} did not stop within "
-                                  f"{STOP_WAIT_S:.0f} s", own=True, who=self.name)
+                                  f"{STOP_WAIT_S:.0f} s", kind="isolation", who=self.name)
             time.sleep(0.001)
 
     def resume(self) -> None:
@@ -141,7 +139,7 @@ class ResidentEngine:
         except ProcessLookupError:
             pass  # exited since the walk
         except PermissionError as e:
-            raise EngineFault(f"cannot signal engine {self.name}'s process {pid}: {e}", own=False, who=self.name) from None
+            raise EngineFault(f"cannot signal engine {self.name}'s process {pid}: {e}", kind="host", who=self.name) from None
 
     def reading(self) -> hostload.Reading:
         """The host counters for this engine's process tree (calibration diagnostics; read outside timed windows)."""
@@ -150,8 +148,30 @@ class ResidentEngine:
     def stop(self, timeout_s: float) -> tuple[dict[str, int], dict[str, int]]:
         """Ends serving; returns the routed and stock seam counts the engine reports."""
         self._send({"op": "stop"})
-        msg = self._expect("counts", time.monotonic() + timeout_s)
-        return _int_map(msg.get("routed")), _int_map(msg.get("stock"))
+        msg = self._expect(time.monotonic() + timeout_s, "counts")
+        return dict(msg.routed), dict(msg.stock)
+
+    def counts(self, timeout_s: float) -> tuple[dict[str, int], dict[str, int]]:
+        """The routed and stock seam counts so far, without stopping (which slots the candidate really used)."""
+        self._send({"op": "counts"})
+        msg = self._expect(time.monotonic() + timeout_s, "counts")
+        return dict(msg.routed), dict(msg.stock)
+
+    def twin_slots(self, slots: list[str], timeout_s: float) -> None:
+        """A twin perturbs exactly these slots from now on; returns once the engine says it applied them."""
+        self._send({"op": "twin", "slots": slots})
+        msg = self._expect(time.monotonic() + timeout_s, "twin")
+        if sorted(msg.slots) != sorted(slots):
+            raise EngineFault(f"the twin applied slots {sorted(msg.slots)}, not {sorted(slots)}", kind="protocol")
+
+    def audit(self, timeout_s: float) -> list:
+        """What the engine's in-engine audit kept (hotfloat.seams.audit), as typed message parts."""
+        self._send({"op": "audit"})
+        deadline = time.monotonic() + timeout_s
+        parts = [self._expect(deadline, "audit")]
+        while len(parts) < parts[0].parts:
+            parts.append(self._expect(deadline, "audit"))
+        return parts
 
     def log_tail(self) -> str:
         from ..sandbox import log_tail
@@ -176,19 +196,19 @@ class ResidentEngine:
         try:
             wire.send(self.conn, msg)
         except OSError as e:
-            raise EngineFault(f"the engine's channel broke: {e}; {self.log_tail()}", own=False) from None
+            raise EngineFault(f"the engine's channel broke: {e}; {self.log_tail()}", kind="died") from None
 
-    def _expect(self, kind: str, deadline: float) -> dict:
+    def _expect(self, deadline: float, *kinds: str):
+        """The next message, typed (hotfloat.qualify.messages); anything else is this engine's fault."""
         try:
-            msg = wire.recv(self.conn, deadline)
+            msg = messages.decode(wire.recv(self.conn, deadline), *kinds)
         except wire.WireError as e:
-            malformed = "JSON" in str(e) or "exceeds" in str(e)
-            tail = "" if malformed else f"; {self.log_tail()}"
-            raise EngineFault(f"{e}{tail}", own=malformed) from None
-        if msg.get("type") == "error":
-            raise EngineFault(f"engine raised {str(msg.get('message'))[:2000]}", own=True)
-        if msg.get("type") != kind:
-            raise EngineFault(f"engine sent {str(msg.get('type'))[:50]!r} where {kind!r} was due", own=True)
+            tail = "" if e.kind == "protocol" else f"; {self.log_tail()}"
+            raise EngineFault(f"{e}{tail}", kind=e.kind) from None
+        except messages.Violation as e:
+            raise EngineFault(f"engine {e}", kind="protocol") from None
+        if isinstance(msg, messages.Error):
+            raise EngineFault(f"engine raised {msg.message}", kind="raised")
         return msg
 
 
@@ -198,36 +218,14 @@ STOPPED_STATES = {"T", "t", "Z", "X", None}
 """/proc states of a process that cannot run: stopped, traced-stopped, zombie, dead, or gone (None)."""
 
 
-@contextmanager
-def alone(engines: list[ResidentEngine | None], serving: ResidentEngine) -> Iterator[None]:
-    """Every engine but `serving` is stopped for the duration (outside the timed window: stopping and resuming
-    walk /proc); all of them run again afterwards, whatever happened."""
-    others = [e for e in engines if e is not None and e is not serving]
-    try:
-        for e in others:
-            e.pause()
-        yield
-    finally:
-        for e in others:
-            e.resume()
-
-
-def _completion(msg: dict, n: int, i: int) -> dict:
-    """Checks one completion's types and lengths; logprobs are rounded to 1e-5 (evidence size; the live gate sees the same values), NaN kept as NaN."""
-    toks, lps, margins = msg.get("tokens"), msg.get("logprobs"), msg.get("margins")
-    ok = all(isinstance(x, list) and len(x) == n for x in (toks, lps, margins))
-    ok = ok and all(type(t) is int and 0 <= t < 1 << 31 for t in toks)
-    ok = ok and all(type(v) in (int, float) for v in (*lps, *margins))
-    if not ok:
-        raise EngineFault(f"engine sent a malformed completion for request {i}", own=True)
-    r = lambda v: round(float(v), 5) if math.isfinite(v) else float(v)  # noqa: E731
-    return {"tokens": toks, "logprobs": [r(v) for v in lps], "margins": [r(v) for v in margins]}
-
-
-def _int_map(value) -> dict[str, int]:
-    if not isinstance(value, dict) or not all(isinstance(k, str) and type(v) is int for k, v in value.items()):
-        raise EngineFault("engine sent malformed seam counts", own=True)
-    return value
+def _completion(msg: messages.Done, n: int) -> dict:
+    """One completion of the length asked for; logprobs are rounded to 1e-5 (evidence size; the live gate sees the
+    same values), NaN and infinities kept as they are."""
+    if not len(msg.tokens) == len(msg.logprobs) == len(msg.margins) == n:
+        raise EngineFault(f"engine sent a malformed completion for request {msg.i}: {len(msg.tokens)} tokens where "
+                          f"{n} were asked for", kind="protocol")
+    r = lambda v: round(v, 5) if math.isfinite(v) else v  # noqa: E731
+    return {"tokens": list(msg.tokens), "logprobs": [r(v) for v in msg.logprobs], "margins": [r(v) for v in msg.margins]}
 
 
 def cpu_sets(n: int, available: list[int] | None = None) -> list[list[int] | None]:

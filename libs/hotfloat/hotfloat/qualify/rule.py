@@ -6,11 +6,13 @@ Per round, d = ln(B'/B) is the baseline against itself and e = ln(sqrt(B B') / C
 estimate is a trimmed mean of e (a stray slow pass cannot carry it).
 
 Two noises widen its interval. Per-pass noise sigma, measured robustly from d (median absolute deviation, never
-below `noise_floor`), averages out over rounds: under the null C is one more draw like B and B', so it adds
-1.5 sigma^2 / n. Process noise tau, a persistent offset of one engine process against another (CPU placement,
-memory layout), does not average out within a qualification: it adds 1.5 tau^2 whatever n is. It is estimated from
-this qualification's own B against B' (median d, one pair, so never below the calibrated `process_floor`). With few
-rounds the normal quantile is corrected towards Student's t. Above `drift_bound` the rule refuses to decide.
+below `noise_floor`), averages out over rounds: were C one more draw like B and B', it would add 1.5 sigma^2 / n.
+C's own spread in e takes its place when larger (`own_noise`); version 1 of the rule, kept so that older evidence
+recomputes, took C to be no noisier and let a noisier candidate pass by luck. Process noise tau, a persistent
+offset of one engine process against another (CPU placement, memory layout), does not average out within a
+qualification: it adds 1.5 tau^2 whatever n is. It is estimated from this qualification's own B against B' (median
+d, one pair, so never below the calibrated `process_floor`). With few rounds the normal quantile is corrected towards
+Student's t. Above `drift_bound` the rule refuses to decide.
 The test looks every `look_rounds` rounds; alpha is split evenly over `max_looks`, so stopping early cannot
 inflate the false PASS rate. The burden of proof is the candidate's: still undecided when the budget is spent, it
 FAILs as not shown faster, since that answers the question asked (faster by the margin?) with no. NO_DECISION is
@@ -48,13 +50,13 @@ class Look:
     score: float
 
 
-def critical_z(rule: RuleConfig, n: int | None = None) -> float:
-    """One-sided quantile for alpha split over every possible look; with n rounds, Student's t with n - 1 degrees of
-    freedom (Cornish-Fisher expansion), since sigma is estimated from those rounds."""
+def critical_z(rule: RuleConfig, df: float | None = None) -> float:
+    """One-sided quantile for alpha split over every possible look; with df, Student's t with that many degrees of
+    freedom (Cornish-Fisher expansion), since the noise is estimated from the rounds."""
     z = NormalDist().inv_cdf(1 - rule.alpha / rule.max_looks)
-    if n is None:
+    if df is None:
         return z
-    v = max(n - 1, 1)
+    v = max(df, 1)
     return z + (z**3 + z) / (4 * v) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v * v)
 
 
@@ -80,6 +82,24 @@ def trim_inflation(trim: float) -> float:
     return math.sqrt(var)
 
 
+def own_noise(d_dev: np.ndarray, e_dev: np.ndarray, sigma: float, rule: RuleConfig) -> tuple[float, float]:
+    """Version 2's per-pass noise (e varies by 1.5 times its square) and degrees of freedom, from |d - median d| and
+    |e - estimate|. The one assumption is that C is no quieter than the baseline: above sigma e's spread stands alone,
+    below it is pooled with sigma (Satterthwaite). The spread is the mean absolute deviation, which keeps nearly all of
+    the standard deviation's precision over 5 rounds where the MAD keeps a third; each deviation is capped at 4 robust
+    s.d. (never fewer than the baseline's), so one wild pass of C's cannot swamp the median's interval, and rounds whose
+    baselines disagree are left out, since a stalled baseline pass is not C's noise."""
+    keep = d_dev <= 5 * math.sqrt(2) * sigma
+    n, k = len(e_dev), int(keep.sum())  # k >= n / 2: every round within one MAD of the median is kept
+    cap = 4 * max(MAD_TO_SD * float(np.median(e_dev)), math.sqrt(1.5) * sigma)
+    own = math.pi / 3 * float(np.mean(np.minimum(e_dev, cap)[keep])) ** 2 * k / (k - 1)
+    base = sigma**2
+    if own >= base:
+        return math.sqrt(own), k - 1
+    df = (base + own) ** 2 / (base**2 / (n - 1) + own**2 / (k - 1))
+    return max(math.sqrt((base + own) / 2), rule.noise_floor), df
+
+
 def look(b: np.ndarray, c: np.ndarray, b2: np.ndarray, rule: RuleConfig) -> Look:
     """Applies the rule to the pass times of the first n rounds (B, C, B' per round)."""
     n = len(b)
@@ -89,11 +109,13 @@ def look(b: np.ndarray, c: np.ndarray, b2: np.ndarray, rule: RuleConfig) -> Look
     d = np.log(b2) - np.log(b)
     e = (np.log(b) + np.log(b2)) / 2 - np.log(c)
     bias = float(np.median(d))
-    sigma = max(MAD_TO_SD * float(np.median(np.abs(d - bias))) / math.sqrt(2), rule.noise_floor)
+    d_dev = np.abs(d - bias)
+    sigma = max(MAD_TO_SD * float(np.median(d_dev)) / math.sqrt(2), rule.noise_floor)
     tau = max(abs(bias) / math.sqrt(2), rule.process_floor)
     t = trimmed_mean(e, rule.trim)
-    se = math.sqrt(1.5 * tau**2 + 1.5 * (sigma * trim_inflation(rule.trim)) ** 2 / n)
-    z = critical_z(rule, n)
+    s, df = (sigma, n - 1) if rule.version == 1 else own_noise(d_dev, np.abs(e - t), sigma, rule)
+    se = math.sqrt(1.5 * tau**2 + 1.5 * (s * trim_inflation(rule.trim)) ** 2 / n)
+    z = critical_z(rule, df)
     frac = lambda v: -math.expm1(-v)  # noqa: E731  (log gain -> fraction of baseline time saved)
     try:
         imp, lower, upper, drift = frac(t), frac(t - z * se), frac(t + z * se), abs(frac(bias))

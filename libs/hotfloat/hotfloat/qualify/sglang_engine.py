@@ -11,7 +11,11 @@ bf16 a logit near 40 is only resolved to 0.25, coarser than the gate's 0.1 logpr
 (llama-8b) every top-2 gap was a multiple of 0.25 and a non-bit-exact kernel failed the gate on rounding of the
 logits rather than on its own error. The plugin is armed from the environment
 (HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE, HOTFLOAT_ARMED_IDENTITY, and HOTFLOAT_TWIN_OF for the gate's twin); each SGLang process keeps its seam counts in
-HOTFLOAT_SEAMS_REPORT_DIR up to date, and `counts` sums them.
+HOTFLOAT_SEAMS_REPORT_DIR up to date, and `counts` sums them. The router lives in SGLang's scheduler process, so
+the twin's slots and the audit's dump are asked of the plugin's report thread there through a control file in the
+same directory, and each request waits for every process's acknowledgement (hotfloat_sglang.plugin). The audit's
+settings (HOTFLOAT_AUDIT) and the calibration handicap (HOTFLOAT_HANDICAP_US) reach the plugin through the
+environment and stay out of the engine identity.
 """
 
 from __future__ import annotations
@@ -22,6 +26,13 @@ import json
 import os
 import time
 from importlib import metadata
+from pathlib import Path
+
+from ..seams import ENV_HANDICAP, AuditConfig
+from ..seams.audit import ENV as ENV_AUDIT
+from ..seams.audit import read_dump
+
+CONTROL_TIMEOUT_S = 120.0
 
 
 class SglangEngine:
@@ -36,6 +47,9 @@ class SglangEngine:
             os.environ.update(HOTFLOAT_ARMED_BUNDLE=spec["bundle"], HOTFLOAT_ARMED_IDENTITY=spec["identity"])
         if spec.get("twin_of"):
             os.environ.update(HOTFLOAT_TWIN_OF=spec["twin_of"], HOTFLOAT_TWIN_IDENTITY=spec["twin_identity"])
+        audit = AuditConfig.from_spec(spec)
+        os.environ.update({ENV_AUDIT: audit.to_env() if audit else "", ENV_HANDICAP: str(spec.get("handicap_us", 0.0))})
+        self._seq = 0
         model = spec["model_dir"]
         self.settings = dict(
             attention_backend="triton", sampling_backend="pytorch", grammar_backend="none", disable_radix_cache=True,
@@ -95,6 +109,37 @@ class SglangEngine:
                     routed[slot] = routed.get(slot, 0) + int(c["routed"])
                     stock[slot] = stock.get(slot, 0) + int(c["stock"])
         return routed, stock
+
+    def set_twin(self, slots: list[str]) -> list[str]:
+        """Enables the twin's nudge for `slots` in every SGLang process; returns the slots the schedulers enabled."""
+        reports = self._control(twin=sorted(slots))
+        return sorted({s for r in reports if r["pid"] != os.getpid() for s in r["twin"]})
+
+    def audit(self) -> list[tuple[dict, bytes]]:
+        """The audit entries every scheduler process dumped on request (this process serves no model calls)."""
+        self._control(audit=True)
+        return [e for p in sorted(Path(self.reports).glob("audit-*.json"))
+                if int(p.stem.split("-")[1]) != os.getpid() for e in read_dump(p)]
+
+    def _control(self, **request) -> list[dict]:
+        """Writes a request for the plugin threads and waits until every process's report acknowledged it."""
+        self._seq += 1
+        path = Path(self.reports) / "control.json"
+        path.with_suffix(".tmp").write_text(json.dumps({"seq": self._seq, **request}))
+        path.with_suffix(".tmp").replace(path)
+        deadline = time.monotonic() + CONTROL_TIMEOUT_S
+        while True:
+            reports = [json.loads(p.read_text()) for p in Path(self.reports).glob("seams-*.json")]
+            if reports and all(r.get("applied", 0) >= self._seq for r in reports):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the SGLang processes did not acknowledge {sorted(request)} within "
+                                   f"{CONTROL_TIMEOUT_S:.0f} s")
+            time.sleep(0.05)
+        errors = [f"pid {r['pid']}: {r['error']}" for r in reports if r.get("error")]
+        if errors:
+            raise RuntimeError(f"the plugin failed {sorted(request)}: {'; '.join(errors)}")
+        return reports
 
 
 def _version(*dists: str) -> str:

@@ -4,13 +4,16 @@ One resident worker per role (B, C, B') lives for a whole qualification in its o
 It builds its engine (the transformers stand-in, or SGLang with the hotfloat_sglang plugin arming the bundle in
 every engine process), warms up on prompts the timed passes never use, pins its whole process tree to the CPUs the
 validator gave it, takes everything warm-up left alive out of the garbage collector's view (a full collection over
-the model's objects inside a pass is a stall of a hundred milliseconds or more), reports ready, then answers batches one at a time until told to stop. It never sees the workload
-seed or future prompts, so it cannot precompute answers, and it never measures time: the validator timestamps each
-completion message as it arrives. Messages are length-prefixed JSON (hotfloat.qualify.wire) on fd 0.
+the model's objects inside a pass is a stall of a hundred milliseconds or more), reports ready, then answers batches
+one at a time until told to stop; between batches it also enables the gate twin's slots (`twin`), reports its seam
+counts (`counts`) and sends what its audit kept (`audit`). It never sees the workload seed or future prompts, so it
+cannot precompute answers, and it never measures time: the validator timestamps each completion message as it
+arrives. Messages are length-prefixed JSON (hotfloat.qualify.wire) on fd 0.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import resource
 import shutil
@@ -20,6 +23,9 @@ import traceback
 from . import hostload, wire
 
 SEED_CACHE = "/seed-cache"
+PART_BYTES = 5 << 19
+"""Raw audit bytes per message: 2.5 MiB is 3.4 MiB of base64, under wire.MAX_MESSAGE with the headers."""
+PART_ENTRIES = 512
 
 
 def main(conn) -> None:
@@ -40,10 +46,17 @@ def main(conn) -> None:
             msg = wire.recv(conn)
             if msg["op"] == "stop":
                 break
-            engine.serve(msg["prompts"], msg["max_new"], lambda i, t, lp, m: wire.send(
-                conn, {"type": "done", "i": i, "tokens": t, "logprobs": lp, "margins": m}))
-        routed, stock = engine.counts()
-        wire.send(conn, {"type": "counts", "routed": routed, "stock": stock})
+            if msg["op"] == "twin":
+                wire.send(conn, {"type": "twin", "slots": engine.set_twin(msg["slots"])})
+            elif msg["op"] == "counts":
+                _counts(conn, engine)
+            elif msg["op"] == "audit":
+                for part in audit_parts(engine.audit()):
+                    wire.send(conn, part)
+            else:
+                engine.serve(msg["prompts"], msg["max_new"], lambda i, t, lp, m: wire.send(
+                    conn, {"type": "done", "i": i, "tokens": t, "logprobs": lp, "margins": m}))
+        _counts(conn, engine)
     except BaseException as e:  # candidate code may raise anything, SystemExit included: report it as data
         traceback.print_exc()  # the engine's log, for diagnostics
         where = "".join(f" <- {f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in traceback.extract_tb(e.__traceback__)[-3:])
@@ -53,6 +66,30 @@ def main(conn) -> None:
             pass
     finally:
         os._exit(0)  # SGLang's helper processes are ended with the sandbox; no interpreter shutdown to hang in
+
+
+def _counts(conn, engine) -> None:
+    routed, stock = engine.counts()
+    wire.send(conn, {"type": "counts", "routed": routed, "stock": stock})
+
+
+def audit_parts(entries: list[tuple[dict, bytes]], limit: int = PART_BYTES, most: int = PART_ENTRIES) -> list[dict]:
+    """The audit's entries as `audit` messages (at least one): each part's entries with their tensors' offsets into
+    the part's base64 `data`, so every message stays under wire.MAX_MESSAGE."""
+    groups: list[list] = [[]]
+    for entry in entries:
+        if groups[-1] and (sum(len(d) for _, d in groups[-1]) + len(entry[1]) > limit or len(groups[-1]) >= most):
+            groups.append([])
+        groups[-1].append(entry)
+    parts = []
+    for i, group in enumerate(groups):
+        heads, at = [], 0
+        for head, data in group:
+            heads.append({**head, "tensors": {k: {**v, "offset": v["offset"] + at} for k, v in head["tensors"].items()}})
+            at += len(data)
+        parts.append({"type": "audit", "part": i, "parts": len(groups), "entries": heads,
+                      "data": base64.b64encode(b"".join(d for _, d in group)).decode()})
+    return parts
 
 
 def _pin(cpus: list[int]) -> None:

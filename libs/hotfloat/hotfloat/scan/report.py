@@ -51,9 +51,12 @@ def _resolve(importer: str, rel: str, files: set[str]) -> list[str]:
 
 
 def scan_bundle(bundle: Bundle) -> ScanReport:
-    """Checks every Python file once; an op is clean only if all files it reaches are."""
+    """Checks every Python file once; an op is clean only if all files it reaches are. A name any file binds to a
+    module may not be read from another file's values (`helpers.torch`), which the per-file resolver cannot see."""
     py = bundle.python_files()
     scans = {p: scan_source(p, d) for p, d in py.items()}
+    modules = frozenset().union(*(s.module_names for s in scans.values()))
+    scans = {p: s.refuse_module_reads(p, modules) for p, s in scans.items()}
     names = set(py)
     reached_by_any: set[str] = set()
     ops = []

@@ -4,7 +4,9 @@ This runs inside the (sandboxed) engine process, never in the validator: arming 
 
     router = arm_from_env()                     # HOTFLOAT_ARMED_BUNDLE=<dir> [HOTFLOAT_ARMED_IDENTITY=<sha256>]
     router = arm("path/to/bundle")              # or explicitly; arm(None) is null-armed (all calls stock)
-    router = arm(None, twin_of="candidate/")    # a twin: stock, with outputs in the candidate's domains one ulp off
+    router = arm(None, twin_of="candidate/")    # a twin: stock, outputs in the candidate's domains nudged...
+    router.set_twin_slots({"norm.rmsnorm"})     # ...once the validator enabled their slots (none by default)
+    router = arm(None, audit=AuditConfig(key))  # keeps a secret sample of slot calls; router.audit.dump() after
     y = router.silu_and_mul(x, stock=fn)        # fn(x) when the call is outside every armed op's domain
     y = router.rmsnorm(x, weight, eps, stock=fn)    # fn(x, weight, eps) outside the domain
     y, r = router.fused_add_rmsnorm(x, residual, weight, eps, stock=fn)  # two fresh outputs; fn(x, residual, weight, eps)
@@ -19,11 +21,13 @@ the output (a tuple of them for a slot with several) reshaped to the caller's le
 fallback to the stock path.
 """
 
+from .audit import AuditConfig
 from .errors import RankMismatchError, SeamLoadError
 from .ranks import check_ranks_armed
-from .router import ENV_BUNDLE, ENV_IDENTITY, ENV_TWIN_IDENTITY, ENV_TWIN_OF, SeamCount, SeamRouter, arm, arm_from_env
+from .router import (ENV_BUNDLE, ENV_HANDICAP, ENV_IDENTITY, ENV_TWIN_IDENTITY, ENV_TWIN_OF, SeamCount, SeamRouter, arm,
+                     arm_from_env)
 
 __all__ = [
-    "ENV_BUNDLE", "ENV_IDENTITY", "ENV_TWIN_IDENTITY", "ENV_TWIN_OF", "RankMismatchError", "SeamCount", "SeamLoadError", "SeamRouter", "arm",
-    "arm_from_env", "check_ranks_armed",
+    "AuditConfig", "ENV_BUNDLE", "ENV_HANDICAP", "ENV_IDENTITY", "ENV_TWIN_IDENTITY", "ENV_TWIN_OF", "RankMismatchError",
+    "SeamCount", "SeamLoadError", "SeamRouter", "arm", "arm_from_env", "check_ranks_armed",
 ]

@@ -5,15 +5,27 @@ with the slot's arguments and a `stock` callable; the router allocates the outpu
 slot's positional write-into-output ABI, and counts what it did so a test can prove the bundle really ran.
 
 A router built as a *twin* of a candidate (`twin_of`) never imports the candidate's code: it reads only the
-manifest, and every call inside the candidate's declared domains gets its outputs moved one unit in the last place
-towards zero, after whatever would have served it. That engine's numerics differ from the baseline's by a known,
+manifest. Every call inside the candidate's declared domains is a nudge site, but a slot's nudge acts only once the
+validator enabled that slot (`set_twin_slots`, default none: the slots the candidate really routed). An enabled
+nudge rounds the output stochastically to a neighbouring representable value, the size of what an accurate kernel
+legitimately differs by: each finite non-zero element moves one unit in the last place up or down in magnitude
+(50/50) with probability 1/4 (an accurate kernel picks the other neighbour of the exact value with probability
+|exact - stock| / ulp, 1/4 on average), decided by a fixed-seed hash of the element's bits and index (no RNG state,
+so replays are deterministic); zero, inf and NaN stay, and `residual_out` stays (an accurate fused kernel rounds the
+sum exactly as stock does). The enable flag is a device tensor read by elementwise ops, so a nudge captured in a
+CUDA graph at warm-up follows the flag when replayed. That engine's numerics differ from the baseline's by a known,
 legitimate amount, which is what qualification's correctness gate measures a candidate against.
+
+With an AuditConfig (hotfloat.seams.audit) the router keeps a secret sample of its slot calls for the validator;
+with `handicap_us` every activation.silu_and_mul call is followed by a delay of that many microseconds (a known
+slowdown the validator injects for calibration, never part of the engine identity).
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,6 +34,8 @@ import torch
 from ..bundle import Bundle, Op, load_bundle
 from ..errors import HotfloatError
 from ..slots import SLOTS, Role, SlotSpec, get_slot
+from .audit import ENV as ENV_AUDIT
+from .audit import AuditConfig, Auditor
 from .domain import bind_dims, in_domain
 from .errors import SeamLoadError
 from .loader import load_entries, materialize
@@ -34,6 +48,11 @@ ENV_TWIN_OF = "HOTFLOAT_TWIN_OF"
 """Path of a candidate bundle whose domains this engine nudges (a twin); its code is never imported."""
 ENV_TWIN_IDENTITY = "HOTFLOAT_TWIN_IDENTITY"
 """Optional expected identity of the twin's candidate bundle."""
+ENV_HANDICAP = "HOTFLOAT_HANDICAP_US"
+"""Microseconds of delay after every activation.silu_and_mul call (calibration's positive control)."""
+HANDICAP_SLOT = "activation.silu_and_mul"
+EXACT_OUTPUTS = {"residual_out"}
+"""Outputs the twin never nudges: an accurate kernel computes them bit for bit as stock does."""
 
 
 @dataclass
@@ -47,13 +66,19 @@ class SeamCount:
 class SeamRouter:
     """Routes slot calls between an armed bundle and stock implementations; null-armed when built without a bundle."""
 
-    def __init__(self, bundle: Bundle | None = None, *, workdir: str | None = None, twin_of: Bundle | None = None):
+    def __init__(self, bundle: Bundle | None = None, *, workdir: str | None = None, twin_of: Bundle | None = None,
+                 audit: AuditConfig | None = None, handicap_us: float = 0.0):
         self.bundle, self.twin_of = bundle, twin_of
         self._armed: dict[str, list[Op]] = {name: [] for name in SLOTS}
         self._nudged: dict[str, list[Op]] = {name: [] for name in SLOTS}
         self._entries: dict[str, Callable] = {}
         self._counts = {name: SeamCount() for name in SLOTS}
         self._lock = threading.Lock()
+        self.twin_slots: frozenset[str] = frozenset()
+        """Slots whose nudge is enabled (a twin only)."""
+        self._flags: dict[tuple[str, torch.device], torch.Tensor] = {}
+        self.audit = Auditor(audit) if audit is not None else None
+        self.handicap_us = handicap_us
         if bundle is not None:
             self._entries = load_entries(bundle, materialize(bundle, workdir))
             for op in bundle.ops:
@@ -76,21 +101,54 @@ class SeamRouter:
         of its outputs in ABI order when the slot has several.
 
         `stock(*args, **kwargs)` is used, untouched, whenever no armed op's domain covers the call. A twin counts
-        the calls it nudges as routed.
+        the calls inside its nudge sites as routed, enabled or not.
         """
         spec = get_slot(slot)
         values = _bind_args(spec, args, kwargs)
-        found = self._site(spec, values, self._armed[slot])
-        nudge = self._site(spec, values, self._nudged[slot]) is not None
-        self._count(slot, routed=found is not None or nudge)
-        served = stock(*args, **kwargs) if found is None else self._run(spec, values, found)
-        if not nudge:
-            return served
-        return tuple(_toward_zero(o) for o in served) if isinstance(served, tuple) else _toward_zero(served)
+        armed, nudged = self._armed[slot], self._nudged[slot]
+        bound = _bind(spec, values) if armed or nudged or self.audit else None
+        found, nudge = _covering(spec, bound, armed), _covering(spec, bound, nudged)
+        self._count(slot, routed=found is not None or nudge is not None)
+        site = self.audit.stage(spec, bound[1], values, bound[2]) if self.audit and bound else None
+        served = stock(*args, **kwargs) if found is None else self._run(spec, values, found, bound)
+        outs = served if isinstance(served, tuple) else (served,)
+        if nudge is not None:
+            names = [a.name for a in spec.of_role(Role.OUTPUT)]
+            outs = tuple(o if n in EXACT_OUTPUTS else _stochastic_ulp(o, self._flag(slot, o.device))
+                         for n, o in zip(names, outs))
+            served = outs if isinstance(served, tuple) else outs[0]
+        if self.handicap_us and slot == HANDICAP_SLOT:
+            _delay(outs[0].device, self.handicap_us)
+        if site is not None:
+            site.commit(dict(zip((a.name for a in spec.of_role(Role.OUTPUT)), outs)))
+        return served
 
-    def _run(self, spec: SlotSpec, values: dict, found: tuple):
-        """Calls the armed op `found` (from `_site`) with freshly allocated outputs."""
-        op, lead, tensors, dims = found
+    def set_twin_slots(self, slots: set[str]) -> set[str]:
+        """Enables the twin's nudge for `slots` (and disables it for every other slot); returns the slots enabled,
+        those of `slots` the twin has nudge sites for. Call it while the engine is idle: it waits for the device."""
+        with self._lock, torch.inference_mode():  # flags made in an inference-mode forward are inference tensors
+            self.twin_slots = frozenset(s for s in slots if self._nudged.get(s))
+            for (slot, _), flag in self._flags.items():
+                flag.fill_(slot in self.twin_slots)
+            devices = {d for _, d in self._flags if d.type == "cuda"}
+        for d in devices:
+            torch.cuda.synchronize(d)
+        return set(self.twin_slots)
+
+    def _flag(self, slot: str, device: torch.device) -> torch.Tensor:
+        """The slot's enable flag on `device`, made at its first (eager) use; the device value is what a captured
+        nudge reads on every replay."""
+        with self._lock:
+            flag = self._flags.get((slot, device))
+            if flag is None:
+                if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+                    raise RuntimeError(f"the twin's first {slot} call on {device} came inside a CUDA-graph capture")
+                flag = self._flags[(slot, device)] = torch.tensor(slot in self.twin_slots, device=device)
+            return flag
+
+    def _run(self, spec: SlotSpec, values: dict, op: Op, bound: tuple):
+        """Calls the armed op with freshly allocated outputs."""
+        lead, tensors, dims = bound
         fn = self._entries[op.key]
         outs = {}
         for a in spec.of_role(Role.OUTPUT):
@@ -143,40 +201,61 @@ class SeamRouter:
             else:
                 c.stock += 1
 
-    def _site(self, spec: SlotSpec, values: dict, ops: list[Op]):
-        """(op, leading dims, tensors, dims) for the first of `ops` whose domain covers the call, else None."""
-        if not ops:
+
+
+def _bind(spec: SlotSpec, values: dict):
+    """(leading dims, tensors with leading dims folded into rows, dims) of a call that is the slot's, else None."""
+    inputs = spec.of_role(Role.INPUT)
+    tensors, leads = {}, set()
+    for a in inputs:
+        t = values[a.name]
+        if not isinstance(t, torch.Tensor):
             return None
-        inputs = spec.of_role(Role.INPUT)
-        tensors, leads = {}, set()
-        for a in inputs:
-            t = values[a.name]
-            if not isinstance(t, torch.Tensor):
-                return None
-            if a.shape and a.shape[0] == spec.count_dim and len(a.shape) == 2:  # rows: leading dims fold into T
-                leads.add(tuple(t.shape[:-1]))
-                t = t.reshape(-1, t.shape[-1]) if t.dim() != 2 else t
-            elif a.shape and a.shape[0] == spec.count_dim:  # per-request blocks (attention's q[B, Hq, D])
-                leads.add(tuple(t.shape[:1]))
-            tensors[a.name] = t
-        if len(leads) > 1:  # token-shaped inputs that disagree on their leading dims: not the slot's call
-            return None
-        lead = leads.pop() if leads else ()
-        first = tensors[inputs[0].name]
-        dims = bind_dims(spec, tensors)
-        if dims is None or any(t.device != first.device or t.dtype != _dtype(spec, n, first.dtype)
-                               for n, t in tensors.items()):
-            return None
-        for op in ops:
-            if in_domain(op, spec, first.dtype, first.device, dims):
-                return op, lead, tensors, dims
+        if a.shape and a.shape[0] == spec.count_dim and len(a.shape) == 2:  # rows: leading dims fold into T
+            leads.add(tuple(t.shape[:-1]))
+            t = t.reshape(-1, t.shape[-1]) if t.dim() != 2 else t
+        elif a.shape and a.shape[0] == spec.count_dim:  # per-request blocks (attention's q[B, Hq, D])
+            leads.add(tuple(t.shape[:1]))
+        tensors[a.name] = t
+    if len(leads) > 1:  # token-shaped inputs that disagree on their leading dims: not the slot's call
         return None
+    first = tensors[inputs[0].name]
+    dims = bind_dims(spec, tensors)
+    if dims is None or any(t.device != first.device or t.dtype != _dtype(spec, n, first.dtype) for n, t in tensors.items()):
+        return None
+    return (leads.pop() if leads else ()), tensors, dims
 
 
-def _toward_zero(t: torch.Tensor) -> torch.Tensor:
-    """Every element one unit in the last place closer to zero (zero stays zero): elementwise, so CUDA graphs
-    capture it with the call it follows."""
-    return torch.nextafter(t, torch.zeros((), dtype=t.dtype, device=t.device))
+def _covering(spec: SlotSpec, bound, ops: list[Op]) -> Op | None:
+    """The first of `ops` whose declared domain covers the bound call, else None."""
+    if bound is None:
+        return None
+    first = bound[1][spec.of_role(Role.INPUT)[0].name]
+    return next((op for op in ops if in_domain(op, spec, first.dtype, first.device, bound[2])), None)
+
+
+def _stochastic_ulp(t: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
+    """Where `flag` is set, a quarter of the finite non-zero elements one ulp up or down in magnitude (50/50), by a
+    fixed-seed hash of each element's bits and index; elementwise, so CUDA graphs capture it with the call."""
+    ints = {2: torch.int16, 4: torch.int32}[t.element_size()]
+    bits = t.view(ints)
+    index = torch.arange(t.numel(), device=t.device).view(t.shape)
+    h = (((bits.long() & 0xFFFFFFFF) ^ (index << 1)) * 0x2545F491 + 0x1F3D5B79) & 0x7FFFFFFF
+    h = ((h ^ (h >> 15)) * 0x5BD1E995) & 0x7FFFFFFF
+    r = (h ^ (h >> 13)) & 7  # 0: up, 1: down, else stays
+    moved = (bits + (r == 0).to(ints) - (r == 1).to(ints)).view(t.dtype)
+    return torch.where(flag & torch.isfinite(t) & (t != 0) & torch.isfinite(moved), moved, t)
+
+
+def _delay(device: torch.device, us: float) -> None:
+    """The calibration handicap: a GPU spin of `us` microseconds in stream order (capture-safe), a host spin on
+    CPU."""
+    if device.type == "cuda":
+        torch.cuda._sleep(int(us * torch.cuda.get_device_properties(device).clock_rate / 1000))
+        return
+    end = time.perf_counter() + us * 1e-6
+    while time.perf_counter() < end:
+        pass
 
 
 def _dtype(spec: SlotSpec, name: str, op_dtype: torch.dtype) -> torch.dtype:
@@ -199,10 +278,12 @@ def _bind_args(spec: SlotSpec, args: tuple, kwargs: dict) -> dict:
 
 
 def arm(path: str | os.PathLike | None, *, identity: str | None = None, workdir: str | None = None,
-        twin_of: str | os.PathLike | None = None, twin_identity: str | None = None) -> SeamRouter:
+        twin_of: str | os.PathLike | None = None, twin_identity: str | None = None, audit: AuditConfig | None = None,
+        handicap_us: float = 0.0) -> SeamRouter:
     """A router for the bundle at `path` (null-armed for None), a twin of the bundle at `twin_of` when given; any
     load failure raises SeamLoadError."""
-    return SeamRouter(_load(path, identity, "armed"), workdir=workdir, twin_of=_load(twin_of, twin_identity, "twin's"))
+    return SeamRouter(_load(path, identity, "armed"), workdir=workdir, twin_of=_load(twin_of, twin_identity, "twin's"),
+                      audit=audit, handicap_us=handicap_us)
 
 
 def _load(path: str | os.PathLike | None, identity: str | None, what: str) -> Bundle | None:
@@ -219,7 +300,9 @@ def _load(path: str | os.PathLike | None, identity: str | None, what: str) -> Bu
 
 def arm_from_env(environ: dict | None = None) -> SeamRouter:
     """A router armed from HOTFLOAT_ARMED_BUNDLE (and HOTFLOAT_ARMED_IDENTITY), a twin when HOTFLOAT_TWIN_OF names
-    a candidate, as every engine process does at start."""
+    a candidate, auditing per HOTFLOAT_AUDIT and handicapped per HOTFLOAT_HANDICAP_US, as every engine process does
+    at start."""
     env = os.environ if environ is None else environ
     return arm(env.get(ENV_BUNDLE) or None, identity=env.get(ENV_IDENTITY) or None,
-               twin_of=env.get(ENV_TWIN_OF) or None, twin_identity=env.get(ENV_TWIN_IDENTITY) or None)
+               twin_of=env.get(ENV_TWIN_OF) or None, twin_identity=env.get(ENV_TWIN_IDENTITY) or None,
+               audit=AuditConfig.from_env(env.get(ENV_AUDIT)), handicap_us=float(env.get(ENV_HANDICAP) or 0))

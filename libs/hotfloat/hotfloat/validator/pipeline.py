@@ -179,4 +179,5 @@ def _attempt(identity: str, evidence: StageEvidence[Qualified]) -> Attempt:
     """One qualification's evidence as settlement reads it; only a PASS carries its score."""
     passed = evidence.status is Status.PASS
     return Attempt(identity=identity, status=evidence.status, score=evidence.record.score if passed else 0.0,
-                   gate=evidence.record.decision.gate, reason="; ".join(evidence.reasons))
+                   gate=evidence.record.decision.gate, fault=evidence.record.decision.fault,
+                   reason="; ".join(evidence.reasons))

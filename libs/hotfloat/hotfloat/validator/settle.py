@@ -1,7 +1,8 @@
 """Settlement, the one reproduction rule: a PASS counts only once an independent second qualification also passes,
 and the lower score stands. A run that failed the correctness gate settles FAIL (a kernel that is right only some of
-the time is wrong); any other run that did not pass (slower this time, undecided) settles NO_DECISION: not
-reproduced, never a loss."""
+the time is wrong), and so does a run the candidate's own engine broke (it died, stalled, forged a frame or ran GPU
+work while another engine was timed: behaving in one run and cheating in the other must not buy a re-roll); any
+other run that did not pass (slower this time, undecided) settles NO_DECISION: not reproduced, never a loss."""
 
 from __future__ import annotations
 
@@ -24,6 +25,13 @@ class Attempt(Record):
     """The correctness gate's verdict within this run; None when the run never reached it."""
     reason: str = ""
     """Why the run ended as it did, as the qualification said."""
+    fault: str | None = None
+    """The engine fault that ended the run (`C:...` is the candidate's own), as the qualification's decision says."""
+
+    @property
+    def lost(self) -> bool:
+        """Failed by the candidate's own doing: its gate, or its engine's fault."""
+        return self.status is Status.FAIL and (self.gate is Status.FAIL or (self.fault or "").startswith("C:"))
 
 
 class Settled(Record):
@@ -53,9 +61,10 @@ def settle(first: Attempt, second: Attempt) -> Settled:
                        reason=f"reproduced: scores {first.score:.4f} and {second.score:.4f}, the lower is kept")
     runs = {"first": first, "second": second}
     for name, run in runs.items():
-        if run.status is Status.FAIL and run.gate is Status.FAIL:
+        if run.lost:
+            what = "failed the correctness gate" if run.gate is Status.FAIL else "was broken by the candidate's engine"
             return Settled(identity=first.identity, status=Status.FAIL, score=0.0,
-                           reason=f"the {name} qualification failed the correctness gate: {_why(run)}")
+                           reason=f"the {name} qualification {what}: {_why(run)}")
     if statuses == {Status.N_A}:
         return Settled(identity=first.identity, status=Status.N_A, score=0.0, reason="the bundle never ran in the engine")
     name, run = next((n, r) for n, r in runs.items() if r.status is not Status.PASS)

@@ -1,0 +1,70 @@
+"""A stand-in for the GPU watchdog on a machine without a GPU: the real request loop (hotfloat.qualify.watchdog.serve)
+over a driver that behaves as the H200's was measured to (../shared/gpu-isolation, docs/device-runs.md):
+
+- locking a stopped process blocks until it runs again (the real lock hangs); a process marked busy returns
+  CUDA_ERROR_NOT_READY after the timeout; a process marked as holding a context locks (rc 0); any other process
+  returns the driver's code for a process without CUDA;
+- the probe's gap, NVML's context list and utilisation samples are what the test's state file says.
+
+The test writes the state file (its path the first argument) as JSON: {"contexts": [pid], "busy": [pid],
+"refuse": [pid], "gap_us": float, "util": [{"pid", "ts", "sm"}]}; the stand-in appends what it was asked to
+`<state>.log` so the test can see the order of locks and unlocks."""
+
+import json
+import socket
+import sys
+import time
+
+from hotfloat.qualify import hostload, watchdog
+
+NO_CUDA = 3
+"""What the stand-in answers for a process without CUDA (CUDA_ERROR_NOT_INITIALIZED)."""
+
+
+class StandinDriver:
+    checkpoint, fn, nvml, why = True, True, True, {}
+
+    def __init__(self):
+        self.path = sys.argv[1]
+
+    def _state(self) -> dict:
+        with open(self.path) as f:
+            return json.load(f)
+
+    def _log(self, *what) -> None:
+        with open(self.path + ".log", "a") as f:
+            f.write(json.dumps(what) + "\n")
+
+    def lock(self, pid, timeout_ms):
+        t = time.perf_counter()
+        while hostload.state(pid) in ("T", "t"):
+            time.sleep(0.01)
+        s = self._state()
+        self._log("lock", pid)
+        if pid in s.get("busy", []):
+            time.sleep(timeout_ms / 1e3)
+            return watchdog.CUDA_ERROR_NOT_READY, 1e3 * (time.perf_counter() - t)
+        if pid in s.get("refuse", []):
+            return 999, 0.1
+        return (0 if pid in s.get("contexts", []) else NO_CUDA), 1e3 * (time.perf_counter() - t)
+
+    def unlock(self, pid):
+        self._log("unlock", pid)
+        return 0, 0.1
+
+    def state(self, pid):
+        return 0
+
+    def probe(self, span_us):
+        return {"gap_us": self._state().get("gap_us", 3.0), "span_us": span_us, "wall_us": span_us + 40.0}
+
+    def contexts(self):
+        return self._state().get("contexts", [])
+
+    def util(self, since_us):
+        return [u for u in self._state().get("util", []) if u["ts"] > since_us]
+
+
+if __name__ == "__main__":
+    watchdog.Driver = StandinDriver
+    watchdog.serve(socket.socket(fileno=0))

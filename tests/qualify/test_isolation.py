@@ -1,0 +1,147 @@
+"""Isolation around timed passes, on two real CPU engines: with the real watchdog (no GPU here: CUDA qualification
+is refused unless opted out), and with a stand-in watchdog whose driver behaves as the H200's was measured to
+(tests/qualify/standin_watchdog.py), so the validator's handling of every lock outcome runs for real."""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hotfloat.errors import InfrastructureError
+from hotfloat.qualify import QualifyOptions, hostload
+from hotfloat.qualify.isolation import Isolation, Watchdog
+from hotfloat.qualify.resident import EngineFault, ResidentEngine
+
+OPTS = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0)
+STANDIN = [sys.executable, str(Path(__file__).with_name("standin_watchdog.py"))]
+
+
+def test_cpu_engines_are_isolated_by_stopping_them_and_the_record_says_so():
+    iso = Isolation.start("cpu", required=True)
+    assert iso.mode == "sigstop" and "CPU" in iso.record().why_not["checkpoint"]
+
+
+def test_a_cuda_host_without_the_checkpoint_lock_is_refused_unless_the_caller_opts_out():
+    with pytest.raises(InfrastructureError, match="GPU isolation unavailable.*no CUDA driver"):
+        Isolation.start("cuda", required=True)
+    iso = Isolation.start("cuda", required=False)
+    try:
+        assert iso.mode == "sigstop" and "no CUDA driver" in iso.record().why_not["checkpoint"]
+    finally:
+        iso.close()
+
+
+@pytest.fixture(scope="module")
+def engines():
+    base = dict(OPTS.engine().model_dump(), bundle=None, identity=None, warmup=[], threads=1, extra_passes=0,
+                cpus=None, graph_batches=[2], kv_tokens=0, mem_fraction=0.2)
+    pair = [ResidentEngine(n, base, device="cpu", kind="transformers", sandboxed=True, model_dir=None) for n in "BC"]
+    try:
+        for e in pair:
+            e.ready(time.monotonic() + 300)
+        yield pair
+    finally:
+        for e in pair:
+            e.close()
+
+
+@pytest.fixture
+def standin(tmp_path):
+    state = tmp_path / "state.json"
+    made = []
+
+    def make(**s) -> tuple[Isolation, Path]:
+        state.write_text(json.dumps(s))
+        iso = Isolation.connect(Watchdog([*STANDIN, str(state)]), required=True)
+        made.append(iso)
+        return iso, state
+
+    yield make
+    for iso in made:
+        iso.close()
+
+
+def _log(state: Path) -> list:
+    p = Path(str(state) + ".log")
+    return [json.loads(line) for line in p.read_text().splitlines()] if p.exists() else []
+
+
+def _serve(e):
+    e.serve([[1, 2, 3], [4, 5]], [2, 2], 120)
+
+
+def test_idle_engines_are_locked_then_stopped_and_continued_then_unlocked(engines, standin):
+    b, c = engines
+    worker, served = c.pids()[-1], b.pids()[-1]
+    iso, state = standin(contexts=[worker, served])
+    assert iso.mode == "sigstop+checkpoint-lock+quiet-probe+nvml-witness"
+    with iso.alone(engines, b):
+        assert hostload.state(worker) == "T"
+        _serve(b)
+    assert hostload.state(worker) != "T"
+    log = _log(state)
+    assert log[0] == ["lock", worker] and log[-1] == ["unlock", worker]
+    assert log[1:3] == [["lock", served], ["unlock", served]]  # the timed engine is drained, not kept locked
+    r = iso.record()
+    assert r.passes == 1 and r.cost_ms_median > 0 and r.lock_ms_median >= 0
+
+
+def test_gpu_work_left_running_is_the_fault_of_the_engine_that_left_it(engines, standin):
+    b, c = engines
+    iso, _ = standin(contexts=c.pids(), busy=[c.pids()[-1]])
+    with pytest.raises(EngineFault, match="still had GPU work running") as e:
+        with iso.alone(engines, b):
+            _serve(b)
+    assert e.value.kind == "isolation" and e.value.who == c.name
+
+
+def test_a_process_holding_a_context_must_lock(engines, standin):
+    b, c = engines
+    iso, _ = standin(contexts=c.pids(), refuse=[c.pids()[-1]])
+    with pytest.raises(EngineFault, match="holds a GPU context but could not be locked") as e:
+        with iso.alone(engines, b):
+            _serve(b)
+    assert e.value.who == c.name
+
+
+def test_nvml_seeing_a_stopped_engine_use_the_gpu_is_its_fault_and_a_foreign_process_the_hosts(engines, standin):
+    b, c = engines
+    later = int(time.time() * 1e6) + 10_000_000
+    iso, _ = standin(contexts=[], util=[{"pid": c.pids()[-1], "ts": later, "sm": 100}])
+    with pytest.raises(EngineFault, match="used the GPU .* while stopped") as e:
+        with iso.alone(engines, b):
+            _serve(b)
+    assert e.value.kind == "isolation" and e.value.who == c.name
+    iso, _ = standin(contexts=[], util=[{"pid": 1, "ts": later, "sm": 40}])
+    with pytest.raises(EngineFault, match="outside every engine") as e:
+        with iso.alone(engines, b):
+            _serve(b)
+    assert e.value.kind == "host"
+
+
+def test_a_gpu_that_is_not_quiet_before_the_pass_is_named_or_is_the_hosts(engines, standin):
+    b, _ = engines
+    iso, _ = standin(contexts=[], gap_us=2500.0)
+    with pytest.raises(EngineFault, match="not quiet before") as e:
+        with iso.alone(engines, b):
+            _serve(b)
+    assert e.value.kind == "host" and iso.record().probe_gap_us_max == 2500.0
+
+
+def test_an_engine_that_stopped_itself_is_at_fault_before_any_lock_can_hang_on_it(engines, standin):
+    import os
+    import signal
+
+    b, c = engines
+    iso, state = standin(contexts=c.pids())
+    worker = c.pids()[-1]
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        with pytest.raises(EngineFault, match="stopped before the validator stopped it") as e:
+            with iso.alone(engines, b):
+                _serve(b)
+        assert e.value.who == c.name and _log(state) == []
+    finally:
+        os.kill(worker, signal.SIGCONT)

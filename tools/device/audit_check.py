@@ -1,0 +1,258 @@
+"""Issue 32 on the GPU: the twin's enable flags, the audit's sampled commits, the handicap and the ladder kernels
+inside CUDA graphs, and what the audit costs per decode step.
+
+    . tools/device/pyenv.sh; python3 tools/device/audit_check.py [--out DIR]   (tools/device/audit_check.sh)
+
+Checks (each prints one JSON line; exit 1 when any check fails):
+- twin: a silu nudge captured while disabled replays as stock, enabled as the stochastic one-ulp nudge, and stock
+  again once disabled (the flag is a device tensor the captured kernels read);
+- audit: a graph of eight silu calls of the ladder's silu_after_n kernel (exact for its first calls, counting
+  replays), replayed with fresh inputs; the captured sites commit a sampled subset of replays, what they kept is
+  exactly what the replay computed, and the validator's checker passes the honest executions and fails the later ones;
+- handicap: a captured silu with handicap_us=50 replays about 50 us slower per call;
+- ladder: every rung captured in a graph replays what it computes eagerly;
+- cost: a llama-8b-shaped decode step at batch 32 (32 layers: two fused_add_rmsnorm and one silu_and_mul per
+  layer through the router, with the 8B model's projection matmuls) replayed as one graph, audit off and on;
+- engine: the transformers worker on CUDA in graph mode answers counts, twin and audit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools/device/ladder"))
+import make as ladder  # noqa: E402
+
+from hotfloat.qualify.audit import audit_record  # noqa: E402
+from hotfloat.qualify.worker import audit_parts  # noqa: E402
+from hotfloat.seams import AuditConfig, arm  # noqa: E402
+
+DEV = torch.device("cuda")
+results: list[dict] = []
+
+
+def report(name: str, ok: bool, **info) -> None:
+    results.append({"check": name, "ok": bool(ok), **info})
+    print(json.dumps(results[-1]), flush=True)
+
+
+def stock_silu(x):
+    d = x.shape[-1] // 2
+    return torch.nn.functional.silu(x[..., :d]) * x[..., d:]
+
+
+def stock_fused(x, residual, weight, eps):
+    s = x.float() + residual.float()
+    return (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype), s.to(x.dtype)
+
+
+def capture(fn):
+    """fn() once eagerly on a side stream (warm-up, as engines do), then captured; returns (graph, static output)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    return g, out
+
+
+def check_twin() -> None:
+    router = arm(None, twin_of=REPO / "examples/silu_triton")
+    x = torch.randn(32, 2 * 14336, device=DEV).to(torch.bfloat16)
+    g, y = capture(lambda: router.silu_and_mul(x, stock=stock_silu))
+    g.replay()
+    want = stock_silu(x)
+    off = torch.equal(y, want)
+    router.set_twin_slots({"activation.silu_and_mul"})
+    g.replay()
+    ulps = (y.view(torch.int16).int() - want.view(torch.int16).int()).abs()
+    moved = float((ulps != 0).float().mean())
+    on = int(ulps.max()) == 1 and 0.2 < moved < 0.3
+    router.set_twin_slots(set())
+    g.replay()
+    report("twin", off and on and torch.equal(y, want), moved=moved, max_ulps=int(ulps.max()))
+
+
+def check_audit(root: Path) -> None:
+    after = 40  # calls: 8 eager warm-up calls, the 8 the capture runs, then 24 in the first three replays
+    bundle = ladder.make(root / "ladder_audit", after=after)[9]  # silu_after_n
+    router = arm(bundle, audit=AuditConfig(12345, rate=0.5, rows=8))
+    x = torch.randn(32, 2 * 4096, device=DEV).to(torch.bfloat16)
+    g, outs = capture(lambda: [router.silu_and_mul(x, stock=None) for _ in range(8)])
+    sites = len(router.audit.captured)
+    kept = []
+    for r in range(200):
+        x.copy_(torch.randn_like(x, dtype=torch.float32).to(torch.bfloat16))
+        g.replay()
+        kept.append((x.clone(), [o.clone() for o in outs]))
+    torch.cuda.synchronize()
+    entries = router.audit.dump()
+    captured = [(h, d) for h, d in entries if h["site"] >= 8]  # sites 0-7 are the eager warm-up calls
+    exact = True
+    for head, data in captured:  # the entry holds what that replay computed (a capture executes nothing)
+        xr, outr = kept[head["execution"] - 1]
+        first, n, _ = head["rows"]
+        t = head["tensors"]["out"]
+        got = torch.frombuffer(bytearray(data[t["offset"]:t["offset"] + n * 4096 * 2]), dtype=torch.bfloat16)
+        exact &= torch.equal(got.view(n, 4096).cuda(), outr[head["site"] - 8][first:first + n])
+    rec = audit_record(1, "C", audit_parts(entries))
+    silu = rec.slots.get("activation.silu_and_mul")
+    ok = sites > 0 and captured and exact and silu and silu.calls_failed > 0 and rec.error is None
+    report("audit", ok, captured_sites=sites, entries=len(entries), captured_entries=len(captured),
+           executions=[(h["site"], h["execution"]) for h, _ in captured],
+           failed=silu.calls_failed if silu else None, worst=silu.worst.describe() if silu else None, exact=exact)
+
+
+def timed(g, n=50) -> float:
+    """Median microseconds per replay."""
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(n):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1000)
+    return sorted(times)[n // 2]
+
+
+def check_handicap() -> None:
+    x = torch.randn(32, 2 * 4096, device=DEV).to(torch.bfloat16)
+    base = timed(capture(lambda: [arm(None).silu_and_mul(x, stock=stock_silu) for _ in range(10)])[0])
+    slow_router = arm(None, handicap_us=50)
+    slow = timed(capture(lambda: [slow_router.silu_and_mul(x, stock=stock_silu) for _ in range(10)])[0])
+    per_call = (slow - base) / 10
+    report("handicap", 40 < per_call < 65, us_per_call=round(per_call, 2))
+
+
+def check_ladder(root: Path) -> None:
+    bad = []
+    for d in ladder.make(root / "ladder", after=10 ** 9):
+        router = arm(d)
+        x = torch.randn(32, 2 * 4096, device=DEV).to(torch.bfloat16)
+        r, w = torch.randn(32, 4096, device=DEV).to(torch.bfloat16), torch.ones(4096, device=DEV, dtype=torch.bfloat16)
+
+        def step():
+            a = router.silu_and_mul(x, stock=stock_silu)
+            b, c = router.fused_add_rmsnorm(x[:, :4096], r, w, 1e-6, stock=stock_fused)
+            return a, b, c
+
+        try:
+            g, outs = capture(step)
+            x.copy_(torch.randn_like(x, dtype=torch.float32).to(torch.bfloat16))
+            g.replay()
+            eager = step()
+            if not all(torch.equal(a, b) for a, b in zip(outs, eager)):
+                bad.append(f"{d.name}: replay differs from eager")
+        except Exception as e:
+            bad.append(f"{d.name}: {type(e).__name__}: {e}"[:300])
+    report("ladder", not bad, problems=bad)
+
+
+def check_cost() -> None:
+    """A llama-8b decode step at batch 32 through the router, as one graph: audit off against on."""
+    layers, hidden, inter, batch = 32, 4096, 14336, 32
+    gen = torch.Generator(device=DEV).manual_seed(0)
+    mats = [[torch.randn(i, o, device=DEV, generator=gen, dtype=torch.bfloat16) * 0.02
+             for i, o in ((hidden, 6144), (4096, hidden), (hidden, 2 * inter), (inter, hidden))] for _ in range(layers)]
+    w = torch.ones(hidden, device=DEV, dtype=torch.bfloat16)
+    h0 = torch.randn(batch, hidden, device=DEV, dtype=torch.bfloat16)
+    out = {}
+    for name, audit in (("off", None), ("on", AuditConfig(99, rate=1 / 16, rows=8))):
+        router = arm(None, audit=audit)
+
+        def step():
+            h, res = h0, torch.zeros_like(h0)
+            for qkv, o, gate_up, down in mats:
+                x, res = router.fused_add_rmsnorm(h, res, w, 1e-6, stock=stock_fused)
+                h = (x @ qkv)[:, :4096] @ o
+                x, res = router.fused_add_rmsnorm(h, res, w, 1e-6, stock=stock_fused)
+                h = router.silu_and_mul(x @ gate_up, stock=stock_silu) @ down
+            return h
+
+        g, _ = capture(step)
+        out[name] = timed(g)
+        if audit:
+            out["audited_sites"] = len(router.audit.captured)
+    report("cost", True, step_us_off=round(out["off"], 1), step_us_on=round(out["on"], 1),
+           overhead_pct=round(100 * (out["on"] / out["off"] - 1), 3), audited_sites=out["audited_sites"],
+           seam_calls_per_step=3 * layers)
+
+
+def check_engine(root: Path) -> None:
+    from hotfloat.bundle import load_bundle
+    from hotfloat.qualify import wire
+
+    ours, theirs = socket.socketpair()
+    env = {**os.environ, "HOTFLOAT_WORKER_HOME": str(root)}
+    proc = subprocess.Popen([sys.executable, "-m", "hotfloat.qualify.worker"], stdin=theirs.fileno(), env=env)
+    theirs.close()
+    cand = REPO / "examples/silu_triton"
+    try:
+        wire.send(ours, {"kind": "transformers", "preset": "qwen2-0.5b", "dtype": "bf16", "device": "cuda",
+                         "weight_seed": 0, "decode": "graph", "bundle": None, "identity": None, "twin_of": str(cand),
+                         "twin_identity": load_bundle(cand).identity, "warmup": [[[[5] * 40] * 4, [8] * 4]],
+                         "audit_key": 5, "audit_rate": 0.25, "audit_rows": 8, "handicap_us": 0.0})
+        deadline = time.monotonic() + 300
+        ready = wire.recv(ours, deadline)
+        batch = {"op": "batch", "prompts": [[7] * 30, [9] * 50, [11] * 20, [3] * 45], "max_new": [16] * 4}
+
+        def serve():
+            wire.send(ours, batch)
+            return [wire.recv(ours, deadline) for _ in range(4)]
+
+        plain = serve()
+        wire.send(ours, {"op": "twin", "slots": ["activation.silu_and_mul"]})
+        twin = wire.recv(ours, deadline)
+        nudged = serve()
+        wire.send(ours, {"op": "audit"})
+        first = wire.recv(ours, deadline)
+        parts = [first] + [wire.recv(ours, deadline) for _ in range(first.get("parts", 1) - 1)]
+        rec = audit_record(3, "T", parts)
+        wire.send(ours, {"op": "stop"})
+        counts = wire.recv(ours, deadline)
+        differs = [m.get("logprobs") for m in plain] != [m.get("logprobs") for m in nudged]
+        ok = ready["type"] == "ready" and twin.get("slots") == ["activation.silu_and_mul"] and differs and \
+            rec.error is None and rec.calls and not any(s.calls_failed for s in rec.slots.values())
+        report("engine", ok, twin=twin, nudged_differs=differs, error=rec.error,
+               slots={k: [v.calls_audited, v.calls_failed, v.worst.ratio] for k, v in rec.slots.items()},
+               executions=max((c.execution for c in rec.calls), default=0), routed=counts.get("routed"))
+    finally:
+        ours.close()
+        proc.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        for check in (check_twin, lambda: check_audit(Path(tmp)), check_handicap, lambda: check_ladder(Path(tmp)),
+                      check_cost, lambda: check_engine(Path(tmp))):
+            try:
+                check()
+            except Exception as e:
+                import traceback
+
+                traceback.print_exc()
+                report(getattr(check, "__name__", "check"), False, error=f"{type(e).__name__}: {e}"[:500])
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "audit_check.json").write_text(json.dumps(results, indent=1))
+    sys.exit(0 if all(r["ok"] for r in results) else 1)
