@@ -18,7 +18,8 @@ FaultKind = Literal["raised", "protocol", "died", "stalled", "identity", "isolat
 """Why an engine failed: it reported an exception, sent something that is not the protocol, exited or closed its
 channel, missed a deadline, reported another engine's identity, ran GPU work or stopped itself while another engine
 was timed (hotfloat.qualify.isolation), or the validator's own infrastructure failed under it (`host`)."""
-"""Baseline, candidate, and the correctness gate's twin (the baseline with the candidate's slots one ulp off)."""
+"""Baseline, candidate, and the correctness gate's twin (the baseline with the candidate's routed slots
+stochastically rounded to a neighbouring value)."""
 Decode = Literal["eager", "static", "graph"]
 EngineKind = Literal["transformers", "sglang"]
 
