@@ -96,6 +96,11 @@ print(f"DECISION {d['status']} gate={d['gate']} improvement={d['improvement']} [
       f"bias={d['drift']} rounds={d['rounds']}: {d['reason']}")
 print(f"sandboxed={ev['sandboxed']} seconds={ev['seconds']:.1f} fault={d.get('fault')}")
 print("isolation:", json.dumps(ev.get("isolation")))
+for a in typed.audit or []:
+    for slot, sa in a.slots.items():
+        rs = sorted(c.ratio for c in a.calls if c.slot == slot)
+        print(f"audit {a.role}{a.index} {slot}: {sa.calls_audited} calls, {sa.calls_failed} failed, median "
+              f"{rs[len(rs) // 2]:.3f} max {rs[-1]:.3f} of the tolerance")
 PY
   cat "$DEST/rounds.txt"
 fi
