@@ -145,3 +145,22 @@ def test_an_engine_that_stopped_itself_is_at_fault_before_any_lock_can_hang_on_i
         assert e.value.who == c.name and _log(state) == []
     finally:
         os.kill(worker, signal.SIGCONT)
+
+
+def test_a_context_made_between_the_look_and_the_stop_is_its_engines_fault(engines, standin, tmp_path):
+    """The stand-in lists C's worker as a context holder only after the locks were taken (as a process that made its
+    first context in that window would be): the check after the stop names C."""
+    b, c = engines
+    iso, state = standin(contexts=[])
+    real = iso._lock
+
+    def lock_then_grow(e):
+        got = real(e)
+        state.write_text(json.dumps({"contexts": [c.pids()[-1]]}))
+        return got
+
+    iso._lock = lock_then_grow
+    with pytest.raises(EngineFault, match="made a GPU context while the validator was locking it") as e:
+        with iso.alone(engines, b):
+            _serve(b)
+    assert e.value.kind == "isolation" and e.value.who == c.name

@@ -8,7 +8,8 @@ time-slices between contexts: one left-running, one-warp kernel of a stopped pro
    for the engine's submitted GPU work and then blocks its CUDA calls; work still running at the timeout is that
    engine's fault (the candidate's: FAIL). A process NVML lists with a context must lock, or its engine is at fault;
 2. stopped (SIGSTOP, every process of its tree); a process that was stopped before we stopped it stopped itself,
-   which would hang the lock: its engine's fault.
+   which would hang the lock: its engine's fault. Once stopped, no process can make a context, so NVML's list is read
+   again: a holder that was not locked made its context in between, its engine's fault.
 
 The engine about to be timed is drained too (locked and unlocked at once), so every pass starts on an idle GPU. Then a
 quiet probe (a timer loop on the GPU whose longest gap shows another context holding it: 0.0 us idle, 2.4 ms beside
@@ -138,6 +139,8 @@ class Isolation:
             for e in others:
                 e.pause()
                 stopped.append(e)
+            if self.locking and self.witness:
+                self._all_locked(others, locked)
             if self.probing:
                 self._quiet(serving)
             since = self._now_us()
@@ -186,6 +189,16 @@ class Isolation:
                 raise EngineFault(f"isolation: engine {e.name}'s process {p} holds a GPU context but could not be "
                                   f"locked (CUDA error {rc})", kind="isolation", who=e.name)
         return ok
+
+    def _all_locked(self, others: list[ResidentEngine], locked: dict[str, list[int]]) -> None:
+        """Once the others are stopped no process can make a new GPU context, so every context holder among them must
+        be one that was locked: a process that made its first context between the look and the stop (and may have
+        launched work with it) is its engine's fault."""
+        holders = set(self.wd.ask("contexts")["pids"])
+        for e in others:
+            if late := sorted(holders & set(e.pids()) - set(locked.get(e.name, []))):
+                raise EngineFault(f"isolation: engine {e.name}'s process {late[0]} made a GPU context while the "
+                                  "validator was locking it", kind="isolation", who=e.name)
 
     def _unlock(self, e: ResidentEngine, pids: list[int]) -> None:
         if pids:
