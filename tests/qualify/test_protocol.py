@@ -52,9 +52,9 @@ def run(x, out):
 """
 
 
-def _qualify(make_bundle, source, name):
+def _qualify(make_bundle, source, name, opts=OPTS):
     t = time.monotonic()
-    r = qualify_bundle(make_bundle(source, name=name), OPTS)
+    r = qualify_bundle(make_bundle(source, name=name), opts)
     assert recompute(r.evidence) == r.evidence.decision
     return r, time.monotonic() - t
 
@@ -99,3 +99,13 @@ def test_round_order_is_drawn_from_the_seed():
     orders = {tuple(round_order(5, r)) for r in range(40)}
     assert len(orders) == 6 and round_order(5, 7) == round_order(5, 7)  # every permutation of B, C, B' occurs
     assert [round_order(5, r) for r in range(10)] != [round_order(6, r) for r in range(10)]
+
+
+def test_a_candidate_that_claims_calls_of_slots_it_never_declared_is_at_fault(make_bundle):
+    """Forged seam counts cannot make the twin perturb more (nor fault the twin into a NO_DECISION)."""
+    forge = TAMPER.replace('    if msg.get("type") == "done":\n        {change}\n', '''    if msg.get("type") == "counts":
+        msg = {**msg, "routed": {**msg["routed"], "norm.rmsnorm": 7}}
+''')
+    r, _ = _qualify(make_bundle, forge, "counter", OPTS.model_copy(update={"twin": True}))
+    c = r.evidence.frames[1]
+    assert r.status == "FAIL" and c.fault == "protocol" and "does not declare" in c.error, (r.reason, c.error)

@@ -149,7 +149,8 @@ def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions |
         arms = [stock, {"bundle": paths["c"], "identity": bundles["c"].identity}, stock]
         if options.twin:
             arms.append({**stock, "twin_of": paths["c"], "twin_identity": bundles["c"].identity})
-        out = Protocol(engine, workload, options, arms, model_dir, progress).run()
+        declared = {op.entry.slot for op in bundles["c"].ops}
+        out = Protocol(engine, workload, options, arms, model_dir, progress, declared).run()
     evidence = Evidence(bundle_identity=bundles["c"].identity, baseline_identity=bundles["b"].identity if baseline else None,
                         engine=engine, engine_identity=out.identity or "unknown", engine_info=out.info,
                         workload=workload, order=out.order, rule=options.rule, env=environment(),

@@ -99,8 +99,10 @@ class Protocol:
     """Runs once: `run()` boots the arms (B, C, B' and optionally T), serves rounds and returns the Outcome."""
 
     def __init__(self, engine: EngineSpec, workload: Workload, options, arms: list[dict], model_dir: str | None,
-                 progress: Progress | None):
+                 progress: Progress | None, declared: set[str] = frozenset()):
         self.engine, self.workload, self.options, self.arms = engine, workload, options, arms
+        self.declared = declared
+        """The slots the candidate's manifest declares: the only ones it can route, and the twin can perturb."""
         self.model_dir, self.progress = model_dir, progress or (lambda *a: None)
         self.rule: RuleConfig = options.rule
         self.roles: list[Role] = ["B", "C", "B", "T"][:len(arms)]
@@ -264,8 +266,13 @@ class Protocol:
         except EngineFault as f:
             self.accs[1].fail(f"reporting its counts: {f}", f.kind)
             return
+        used = {s for s, n in routed.items() if n > 0}
+        if used - self.declared:
+            self.accs[1].fail(f"reported calls routed to slots its manifest does not declare: {sorted(used - self.declared)}",
+                              "protocol")
+            return
         try:
-            t.twin_slots(sorted(s for s, n in routed.items() if n > 0), self.options.batch_timeout_s)
+            t.twin_slots(sorted(used), self.options.batch_timeout_s)
             for r in range(self.rule.look_rounds):
                 got = self._pass(iso, 3, r)
                 if got is None:
