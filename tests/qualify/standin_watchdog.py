@@ -52,9 +52,6 @@ class StandinDriver:
         self._log("unlock", pid)
         return 0, 0.1
 
-    def state(self, pid):
-        return 0
-
     def probe(self, span_us):
         return {"gap_us": self._state().get("gap_us", 3.0), "span_us": span_us, "wall_us": span_us + 40.0}
 

@@ -154,8 +154,8 @@ def test_a_context_made_between_the_look_and_the_stop_is_its_engines_fault(engin
     iso, state = standin(contexts=[])
     real = iso._lock
 
-    def lock_then_grow(e):
-        got = real(e)
+    def lock_then_grow(e, pids):
+        got = real(e, pids)
         state.write_text(json.dumps({"contexts": [c.pids()[-1]]}))
         return got
 

@@ -30,8 +30,9 @@ from .messages import AuditEntry, AuditPart
 from .records import AuditCall, AuditRecord, Role as EngineRole
 
 
-def audit_record(index: int, role: EngineRole, parts: list[dict]) -> AuditRecord:
-    """One engine's audit reply, every entry recomputed; a malformed reply is recorded as the record's `error`."""
+def audit_record(index: int, role: EngineRole, parts: list[AuditPart | dict]) -> AuditRecord:
+    """One engine's audit reply (typed parts as the channel's decoder gave them, or plain dicts), every entry
+    recomputed; a malformed reply is recorded as the record's `error`."""
     try:
         typed = [AuditPart.model_validate(p) for p in parts]
     except ValidationError as e:

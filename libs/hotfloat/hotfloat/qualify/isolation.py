@@ -25,7 +25,6 @@ says so; on CUDA that refuses to qualify unless the caller opts out.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import statistics
 import subprocess
@@ -124,23 +123,27 @@ class Isolation:
     @contextmanager
     def alone(self, engines: list[ResidentEngine | None], serving: ResidentEngine) -> Iterator[None]:
         """`serving` alone on the machine for the duration: the others drained, locked and stopped, `serving`
-        itself drained, the GPU probed quiet; afterwards NVML is read for the pass and everything undone."""
+        itself drained, the GPU probed quiet; afterwards NVML is read for the pass and everything undone. Each
+        engine's process tree is walked once before the locks and once after the stop (a stopped engine cannot fork
+        again), not once per check: every walk reads all of /proc."""
         others = [e for e in engines if e is not None and e is not serving]
         t0 = time.perf_counter()
         locked: dict[str, list[int]] = {}
         stopped: list[ResidentEngine] = []
         try:
             for e in others:
-                _not_self_stopped(e)
+                pids = e.pids()
+                _not_self_stopped(e, pids)
                 if self.locking:
-                    locked[e.name] = self._lock(e)
+                    locked[e.name] = self._lock(e, pids)
             if self.locking:  # every pass starts on a drained GPU: the served engine's own leftovers too
-                self._unlock(serving, self._lock(serving))
+                self._unlock(serving, self._lock(serving, serving.pids()))
             for e in others:
                 e.pause()
                 stopped.append(e)
+            owner = {p: e.name for e in others for p in e.pids()} if self.witness else {}
             if self.locking and self.witness:
-                self._all_locked(others, locked)
+                self._all_locked(owner, locked)
             if self.probing:
                 self._quiet(serving)
             since = self._now_us()
@@ -150,7 +153,7 @@ class Isolation:
             if self.probing:  # recorded only: the engine just served may still drain; the next lock judges it
                 self.gaps_us.append(self.wd.ask("probe", span_us=PROBE_SPAN_US)["gap_us"])
             if self.witness:
-                self._witness(engines, serving, since + int(NVML_GUARD_S * 1e6))
+                self._witness(owner, serving, since + int(NVML_GUARD_S * 1e6))
             self.cost_ms.append(1e3 * (setup + time.perf_counter() - t1))
         finally:
             for e in stopped:
@@ -159,11 +162,10 @@ class Isolation:
                 if locked.get(e.name):
                     self._unlock(e, locked[e.name])
 
-    def _lock(self, e: ResidentEngine) -> list[int]:
-        """Locks the processes of `e`'s tree that hold a GPU context (NVML; every process where NVML is missing);
-        one that holds a context and does not lock is `e`'s fault. A process that creates its first context after
-        this look is stopped before it can use it, and NVML would see it during the pass."""
-        pids = e.pids()
+    def _lock(self, e: ResidentEngine, pids: list[int]) -> list[int]:
+        """Locks the processes of `e`'s tree (`pids`) that hold a GPU context (NVML; every process where NVML is
+        missing); one that holds a context and does not lock is `e`'s fault. A process that creates its first
+        context after this look is caught once everything is stopped (`_all_locked`)."""
         with_context = set(self.wd.ask("contexts")["pids"]) & set(pids) if self.witness else set()
         pids = [p for p in pids if p in with_context] if self.witness else pids
         if not pids:
@@ -172,8 +174,7 @@ class Isolation:
             res = self.wd.ask("lock", wait_s=REPLY_S + len(pids) * LOCK_TIMEOUT_MS / 1e3, pids=pids,
                               timeout_ms=LOCK_TIMEOUT_MS)["results"]
         except TimeoutError:
-            for p in hostload.tree(e.proc.pid):
-                _signal(p, signal.SIGCONT)  # a hung lock completes once its target runs again
+            e.resume()  # a hung lock completes once its target runs again
             self._restart()
             raise EngineFault(f"isolation: the checkpoint lock of engine {e.name} hung (its process was stopped "
                               "before the validator stopped it)", kind="isolation", who=e.name) from None
@@ -190,15 +191,14 @@ class Isolation:
                                   f"locked (CUDA error {rc})", kind="isolation", who=e.name)
         return ok
 
-    def _all_locked(self, others: list[ResidentEngine], locked: dict[str, list[int]]) -> None:
-        """Once the others are stopped no process can make a new GPU context, so every context holder among them must
-        be one that was locked: a process that made its first context between the look and the stop (and may have
-        launched work with it) is its engine's fault."""
-        holders = set(self.wd.ask("contexts")["pids"])
-        for e in others:
-            if late := sorted(holders & set(e.pids()) - set(locked.get(e.name, []))):
-                raise EngineFault(f"isolation: engine {e.name}'s process {late[0]} made a GPU context while the "
-                                  "validator was locking it", kind="isolation", who=e.name)
+    def _all_locked(self, owner: dict[int, str], locked: dict[str, list[int]]) -> None:
+        """Once the others are stopped (`owner`: their processes) no process can make a new GPU context, so every
+        context holder among them must be one that was locked: a process that made its first context between the
+        look and the stop (and may have launched work with it) is its engine's fault."""
+        for p in sorted(set(self.wd.ask("contexts")["pids"]) & owner.keys()):
+            if p not in locked.get(owner[p], []):
+                raise EngineFault(f"isolation: engine {owner[p]}'s process {p} made a GPU context while the "
+                                  "validator was locking it", kind="isolation", who=owner[p])
 
     def _unlock(self, e: ResidentEngine, pids: list[int]) -> None:
         if pids:
@@ -218,21 +218,19 @@ class Isolation:
         raise EngineFault(f"host: the GPU was not quiet before {serving.name}'s pass with every engine drained: the "
                           f"probe's timer stalled {got['gap_us']:.0f} us", kind="host", who=serving.name)
 
-    def _witness(self, engines, serving: ResidentEngine, since_us: int) -> None:
-        for name, sample in self._busy(engines, serving, since_us):
+    def _witness(self, owner: dict[int, str], serving: ResidentEngine, since_us: int) -> None:
+        """NVML's samples of the pass: a stopped engine's process (`owner`) using SMs is its fault, a process of no
+        engine the host's (the served engine's own processes, walked afresh since it may have forked, are left out)."""
+        mine = set(serving.pids())
+        busy = [(owner.get(s["pid"]), s) for s in self.wd.ask("util", since_us=since_us)["samples"]
+                if s["sm"] > 0 and s["pid"] not in mine]
+        for name, sample in busy:
             self.witnessed += 1
             if name is None:
                 raise EngineFault(f"host: process {sample['pid']} outside every engine used the GPU (SM "
                                   f"{sample['sm']}%) while {serving.name} was timed", kind="host", who=serving.name)
             raise EngineFault(f"isolation: engine {name} used the GPU (NVML: SM {sample['sm']}% for pid {sample['pid']}) "
                               f"while stopped and {serving.name} was timed", kind="isolation", who=name)
-
-    def _busy(self, engines, serving: ResidentEngine, since_us: int) -> list[tuple[str | None, dict]]:
-        """(engine name or None for a foreign process, sample) for each non-serving pid NVML saw using SMs."""
-        owner = {p: e.name for e in engines if e is not None and e is not serving for p in e.pids()}
-        mine = set(serving.pids())
-        return [(owner.get(s["pid"]), s) for s in self.wd.ask("util", since_us=since_us)["samples"]
-                if s["sm"] > 0 and s["pid"] not in mine]
 
     def _now_us(self) -> int:
         return int(time.time() * 1e6)
@@ -253,17 +251,13 @@ class Isolation:
             self.wd.close()
 
 
-def _not_self_stopped(e: ResidentEngine) -> None:
+def _not_self_stopped(e: ResidentEngine, pids: list[int]) -> None:
     """An engine process that is stopped before the validator stopped it stopped itself (a lock would hang on it);
     looked at twice, so a continue still being delivered is not mistaken for it."""
-    for p in hostload.tree(e.proc.pid):
-        if hostload.state(p) in ("T", "t") and (time.sleep(0.1) or hostload.state(p) in ("T", "t")):
+    for p in pids:
+        if hostload.state(p) not in ("T", "t"):
+            continue
+        time.sleep(0.1)
+        if hostload.state(p) in ("T", "t"):
             raise EngineFault(f"isolation: engine {e.name}'s process {p} was stopped before the validator stopped it",
                               kind="isolation", who=e.name)
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -147,13 +147,14 @@ class ResidentEngine:
 
     def stop(self, timeout_s: float) -> tuple[dict[str, int], dict[str, int]]:
         """Ends serving; returns the routed and stock seam counts the engine reports."""
-        self._send({"op": "stop"})
-        msg = self._expect(time.monotonic() + timeout_s, "counts")
-        return dict(msg.routed), dict(msg.stock)
+        return self._counts("stop", timeout_s)
 
     def counts(self, timeout_s: float) -> tuple[dict[str, int], dict[str, int]]:
         """The routed and stock seam counts so far, without stopping (which slots the candidate really used)."""
-        self._send({"op": "counts"})
+        return self._counts("counts", timeout_s)
+
+    def _counts(self, op: str, timeout_s: float) -> tuple[dict[str, int], dict[str, int]]:
+        self._send({"op": op})
         msg = self._expect(time.monotonic() + timeout_s, "counts")
         return dict(msg.routed), dict(msg.stock)
 

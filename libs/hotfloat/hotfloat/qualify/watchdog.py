@@ -86,7 +86,7 @@ class Driver:
             self.cu = None
             self.why = {k: f"no CUDA driver: {e}" for k in ("checkpoint", "probe", "nvml")}
             return
-        self.checkpoint = all(hasattr(self.cu, f"cuCheckpointProcess{n}") for n in ("Lock", "Unlock", "GetState"))
+        self.checkpoint = all(hasattr(self.cu, f"cuCheckpointProcess{n}") for n in ("Lock", "Unlock"))
         if not self.checkpoint:
             self.why["checkpoint"] = "this driver has no checkpoint API (cuCheckpointProcessLock, driver 550 or newer)"
         try:
@@ -135,11 +135,6 @@ class Driver:
         t = time.perf_counter()
         rc = self.cu.cuCheckpointProcessUnlock(ctypes.c_int(pid), ctypes.byref(_UnlockArgs()))
         return rc, 1e3 * (time.perf_counter() - t)
-
-    def state(self, pid: int) -> int:
-        s = ctypes.c_int(-1)
-        rc = self.cu.cuCheckpointProcessGetState(ctypes.c_int(pid), ctypes.byref(s))
-        return s.value if rc == 0 else -rc
 
     def probe(self, span_us: int) -> dict:
         """Runs the timer loop for `span_us`; returns its longest gap, its span and the host's wait for it (µs)."""
@@ -197,8 +192,6 @@ def serve(conn: socket.socket) -> None:
                 reply = {"results": [[p, *drv.lock(p, int(msg["timeout_ms"]))] for p in msg["pids"]]}
             elif op == "unlock":
                 reply = {"results": [[p, *drv.unlock(p)] for p in msg["pids"]]}
-            elif op == "state":
-                reply = {"states": [[p, drv.state(p)] for p in msg["pids"]]}
             elif op == "probe":
                 reply = drv.probe(int(msg["span_us"]))
             elif op == "contexts":
