@@ -149,3 +149,13 @@ def test_contiguous_and_sparse_members_are_refused(make_bundle, kind):
         tar.addfile(info, io.BytesIO(data))
     with pytest.raises(BundleError, match="links and special files"):
         unpack(gzip.compress(raw.getvalue()))
+
+
+def test_one_top_level_folder_is_the_bundle_root_and_vcs_paths_are_left_out(make_bundle):
+    b = load_bundle(make_bundle())
+    nested = tar_gz([(directory("b/"), None), *(reg(f"b/{p}", d) for p, d in b.files.items()), reg("b/.git/HEAD"),
+                     reg("b/kernels/__pycache__/k.cpython-311.pyc"), reg("b/.gitignore")])
+    assert unpack(nested).identity == b.identity
+    two = tar_gz([*(reg(f"b/{p}", d) for p, d in b.files.items()), reg("c/x.py")])
+    with pytest.raises(BundleError, match="manifest.toml is missing"):
+        unpack(two)

@@ -87,7 +87,8 @@ def test_not_a_directory(tmp_path):
 @pytest.mark.parametrize("rel,why", [
     ("kernels/lib.so", "compiled files"),
     ("kernels/k.cubin", "compiled files"),
-    ("kernels/__pycache__/k.cpython-311.pyc", "__pycache__"),
+    ("kernels/k.cpython-311.pyc", "compiled files"),
+    (".hidden/k.py", "hidden directories"),
     ("kernels/data.bin", "compiled files"),
     ("kernels/run.sh", "file type not allowed"),
     (".hidden.py", "refused path"),
@@ -140,3 +141,15 @@ def test_kernel_constexprs_are_32_bit(make_bundle):
                 'params = [{name = "x", type = "*T"}]\ngrid = ["1"]\nconstexprs = {BLOCK = 4294967296}\n')
     with pytest.raises(BundleError, match="constexprs.BLOCK: Input should be less than 2147483648"):
         load_bundle(make_bundle(manifest=manifest))
+
+
+def test_vcs_bytecode_and_package_output_are_ignored_and_said_once(make_bundle, capsys):
+    plain = load_bundle(make_bundle(name="plain"))
+    root = make_bundle(name="b", files={".git/HEAD": "ref: refs/heads/main\n", ".git/objects/ab/cd": b"\0",
+                                        ".hg/store": b"", "kernels/__pycache__/k.cpython-311.pyc": b"\0",
+                                        "dist/b.tar.gz": b"\x1f\x8b", ".gitignore": "dist/\n"})
+    (root / "manifest.toml").write_text((root / "manifest.toml").read_text().replace('"b"', '"plain"'))
+    assert load_bundle(root).identity == load_bundle(root).identity == plain.identity
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("note: ignored .git/ .gitignore .hg/ dist/ kernels/__pycache__/"), err
+    expect_error(make_bundle(name="c", files={"kernels/dist/x.tar.gz": b""}), "file type not allowed")

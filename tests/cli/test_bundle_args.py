@@ -1,8 +1,10 @@
 """Every command that takes a bundle takes a directory or an archive; the ledger defaults to a per-user file."""
 
+import io
 import json
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
@@ -63,3 +65,47 @@ def test_ledger_defaults_to_the_per_user_data_directory(tmp_path):
     assert status.returncode == 2 and "no ledger here" in status.stderr  # the override is honoured, not the default
     assert hotfloat("validator", "submit", EXAMPLES / "silu_torch", env=env, cwd=tmp_path).returncode == 0
     assert json.loads(hotfloat("validator", "status", "--json", env=env).stdout)["counts"]["received"] == 1
+
+
+def test_a_bundle_in_git_with_bytecode_verifies_and_stays_verifiable_after_package(tmp_path):
+    bundle = tmp_path / "mine"
+    for rel, data in load_bundle(EXAMPLES / "silu_torch").files.items():
+        (bundle / rel).parent.mkdir(parents=True, exist_ok=True)
+        (bundle / rel).write_bytes(data)
+    subprocess.run(["git", "init", "-q", str(bundle)], check=True)
+    (bundle / ".gitignore").write_text("__pycache__/\n")
+    (bundle / "kernels" / "__pycache__").mkdir()
+    (bundle / "kernels" / "__pycache__" / "k.cpython-311.pyc").write_bytes(b"\0bytecode")
+    identity = hotfloat("hash", bundle).stdout.strip()
+    assert identity == load_bundle(EXAMPLES / "silu_torch").identity  # nothing of git or bytecode is hashed
+    packaged = hotfloat("chain", "package", ".", "--json", cwd=bundle)  # as the generated README says
+    assert packaged.returncode == 0 and json.loads(packaged.stdout)["identity"] == identity, packaged.stderr
+    assert packaged.stderr.count("note: ignored ") == 1 and ".git/" in packaged.stderr, packaged.stderr
+    assert (bundle / "dist" / "silu-torch-example.tar.gz").is_file() and (bundle / "dist" / ".gitignore").is_file()
+    p = hotfloat("verify", ".", "--device", "cpu", "--dtype", "fp32", "--trials", "1", "--json", cwd=bundle)
+    assert p.returncode == 0 and json.loads(p.stdout)["identity"] == identity, p.stderr
+    assert hotfloat("chain", "package", ".", "--json", cwd=bundle).returncode == 0  # twice: still the same bundle
+    inside = hotfloat("chain", "package", ".", "--out", "mine.tar.gz", cwd=bundle)
+    assert inside.returncode == 2 and "inside the bundle" in inside.stderr and not (bundle / "mine.tar.gz").exists()
+
+
+def test_a_tarball_with_one_top_level_folder_is_accepted(tmp_path):
+    bundle = load_bundle(EXAMPLES / "silu_torch")
+    path = tmp_path / "silu.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for rel, data in bundle.files.items():
+            info = tarfile.TarInfo(f"silu_torch/{rel}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    assert hotfloat("hash", path).stdout.strip() == bundle.identity
+    p = hotfloat("verify", path, "--device", "cpu", "--dtype", "fp32", "--trials", "1", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["identity"] == bundle.identity, p.stderr
+    dry = hotfloat("chain", "submit", path, "--url", "https://example.org/silu.tar.gz", "--netuid", "1", "--dry-run")
+    assert dry.returncode == 0 and json.loads(dry.stdout)["h"] == bundle.identity, dry.stderr
+    submitted = hotfloat("validator", "submit", path, "--ledger", tmp_path / "l.db", "--json")
+    assert submitted.returncode == 0 and json.loads(submitted.stdout)[0]["identity"] == bundle.identity
+
+
+def test_a_manifest_given_for_its_bundle_says_to_give_the_directory():
+    p = hotfloat("verify", EXAMPLES / "silu_torch" / "manifest.toml")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "give the bundle directory" in p.stderr, p.stderr

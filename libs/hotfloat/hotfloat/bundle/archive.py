@@ -14,7 +14,7 @@ import tarfile
 import zlib
 
 from ..errors import BundleError
-from .layout import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, Bundle, bundle_from_files, check_path
+from .layout import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, Bundle, bundle_from_files, check_path, is_ignored
 
 MAX_ARCHIVE_BYTES = 16 << 20
 MAX_MEMBERS = 4 * MAX_FILES
@@ -47,7 +47,8 @@ def unpack(data: bytes) -> Bundle:
 
 def read_archive(data: bytes) -> dict[str, bytes]:
     """Every regular file of an untrusted tar or tar.gz, under all the bounds, without bundle validation (the Cacheon
-    importer reads archives whose manifest is not a hotfloat manifest yet)."""
+    importer reads archives whose manifest is not a hotfloat manifest yet). VCS and bytecode paths are left out, and
+    one top-level folder holding everything (`tar czf b.tar.gz b/`) is taken as the bundle root."""
     if len(data) > MAX_ARCHIVE_BYTES:
         raise BundleError(f"archive is {len(data)} bytes, over the {MAX_ARCHIVE_BYTES}-byte limit")
     raw = _tar_bytes(bytes(data))
@@ -60,7 +61,7 @@ def read_archive(data: bytes) -> dict[str, bytes]:
                 if members > MAX_MEMBERS:
                     raise BundleError(f"archive has more than {MAX_MEMBERS} members")
                 name = m.name.removeprefix("./").rstrip("/")
-                if m.isdir():
+                if m.isdir() or is_ignored(name):
                     continue
                 if m.type not in (tarfile.REGTYPE, tarfile.AREGTYPE) or m.sparse is not None:
                     raise BundleError(f"archive member {name[:255]!r}: links and special files are refused")
@@ -78,7 +79,16 @@ def read_archive(data: bytes) -> dict[str, bytes]:
                     raise BundleError(f"archive member {name}: size does not match its header")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         raise BundleError(f"not a valid bundle archive: {e}") from None
-    return files
+    return _strip_top_folder(files)
+
+
+def _strip_top_folder(files: dict[str, bytes]) -> dict[str, bytes]:
+    """`top/manifest.toml` and nothing outside `top/` -> the files of `top/`; anything else is returned unchanged."""
+    tops = {rel.split("/", 1)[0] for rel in files}
+    top = tops.pop() if len(tops) == 1 else None
+    if top is None or f"{top}/manifest.toml" not in files:
+        return files
+    return {rel.removeprefix(f"{top}/"): data for rel, data in files.items()}
 
 
 def _tar_bytes(data: bytes) -> bytes:

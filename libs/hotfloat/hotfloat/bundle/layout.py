@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,11 @@ MAX_TOTAL_BYTES = 8 << 20
 MAX_DEPTH = 8
 ALLOWED_SUFFIXES = (".py", ".toml", ".json", ".md", ".txt")
 COMPILED_SUFFIXES = (".so", ".o", ".a", ".pyc", ".pyo", ".cubin", ".fatbin", ".bin", ".ptx", ".dll", ".dylib", ".whl", ".egg", ".pyd")
+IGNORED_DIRS = (".git", ".hg", ".svn", "__pycache__")
+"""Never part of a bundle (not hashed, shipped or scanned): version control and bytecode, as git and pip leave them."""
+IGNORED_FILES = (".gitignore", ".gitattributes", ".gitmodules", ".hgignore")
+OUTPUT_DIR = "dist"
+"""Where `chain package` writes (as uv and cargo write beside the sources): ignored at the bundle root."""
 _PATH_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$")
 
 
@@ -63,13 +69,21 @@ def check_path(rel: str) -> None:
         raise BundleError(f"{rel}: file type not allowed in a bundle (allowed: {' '.join(ALLOWED_SUFFIXES)})")
 
 
-def read_bundle_dir(root: Path) -> dict[str, bytes]:
-    """Reads every file under root without following links; refuses links, special files and excess size."""
+def is_ignored(rel: str) -> bool:
+    """A path inside a VCS or bytecode directory, or a VCS control file: left out of every bundle."""
+    *dirs, name = rel.split("/")
+    return name in IGNORED_FILES or any(d in IGNORED_DIRS for d in dirs)
+
+
+def read_bundle_dir(root: Path, ignored: list[str] | None = None) -> dict[str, bytes]:
+    """Reads every file under root without following links; refuses links, special files and excess size. VCS,
+    bytecode and package-output directories are skipped, and their paths appended to `ignored` when given."""
     if root.is_symlink():
         raise BundleError(f"{root}: the bundle path is a symlink (refused)")
     if not root.is_dir():
         raise BundleError(f"{root}: not a bundle directory")
     files: dict[str, bytes] = {}
+    skipped = ignored if ignored is not None else []
     total = 0
     stack = [(root, "")]
     while stack:
@@ -81,9 +95,15 @@ def read_bundle_dir(root: Path) -> dict[str, bytes]:
                 if stat.S_ISLNK(st.st_mode):
                     raise BundleError(f"{rel}: symlinks are refused in bundles")
                 if stat.S_ISDIR(st.st_mode):
-                    if e.name.startswith(".") or e.name == "__pycache__":
-                        raise BundleError(f"{rel}/: hidden and __pycache__ directories are refused")
+                    if e.name in IGNORED_DIRS or rel == OUTPUT_DIR:
+                        skipped.append(rel + "/")
+                        continue
+                    if e.name.startswith("."):
+                        raise BundleError(f"{rel}/: hidden directories are refused")
                     stack.append((Path(e.path), rel + "/"))
+                    continue
+                if e.name in IGNORED_FILES:
+                    skipped.append(rel)
                     continue
                 if not stat.S_ISREG(st.st_mode):
                     raise BundleError(f"{rel}: not a regular file (refused)")
@@ -101,8 +121,19 @@ def read_bundle_dir(root: Path) -> dict[str, bytes]:
 
 
 def load_bundle(path: str | os.PathLike) -> Bundle:
-    """Loads and validates a bundle directory."""
-    return bundle_from_files(read_bundle_dir(Path(path)))
+    """Loads and validates a bundle directory; ignored directories are named once on stderr (the bundle is what the
+    author meant, and the author can see what was left out)."""
+    ignored: list[str] = []
+    bundle = bundle_from_files(read_bundle_dir(Path(path), ignored))
+    note = f"note: ignored {' '.join(sorted(ignored))} in {path} (never hashed, shipped or scanned)"
+    if ignored and note not in _SAID:
+        _SAID.add(note)
+        print(note, file=sys.stderr)
+    return bundle
+
+
+_SAID: set[str] = set()
+"""Notes already printed by this process: a command loads its bundle more than once."""
 
 
 def bundle_from_files(files: dict[str, bytes]) -> Bundle:

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 from pydantic import TypeAdapter, ValidationError
 
+from ..bundle.layout import OUTPUT_DIR
 from ..chain.fetch import FetchPolicy
 from ..chain.miner import commitment, package
 from ..chain.payload import parse_payload
@@ -57,6 +58,12 @@ def _package(path: str):
     return b, pack(b)
 
 
+def _default_archive(bundle: str, bundle_id: str) -> Path:
+    """As uv and cargo do: the output goes to a folder the bundle ignores, beside its sources."""
+    name = f"{bundle_id}.tar.gz"
+    return Path(bundle) / OUTPUT_DIR / name if Path(bundle).is_dir() else Path(name)
+
+
 @click.group("chain")
 def chain() -> None:
     """Miner commitments, validator intake and weights on the Bittensor chain."""
@@ -64,13 +71,23 @@ def chain() -> None:
 
 @chain.command("package")
 @bundle_argument
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Archive path (default ./<bundle_id>.tar.gz).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Archive path (default BUNDLE/dist/<bundle_id>.tar.gz, ignored by the bundle; ./<bundle_id>.tar.gz "
+                   "for an archive).")
 @json_option
 def package_cmd(bundle: str, out: str | None, as_json: bool) -> None:
     """Write BUNDLE's deterministic archive and print its identity (the value to commit)."""
     b, archive = _package(bundle)
-    path = Path(out or f"{b.manifest.bundle_id}.tar.gz")
+    path = Path(out or _default_archive(bundle, b.manifest.bundle_id))
+    root = Path(bundle).resolve()
+    inside = Path(bundle).is_dir() and path.resolve().is_relative_to(root)
+    if inside and not path.resolve().is_relative_to(root / OUTPUT_DIR):
+        raise InputError(f"--out {path}: inside the bundle, which would change it; write under {bundle}/{OUTPUT_DIR}/ "
+                         "or outside the bundle")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if inside and not (ignore := path.parent / ".gitignore").exists():
+            ignore.write_text("*\n")  # as uv does: git leaves the outputs alone too
         path.write_bytes(archive)
     except OSError as e:
         raise InputError(f"cannot write {path}: {e.strerror}") from None

@@ -34,6 +34,8 @@ def read_archive(path: str | os.PathLike) -> bytes:
 
     if not Path(path).is_file():
         raise InputError(f"{path}: no such bundle directory or archive")
+    if Path(path).name == "manifest.toml":
+        raise InputError(f"{path} is a bundle's manifest; give the bundle directory instead: {Path(path).parent}")
     return read_input(path, MAX_ARCHIVE_BYTES, "archive")
 
 
