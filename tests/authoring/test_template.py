@@ -3,6 +3,8 @@ with the entry's parameters exactly the slot's call order."""
 
 import ast
 import json
+import re
+import shlex
 import subprocess
 import sys
 
@@ -73,3 +75,16 @@ def test_slots_prints_the_call_each_entry_receives():
         assert [a["name"] for a in rows[name]["args"]] == [a.name for a in spec.args]
     table = hotfloat("slots").stdout
     assert "collective.all_reduce(x[T,H], out[T,H]" in " ".join(table.split())
+
+
+@pytest.mark.parametrize("slot", ["collective.all_reduce", "activation.silu_and_mul"])
+def test_the_next_hint_and_every_readme_command_run(slot, tmp_path):
+    made = hotfloat("new", "b", "--slot", slot, cwd=tmp_path)
+    hint = made.stdout.strip().splitlines()[-1]
+    assert hint.startswith("next: hotfloat verify b") and ("--world-size 2" in hint) == (slot == "collective.all_reduce")
+    steps = re.findall(r"^    (hotfloat .+)$", (tmp_path / "b" / "README.md").read_text(), re.M)
+    assert steps[0] == "hotfloat scan ." and steps[-1] == "hotfloat chain package ."
+    for step in steps:
+        argv = shlex.split(step)[1:] + (["--device", "cpu", "--shape", "T=8,D=64"] if step == "hotfloat bench ." else [])
+        done = hotfloat(*argv, cwd=tmp_path / "b")
+        assert done.returncode == 0, f"$ {step}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"

@@ -70,6 +70,12 @@ def kernel_source(slot: SlotSpec) -> str:
             f"{code}\n")
 
 
+def verify_command(slot_name: str, directory: str) -> str:
+    """The verify line for a new bundle: a multi-rank slot is verified across its ranks, never N/A on one."""
+    world_size = get_slot(slot_name).world_size
+    return f"hotfloat verify {directory}" + (f" --world-size {world_size}" if world_size > 1 else "")
+
+
 def bundle_files(slot_name: str, bundle_id: str) -> dict[str, str]:
     """Relative path -> text of a minimal passing bundle for `slot_name`."""
     slot = get_slot(slot_name)
@@ -80,13 +86,16 @@ def bundle_files(slot_name: str, bundle_id: str) -> dict[str, str]:
     manifest = (f'bundle_id = "{bundle_id}"\nabi_version = "{ABI_VERSION}"\n\n[[ops]]\nslot = "{slot.name}"\n'
                 f'source = "kernels/{body.entry}.py"\nentry = "{body.entry}"\nvariant = "default"\n'
                 f'dtypes = [{dtypes}]\narchitectures = ["cpu", "sm_90"]\nmetadata = "metadata/{body.entry}.json"\n')
-    check = f"hotfloat verify . --world-size {slot.world_size}" if slot.world_size > 1 else "hotfloat verify ."
+    steps = ["hotfloat scan .", verify_command(slot.name, "."), "hotfloat bench .", "hotfloat chain package ."]
+    timed = "`hotfloat bench` times single-device slots; this op is timed in the engine by qualification.\n\n"
+    if slot.world_size > 1:
+        steps.remove("hotfloat bench .")
     readme = (f"# {bundle_id}\n\nA hotfloat bundle for `{slot.name}`: {slot.summary}.\n\n"
               f"The entry `{body.entry}` in `kernels/{body.entry}.py` is called as\n\n    {slot.signature()}\n\n"
               "and must write every element of its outputs in place (they may have padded rows), never touch its "
               "inputs and return None. This starting point is plain torch: correct, not fast. Make it faster, then\n\n"
-              f"    hotfloat scan .\n    {check}\n    hotfloat bench .\n    hotfloat chain package .\n\n"
-              "See docs/kernel-authors.md for the full contract.\n")
+              + "".join(f"    {step}\n" for step in steps) + "\n" + (timed if slot.world_size > 1 else "")
+              + "See docs/kernel-authors.md for the full contract.\n")
     return {
         "manifest.toml": manifest,
         f"kernels/{body.entry}.py": kernel_source(slot),

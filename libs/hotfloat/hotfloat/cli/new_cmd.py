@@ -21,7 +21,7 @@ def complete_slot(ctx, param, incomplete: str) -> list[str]:
 def new(directory: str, slot: str, bundle_id: str | None, as_json: bool) -> None:
     """Write a new bundle into DIRECTORY: manifest, a plain-torch kernel with the slot's exact signature, metadata
     and a README; it passes `hotfloat scan` and `hotfloat verify` as written."""
-    from ..authoring.template import write_template
+    from ..authoring.template import verify_command, write_template
 
     written = write_template(directory, slot, bundle_id)
     if as_json:
@@ -29,4 +29,4 @@ def new(directory: str, slot: str, bundle_id: str | None, as_json: bool) -> None
         return
     for path in written:
         click.echo(f"wrote {path}")
-    click.echo(f"next: hotfloat verify {directory}")
+    click.echo(f"next: {verify_command(slot, directory)}")

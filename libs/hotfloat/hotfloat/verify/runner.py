@@ -159,7 +159,7 @@ def _not_applicable(op: Op, slot, options: VerifyOptions, arch: str) -> VerifyRo
         return _row(op, Status.N_A, f"ahead-of-time {op.entry.kind} kernel: verified on the native admission path "
                                     "(hotfloat build / admit)")
     if slot.of_role(Role.GROUP):
-        return _row(op, Status.N_A, "needs a process group: verified by the collective verifier")
+        return _row(op, Status.N_A, f"needs a process group: verify with --world-size {slot.world_size}")
     if not [d for d in op.dtypes if options.dtypes is None or d in options.dtypes]:
         return _row(op, Status.N_A, f"no requested dtype among the op's {op.dtypes}")
     return None
