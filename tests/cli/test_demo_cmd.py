@@ -62,3 +62,9 @@ def test_example_expectations_cover_every_example():
     names = {p.name for p in EXAMPLES.iterdir() if (p / "manifest.toml").exists()}
     assert set(expected) == names
     assert set(expected.values()) <= {"PASS", "FAIL", "NO_DECISION", "N/A"}
+
+
+def test_examples_mode_without_expectations_is_one_clear_line(tmp_path):
+    p = hotfloat("demo", "--examples", tmp_path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "has no expected.toml" in p.stderr, p.stderr
+    assert "Errno" not in p.stderr and f"hotfloat verify {tmp_path}" in p.stderr

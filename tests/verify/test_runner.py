@@ -60,11 +60,15 @@ def test_a_seed_replays_the_same_run_and_no_seed_draws_a_fresh_secret(make_bundl
     assert len(seeds) == 3 and all(s.bit_length() > 32 for s in seeds)
 
 
-def test_load_failure_fails_every_row_with_the_error(make_bundle):
+def test_load_failure_is_one_row_with_the_error(make_bundle):
     broken = make_bundle("import torch\nraise ImportError('no such kernel lib')\n")
     report = verify_bundle(load_bundle(broken), VerifyOptions(dtypes=["fp32"], max_shapes=1))
     assert report.status is Status.FAIL
-    assert all("loading the op failed: ImportError: no such kernel lib" in r.reason for r in report.rows)
+    [row] = report.rows
+    assert "loading the op failed: ImportError: no such kernel lib" in row.reason
+    missing = verify_bundle(load_bundle(make_bundle(name="e", entry="nope")), VerifyOptions(dtypes=["fp32"]))
+    [row] = missing.rows
+    assert row.status is Status.FAIL and "entry 'nope' is not a callable in kernels/k.py (its functions: run;" in row.reason
 
 
 def test_unsandboxed_runs_but_says_so(caplog):

@@ -81,6 +81,9 @@ def _examples(folder: Path, seed: int | None, as_json: bool) -> None:
     """Every example bundle through scan, build and verify; any verdict other than the one it is meant to get fails."""
     from .examples import judge
 
+    if not (folder / EXPECTED).is_file():
+        raise InputError(f"{folder} has no {EXPECTED} (one `bundle = \"PASS\"` line per bundle it holds); for one "
+                         f"bundle, run `hotfloat verify {folder}`")
     try:
         expected = tomllib.loads((folder / EXPECTED).read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:

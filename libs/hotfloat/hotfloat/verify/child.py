@@ -82,7 +82,9 @@ class Child:
         source = importlib.import_module(f"{package}.{meta['source'].removesuffix('.py').replace('/', '.')}")
         fn = getattr(source, meta["entry"], None)
         if not callable(fn):
-            raise TypeError(f"entry {meta['entry']!r} is not a callable in {meta['source']}")
+            own = [n for n, v in vars(source).items() if callable(v) and getattr(v, "__module__", "") == source.__name__]
+            raise TypeError(f"entry {meta['entry']!r} is not a callable in {meta['source']} (its functions: "
+                            f"{', '.join(own) or 'none'}; set `entry` in manifest.toml)")
         self.fn = fn
         self.send("loaded", {})
 

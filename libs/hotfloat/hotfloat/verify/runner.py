@@ -126,9 +126,11 @@ def _verify_op(bundle: Bundle, op: Op, options: VerifyOptions, arch: str, rng: r
             loaded = child.request("load", {"source": op.entry.source, "entry": op.entry.entry,
                                             "root": child.bundle_root, "identity": bundle.identity},
                                    deadline=deadline)
-            if loaded.kind != "loaded":
-                fault = f"loading the op failed: {reply_error(loaded, 'loaded')}"
-            for group in burst.group(calls, rng, tensors) if fault is None else ():
+            if loaded.kind != "loaded":  # one row for the op: every case would repeat the same reason
+                row = _row(op, Status.FAIL, f"loading the op failed: {reply_error(loaded, 'loaded')}")
+                emit(row)
+                return [row], set(child.bounds)
+            for group in burst.group(calls, rng, tensors):
                 preps = [prepare(slot, c.case, c.trial, c.seed) for c in group]
                 gaps = [burst.gap(rng, options.settle_s) for _ in group[1:]]
                 meta, sent = burst.request(preps, gaps, burst.settle(rng, options.settle_s))
