@@ -7,11 +7,13 @@ import click
 from click.testing import CliRunner
 import pytest
 
-from hotfloat.cli.main import cli
+from hotfloat.cli.main import COMMANDS as COMMAND_HELP, cli
 
 
 def walk(group, prefix=()):
-    for name, cmd in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
         yield (*prefix, name), cmd
         if isinstance(cmd, click.Group):
             yield from walk(cmd, (*prefix, name))
@@ -25,6 +27,12 @@ def test_every_command_has_help(path, cmd):
     assert (cmd.help or "").strip(), f"hotfloat {' '.join(path)} has no help text"
     result = CliRunner().invoke(cli, [*path, "--help"])
     assert result.exit_code == 0, result.output
+
+
+def test_the_listed_short_help_is_each_commands_own():
+    ctx = click.Context(cli)
+    for name, (_, short) in COMMAND_HELP.items():
+        assert short == cli.get_command(ctx, name).get_short_help_str(10_000), name
 
 
 def run(*args):

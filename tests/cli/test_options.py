@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import click
 import pytest
 import torch
 
@@ -20,7 +21,7 @@ GPU_ONLY = ('bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot 
 def test_device_defaults_to_auto(path):
     cmd = cli
     for name in path:
-        cmd = cmd.commands[name]
+        cmd = cmd.get_command(click.Context(cmd), name)
     [device] = [p for p in cmd.params if p.name == "device"]
     assert device.default == "auto" and list(device.type.choices) == ["auto", "cpu", "cuda"]
 

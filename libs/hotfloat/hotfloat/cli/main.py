@@ -2,62 +2,81 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+import textwrap
 
 import click
 
 from ..errors import ExitCode, HotfloatError
-from .bench_cmd import bench
-from .build_cmd import admit_cmd, build
-from .bundle_cmd import bundle, hash_cmd
-from .compat_cmd import chain_compat, compat
-from .demo_cmd import demo
-from .chain_cmd import chain
-from .env_cmd import env
-from .image_cmd import image
-from .new_cmd import new
-from .preflight_cmd import preflight_cmd
-from .scan_cmd import scan
-from .serve_cmd import serve
-from .qualify_cmd import qualify
-from .slots_cmd import slots
-from .validator_cmd import validator
-from .verify_cmd import verify
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "new": ("new_cmd:new", "Write a new bundle into DIRECTORY: manifest, a plain-torch kernel with the slot's exact "
+            "signature, metadata and a README; it passes `hotfloat scan` and `hotfloat verify` as written."),
+    "bundle": ("bundle_cmd:bundle", "The bundle format: its JSON Schema, and importing bundles written for Cacheon."),
+    "build": ("build_cmd:build", "Compile BUNDLE's triton/cute kernels to cubins without a GPU, in a sandbox; exit 0 "
+              "PASS, 1 FAIL."),
+    "admit": ("build_cmd:admit_cmd", "Gate, load (Driver API) and verify BUNDLE's built cubins; without a GPU the "
+              "verdict says the load was skipped."),
+    "bench": ("bench_cmd:bench", "Time BUNDLE's kernels on each slot's shapes beside the stock kernels, checking "
+              "outputs before and after."),
+    "slots": ("slots_cmd:slots", "List the registered slots: the call your entry receives (arguments in order), what "
+              "it must write, dtypes, verification shapes and tolerances."),
+    "demo": ("demo_cmd:demo", "Run the arena on CPU: four miners commit bundles on a stand-in chain (one honest, one "
+             "broken, two cheating), and the validator takes them in and runs scan, build, verify, qualification on "
+             "the CPU engine, settlement, crowns and weights; then a summary."),
+    "hash": ("bundle_cmd:hash_cmd", "Print the canonical SHA-256 identity of BUNDLE (the value a miner commits)."),
+    "scan": ("scan_cmd:scan", "Check BUNDLE's code against the import/builtin/introspection policy."),
+    "env": ("env_cmd:env", "Show this host's environment identity (GPU, driver, CUDA, Torch, Triton, SGLang, image, "
+            "revision)."),
+    "image": ("image_cmd:image", "Build, inspect, check and run the compiler, worker and validator images."),
+    "preflight": ("preflight_cmd:preflight_cmd", "Check this host before trusting it: exit 1 naming each question "
+                  "(device, static, behavioral) that failed."),
+    "chain": ("chain_cmd:chain", "Miner commitments, validator intake and weights on the Bittensor chain."),
+    "validator": ("validator_cmd:validator", "Queue submissions and move them through compile, admission, "
+                  "qualification and scoring."),
+    "serve": ("serve_cmd:serve", "Serve NAME until SIGTERM; prints the address it listens on once it is ready."),
+    "qualify": ("qualify_cmd:qualify", "Qualify a bundle on the complete engine (B C B' in fresh processes): "
+                "`hotfloat qualify BUNDLE`."),
+    "verify": ("verify_cmd:verify", "Verify BUNDLE's ops: exit 0 all applicable pass, 1 any FAIL, 4 nothing "
+               "applicable, 3 infrastructure error."),
+    "compat": ("compat_cmd:compat", "Check the installed SGLang against the pin and every seam hotfloat hooks (exit 1 "
+               "on any FAIL)."),
+    "chain-compat": ("compat_cmd:chain_compat", "Check the installed Bittensor SDK against the pin and the calls the "
+                     "chain layer makes; no network."),
+}
+"""Command name -> (module:object, short help). Click's lazy-group pattern: a command's module is imported only when
+that command runs, so `hotfloat --help` imports none of them (the short help is kept here; a test holds it equal to
+each command's own)."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use and listed in --help from COMMANDS."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name][0].split(":")
+        return getattr(importlib.import_module(f"{__package__}.{module}"), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(map(len, COMMANDS))
+        rows = [(name, textwrap.shorten(COMMANDS[name][1], limit, placeholder="...")) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="hotfloat")
 def cli() -> None:
     """hotfloat: check, verify, benchmark and qualify GPU-kernel bundles for a serving engine's slots.
 
     Exit codes (every command): 0 ok/PASS, 1 FAIL, 2 bad input or usage, 3 infrastructure, 4 nothing applicable,
     5 NO_DECISION. Shell completion: eval "$(_HOTFLOAT_COMPLETE=bash_source hotfloat)" (zsh_source, fish_source)."""
-
-
-COMMANDS = (
-    new,
-    bundle,
-    build,
-    admit_cmd,
-    bench,
-    slots,
-    demo,
-    hash_cmd,
-    scan,
-    env,
-    image,
-    preflight_cmd,
-    chain,
-    validator,
-    serve,
-    qualify,
-    verify,
-    compat,
-    chain_compat,
-)
-for command in COMMANDS:
-    cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> None:
