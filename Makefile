@@ -79,6 +79,12 @@ down: setup
 miner: images
 	$(BIN)/hotfloat image miner $(BUNDLE)
 
+## Kubernetes (deploy/k8s/, issue 36): pin every image to images/digests.lock and write the pod seccomp profile; run
+## it after `make images-lock` (tests/deploy fails while the manifests are stale).
+.PHONY: k8s
+k8s: setup
+	$(BIN)/python tools/k8s_manifests.py
+
 ## The engine venv: SGLang 0.5.13.post1 on its pinned torch 2.11.0 (the H200's stack; docs/compat.md), for
 ## `hotfloat compat` and the seam tests. Cached by a stamp; installed with uv from hashed locks (pip takes ~10 min for
 ## torch's CUDA wheels).
