@@ -1,4 +1,4 @@
-"""Every number the docs quote about the committed H200 calibration files, regenerated from those files.
+"""Every number the docs quote about the committed H200 calibration and ladder files, regenerated from those files.
 
     python tools/calibration_tables.py            # rewrite the generated blocks of the docs
     python tools/calibration_tables.py --check    # exit 1 naming each block that differs (tests run this)
@@ -30,7 +30,24 @@ RAWS = {
     "8B candidates (seed 11)": "calibration-h200-llama8b-candidates.raw.json",
     "8B stock6 (seed 12)": "calibration-h200-llama8b-stock6.raw.json",
     "8B stock6 (seed 13)": "calibration-h200-llama8b-stock6-seed13.raw.json",
+    "8B control (seed 406650)": "calibration-h200-llama8b-control-seed406650.raw.json",
+    "8B control (seed 406966)": "calibration-h200-llama8b-control-seed406966.raw.json",
+    "8B control (seed 407066)": "calibration-h200-llama8b-control-seed407066.raw.json",
 }
+LADDER = {
+    "examples/silu_triton": ("isolation-silu_triton", "accurate (Triton), bit-exact here"),
+    "examples/fused_add_rmsnorm_triton": ("ladder-fused_add_rmsnorm_triton", "accurate (Triton)"),
+    "examples/attention_decode_triton": ("ladder-attention_decode_triton", "accurate (Triton)"),
+    "silu_rel_0_5": ("ladder-silu_rel_0_5", "silu out x (1 +- 0.5%)"),
+    "silu_rel_1": ("ladder-silu_rel_1", "silu out x (1 +- 1%)"),
+    "silu_1pct_with_fused": ("audit-silu_1pct_with_fused", "silu x (1 +- 1%) + accurate fused op"),
+    "silu_rel_3": ("ladder-silu_rel_3", "silu out x (1 +- 3%)"),
+    "silu_rows_1pct": ("ladder-silu_rows_1pct", "1% of silu rows 25% off"),
+    "silu_after_n_sparse": ("audit-silu_after_n_sparse", "silu exact, then 1 element in 1024 0.25 off"),
+    "fused_rel_0_5": ("ladder-fused_rel_0_5", "fused out x (1 +- 0.5%)"),
+    "fused_rel_1": ("ladder-fused_rel_1", "fused out x (1 +- 1%)"),
+}
+"""Issue 32's ladder on the H200: run -> (evidence file under docs/qualify-runs, what its kernel does)."""
 CANDIDATES = "calibration-h200-llama8b-candidates.raw.json"
 BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- /generated -->)", re.S)
 
@@ -200,8 +217,46 @@ def engine_noise() -> str:
                    "GPU busy: median (per pass)"], rows)
 
 
+def ladder() -> str:
+    """Per ladder run: the candidate's divergence against its per-slot twin's, the audit's worst slot against
+    stock's, and the verdict recorded and under today's rule (the default slacks applied to the same records)."""
+    from hotfloat.qualify import QualifyOptions, recompute
+    from hotfloat.qualify.gate import LEVELS, divergence
+    from hotfloat.qualify.records import Evidence
+
+    today = QualifyOptions.for_device("cuda").rule
+    rows = []
+    for run, (name, what) in LADDER.items():
+        ev = Evidence.model_validate_json(lzma.decompress((RUNS / f"evidence-h200-llama8b-{name}.json.xz").read_bytes()))
+        ref, tol = ev.frames[0], ev.rule.logprob_tol
+        t, c = divergence(ref, ev.twin, tol), divergence(ref, ev.frames[1], tol)
+        worst = max([c.level(q) / t.level(q) for q in LEVELS] + [c.rate / t.rate])
+        cand = next((a for a in ev.audit or () if a.role == "C"), None)
+        audit = [] if cand else ["not run then"]
+        for slot, st in sorted(cand.slots.items() if cand else ()):
+            stock = [x.ratio for a in ev.audit if a.role == "B" for x in a.calls if x.slot == slot]
+            mine = [x.ratio for x in cand.calls if x.slot == slot]
+            audit.append(f"{slot.split('.')[-1]} {np.median(mine) / np.median(stock):.2f}x"
+                         + (f" ({st.calls_failed} of {st.calls_audited} wrong)" if st.calls_failed else ""))
+        now = recompute(ev.model_copy(update={"rule": ev.rule.model_copy(update={
+            "gate_slack": today.gate_slack, "audit_slack": today.audit_slack})}))
+        twin = ", ".join(s.split(".")[-1] for s, n in sorted(ev.twin.routed.items()) if n)
+        rows.append([f"`{run}`", what, twin, f"{t.rate:.1%}", f"{c.rate:.1%}", f"{worst:.2f}", "; ".join(audit),
+                     _correctness(ev.decision), f"**{_correctness(now)}**"])
+    return _table(["run", "kernel", "twin nudged", "T left the path", "C left the path",
+                   "C/T (worst of 50/90/99%, rate)", "audit: C's median error / stock's", "correctness, as recorded",
+                   f"correctness today (gate {today.gate_slack:g}x, audit {today.audit_slack:g}x)"], rows)
+
+
+def _correctness(d) -> str:
+    """A decision's correctness side: PASS (speed decided the rest), or FAIL and by which check."""
+    if d.gate != "FAIL":
+        return d.gate
+    return "FAIL by the audit" if d.reason.startswith("audit") else "FAIL by the gate"
+
+
 BLOCKS = {"collections": collections, "spread": spread, "pairs": pairs, "record": record, "examples": examples, "twin": twin,
-          "engine-noise": engine_noise}
+          "engine-noise": engine_noise, "ladder": ladder}
 
 
 def render(text: str, made: dict[str, str]) -> str:

@@ -155,3 +155,25 @@ def test_on_the_h200_an_extra_exact_op_widened_the_twin_but_not_the_per_slot_aud
     strict = recompute(ev.model_copy(update={"rule": ev.rule.model_copy(update={"audit_slack": 2.0})}))
     assert strict.status == "FAIL" and "activation.silu_and_mul are 3.7x" in strict.reason
     assert "fused" not in strict.reason
+
+
+LADDER_REFUSED = ("silu_rel_1", "silu_rel_3", "silu_rows_1pct", "fused_rel_1", "fused_rel_0_5")
+
+
+@pytest.mark.parametrize("name", [f"ladder-{r}" for r in LADDER_REFUSED + ("silu_rel_0_5",)]
+                         + [f"ladder-{e}" for e in ("fused_add_rmsnorm_triton", "attention_decode_triton")])
+def test_the_h200_ladder_recomputes_as_recorded_and_todays_slacks_decide_it(name):
+    """Issue 32's ladder (docs/qualification.md, "The ladder"): every run recomputes as recorded; under the slacks
+    chosen from it the inaccurate rungs of 1% (and fused 0.5%) FAIL on correctness, silu 0.5% and the accurate
+    examples pass it (speed decides them)."""
+    from hotfloat.qualify import QualifyOptions, recompute
+
+    ev = _h200(name)
+    assert recompute(ev) == ev.decision
+    today = QualifyOptions.for_device("cuda").rule
+    now = recompute(ev.model_copy(update={"rule": ev.rule.model_copy(
+        update={"gate_slack": today.gate_slack, "audit_slack": today.audit_slack})}))
+    refused = name.removeprefix("ladder-") in LADDER_REFUSED
+    assert (now.gate == "FAIL") == refused, now.reason
+    if refused and now.reason.startswith("audit"):
+        assert ("silu_and_mul" in now.reason) == name.startswith("ladder-silu")

@@ -110,3 +110,11 @@ def test_an_exact_twin_leaves_the_floor_in_force():
     exact_twin = frames_of(3, "T", [0.0] * 100)
     assert gate([REF, frames_of(1, "C", [5e-4] * 100)], 1e-3, exact_twin)[0] == "PASS"
     assert gate([REF, frames_of(1, "C", [2e-3] * 100)], 1e-3, exact_twin)[0] == "FAIL"
+
+
+def test_the_slack_is_the_rules_and_decides_a_candidate_between_them():
+    """Twice the twin's departures: at the old slack of 2 (not beyond it), beyond the calibrated 1.5."""
+    off = frames_of(1, "C", [0.0] * 100, flip_at={5, 30, 60, 90})  # 4% of compared tokens against the twin's 2%
+    assert gate([REF, off], 1e-3, TWIN, 2.0)[0] == "PASS"
+    status, why = gate([REF, off], 1e-3, TWIN, 1.5)
+    assert status == "FAIL" and "1.5x the twin's" in why, why

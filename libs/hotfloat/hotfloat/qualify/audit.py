@@ -79,16 +79,22 @@ def recompute_entry(entry: AuditEntry, data: bytes) -> AuditCall | str:
         return "shapes contradict the slot"
     if not 1 <= n == dims[spec.count_dim] or first + n > total:
         return f"rows {entry.rows} do not match the tensors"
-    expected = spec.reference({**inputs, **entry.scalars})
-    tol, err, ratio = spec.tolerances[entry.dtype], 0.0, 0.0
-    for a in spec.of_role(Role.OUTPUT):
-        got, want = tensors[a.name].float(), expected[a.name].float()
-        diff = (got - want).abs()
-        q = torch.where(torch.isfinite(got), diff / (tol.atol + tol.rtol * want.abs()), math.inf)
-        err, ratio = max(err, float(torch.nan_to_num(diff, nan=math.inf).max())), max(ratio, float(q.max()))
+    err, ratio = distance(spec, entry.dtype, tensors, spec.reference({**inputs, **entry.scalars}))
     return AuditCall(slot=entry.slot, site=entry.site, execution=entry.execution, dtype=entry.dtype,
                      rows=(first, n, total), width=int(next(iter(inputs.values())).shape[-1]), max_abs_err=err,
                      ratio=ratio)
+
+
+def distance(spec, dtype: str, got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> tuple[float, float]:
+    """(max abs error, max error in units of the slot's verify tolerance) of a call's outputs against the reference;
+    a non-finite output is infinitely far."""
+    tol, err, ratio = spec.tolerances[dtype], 0.0, 0.0
+    for a in spec.of_role(Role.OUTPUT):
+        g, w = got[a.name].float(), want[a.name].float()
+        diff = (g - w).abs()
+        q = torch.where(torch.isfinite(g), diff / (tol.atol + tol.rtol * w.abs()), math.inf)
+        err, ratio = max(err, float(torch.nan_to_num(diff, nan=math.inf).max())), max(ratio, float(q.max()))
+    return err, ratio
 
 
 AUDIT_FLOOR = 0.25

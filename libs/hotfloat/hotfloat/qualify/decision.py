@@ -47,7 +47,7 @@ def judge(frames: list[RunFrame], rule: RuleConfig, order: list[list[int]], twin
                         reason=f"infrastructure: the gate's twin engine failed: {twin.error}")
     if audit is not None and (verdict := _audited(audit, rule.audit_slack)) is not None:
         return verdict
-    status, why = gate(frames, rule.logprob_tol, twin)
+    status, why = gate(frames, rule.logprob_tol, twin, rule.gate_slack)
     if status != "PASS":
         hint = furthest(audit) if status == "FAIL" else None
         return Decision(status=status, gate=status if status == "FAIL" else "N/A",

@@ -13,7 +13,8 @@ declared domains, are stochastically rounded to a neighbouring value (a quarter 
 an accurate kernel's size, hotfloat.seams); it serves the first look's prompts after they were timed. The allowance is
 end to end, so an op routed in another slot widens it; the in-engine audit checks each slot on its own
 (hotfloat.qualify.audit). The candidate passes when its logprob differences at the median, 90th and 99th
-percentiles, and its rate of leaving the path, are each at most SLACK times the twin's (never below the floor).
+percentiles, and its rate of leaving the path, are each at most `slack` times the twin's (never below the floor);
+the rule carries the slack (RuleConfig.gate_slack), chosen from the H200 ladder (docs/qualification.md).
 Without a twin (older evidence, the calibration's collections) the floor alone applies: identical tokens, logprobs
 within the floor.
 
@@ -31,8 +32,6 @@ import numpy as np
 
 from .records import AuditRecord, RunFrame
 
-SLACK = 2.0
-"""How many times the twin's divergence a candidate may show."""
 LEVELS = (0.5, 0.9, 0.99)
 """Percentiles of the per-token logprob differences compared with the twin's."""
 
@@ -91,9 +90,9 @@ def compare(ref: RunFrame, other: RunFrame, tol: float) -> str | None:
     return d if isinstance(d, str) else d.first
 
 
-def gate(frames: list[RunFrame], tol: float, twin: RunFrame | None = None) -> tuple[str, str]:
-    """(status, reason) over ok frames in protocol order: FAIL says how the candidate strays, NO_DECISION names a
-    baseline that disagrees with itself or a twin that could not be read."""
+def gate(frames: list[RunFrame], tol: float, twin: RunFrame | None = None, slack: float = 2.0) -> tuple[str, str]:
+    """(status, reason) over ok frames in protocol order: FAIL says how the candidate strays beyond `slack` times the
+    twin's divergence, NO_DECISION names a baseline that disagrees with itself or a twin that could not be read."""
     baselines = [f for f in frames if f.role == "B"]
     ref = baselines[0]
     for f in baselines[1:]:
@@ -108,25 +107,25 @@ def gate(frames: list[RunFrame], tol: float, twin: RunFrame | None = None) -> tu
     for f in frames:
         if f.role != "C":
             continue
-        why = compare(ref, f, tol) if limits is None else _beyond(divergence(ref, f, tol), limits, tol)
+        why = compare(ref, f, tol) if limits is None else _beyond(divergence(ref, f, tol), limits, tol, slack)
         if why is not None:
             return "FAIL", f"candidate run {f.index} does not match the baseline: {why}"
     if limits is None:
         return "PASS", "every candidate completion matches the baseline"
-    return "PASS", f"the candidate stays within {SLACK:g}x the twin's divergence ({_levels(limits)} for the twin)"
+    return "PASS", f"the candidate stays within {slack:g}x the twin's divergence ({_levels(limits)} for the twin)"
 
 
-def _beyond(c: Divergence | str, t: Divergence, tol: float) -> str | None:
-    """Why the candidate's divergence exceeds SLACK times the twin's, or None when it does not."""
+def _beyond(c: Divergence | str, t: Divergence, tol: float, slack: float) -> str | None:
+    """Why the candidate's divergence exceeds `slack` times the twin's, or None when it does not."""
     if isinstance(c, str):
         return c
     for q in LEVELS:
-        limit = max(tol, SLACK * t.level(q))
+        limit = max(tol, slack * t.level(q))
         if c.level(q) > limit:
-            return (f"logprob differences at the {q:.0%} level are {c.level(q):.3g} > {limit:.3g} ({SLACK:g}x the "
+            return (f"logprob differences at the {q:.0%} level are {c.level(q):.3g} > {limit:.3g} ({slack:g}x the "
                     f"twin's {t.level(q):.3g})")
-    if c.rate > SLACK * t.rate:
-        return (f"leaves the baseline's path at {c.rate:.2%} of tokens > {SLACK * t.rate:.2%} ({SLACK:g}x the "
+    if c.rate > slack * t.rate:
+        return (f"leaves the baseline's path at {c.rate:.2%} of tokens > {slack * t.rate:.2%} ({slack:g}x the "
                 f"twin's {t.rate:.2%})")
     return None
 

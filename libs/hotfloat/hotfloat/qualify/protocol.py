@@ -296,7 +296,7 @@ class Protocol:
         """Whether the gate or the rule already decides on the first n rounds (counts are not needed to know that)."""
         frames = [a.frame(n) for a in self.accs[:3]]
         twin = self._twin_frame()
-        if twin is not None and not twin.ok or gate(frames, self.rule.logprob_tol, twin)[0] != "PASS":
+        if twin is not None and not twin.ok or gate(frames, self.rule.logprob_tol, twin, self.rule.gate_slack)[0] != "PASS":
             return True
         return decide(frames[0].pass_s, frames[1].pass_s, frames[2].pass_s, self.rule) is not None
 

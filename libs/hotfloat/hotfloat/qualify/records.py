@@ -118,6 +118,9 @@ class RuleConfig(Record):
     logprob_tol: Annotated[float, Field(ge=0)] = 0.0
     """Correctness gate: 0 demands identical tokens and logprobs; above 0, logprobs may differ by this much and a
     token may differ only where the baseline's top-two logprobs were within it (a near tie)."""
+    gate_slack: Annotated[float, Field(ge=1, le=10)] = 2.0
+    """Correctness gate with a twin: the candidate's logprob differences and path-leaving rate may be at most this
+    many times the twin's (hotfloat.qualify.gate); 2 in evidence from before it was a rule parameter."""
     audit_slack: Annotated[float, Field(ge=0)] = 0.0
     """Per slot, the candidate's audited calls may be at most this many times as far from the fp32 reference as the
     stock kernel's on the same calls (median of each call's worst error over its verify tolerance, never below
