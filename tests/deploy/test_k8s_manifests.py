@@ -68,6 +68,14 @@ def test_pinning_follows_the_lock():
         k8s.pin(text, {})
 
 
+def test_a_new_digest_in_the_lock_makes_exactly_its_users_stale(tmp_path, monkeypatch):
+    lock = tmp_path / "digests.lock"
+    lock.write_text(re.sub(r"^(worker:cuda) sha256:[0-9a-f]{64}$", r"\1 sha256:" + "0" * 64, k8s.LOCK.read_text(),
+                           flags=re.M))
+    monkeypatch.setattr(k8s, "LOCK", lock)
+    assert sorted(p.name for p in k8s.stale()) == ["admission.yaml", "qualification.yaml"]
+
+
 @pytest.mark.parametrize("overlay", k8s.OVERLAYS)
 def test_every_object_passes_the_kubernetes_schemas_offline(overlay):
     docs = k8s.render(k8s.K8S / overlay)
@@ -147,6 +155,18 @@ def test_worker_pods_carry_the_sandbox_settings_and_nothing_more():
                 assert "privileged" not in sc and "seccompProfile" not in sc and "runAsUser" not in sc
                 sandbox = {"procMount": "Unmasked", "appArmorProfile": {"type": "Unconfined"}}
                 assert {k: sc[k] for k in sandbox if k in sc} == (sandbox if name in WORKERS else {}), f"{overlay}: {name}"
+
+
+def test_workers_are_headless_and_the_ledger_has_one_writer_on_its_own_volume():
+    for overlay, docs in rendered().items():
+        services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+        for name in ("admission", "qualification"):
+            assert services[name]["spec"].get("clusterIP") == "None", f"{overlay}: {name} hides its pods behind one IP"
+        v = workloads(docs)["validator"]
+        assert v["kind"] == "StatefulSet" and v["spec"]["replicas"] == 1, f"{overlay}: one ledger writer"
+        (claim,) = v["spec"]["volumeClaimTemplates"]
+        mounts = {m["name"]: m["mountPath"] for m in container(v)["volumeMounts"]}
+        assert flag(container(v), "--ledger").startswith(mounts[claim["metadata"]["name"]] + "/")
 
 
 def test_secrets_are_referenced_never_committed():
