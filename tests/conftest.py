@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -10,6 +13,24 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_tmpdir():
+    """Every temp directory of the run, in this process and its children (also those a test SIGKILLs before they
+    clean up), under one folder removed at the end: `make test` leaves no /tmp/hotfloat-* behind. Short and
+    world-traversable, as the sandbox and Unix socket paths need."""
+    root = tempfile.mkdtemp(prefix="hf-run-", dir="/tmp")
+    os.chmod(root, 0o755)
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"], tempfile.tempdir = root, None
+    yield
+    if before is None:
+        del os.environ["TMPDIR"]
+    else:
+        os.environ["TMPDIR"] = before
+    tempfile.tempdir = None
+    shutil.rmtree(root, ignore_errors=True)
 
 def foreign_sqlite(path: Path, table: str) -> bytes:
     """Another program's SQLite database at `path` (one table); returns its bytes, to show a refusal left it alone."""

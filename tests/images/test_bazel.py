@@ -3,7 +3,17 @@
 import subprocess
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_server_left():
+    """`make test` leaves no Bazel server behind (one idles for hours at ~260 MB); shutdown waits for any running
+    command, so a build started elsewhere finishes first."""
+    yield
+    subprocess.run(["bazel", "shutdown"], cwd=REPO, capture_output=True, timeout=300, check=False)
 
 
 def _bazel(*args: str) -> subprocess.CompletedProcess:

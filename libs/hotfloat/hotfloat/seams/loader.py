@@ -7,9 +7,11 @@ modules. Any failure raises: an engine must never quietly serve the stock path f
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import importlib.machinery
 import importlib.util
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -20,8 +22,11 @@ from .errors import SeamLoadError
 
 
 def materialize(bundle: Bundle, parent: str | None = None) -> Path:
-    """Writes the bundle's files to a fresh private directory and returns it."""
+    """Writes the bundle's files to a fresh private directory and returns it; one made in the system temp folder is
+    removed when the process exits (its modules stay imported until then)."""
     root = Path(tempfile.mkdtemp(prefix=f"hotfloat-armed-{bundle.identity[:12]}-", dir=parent))
+    if parent is None:
+        atexit.register(shutil.rmtree, root, True)
     for rel, data in bundle.files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
