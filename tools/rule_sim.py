@@ -17,8 +17,7 @@ import sys
 
 import numpy as np
 
-from hotfloat.qualify.api import DEFAULT_RULES
-from hotfloat.qualify.records import RuleConfig
+from hotfloat.qualify.api import default_rule
 from hotfloat.qualify.rule import decide
 
 EFFECTS = (0.0, 0.005, 0.01, 0.02, 0.05)
@@ -46,7 +45,7 @@ def trials(rng, count, rounds, effect, sigma=0.004, c_sigma=None, tau=0.001, c_t
 
 def table(draws: int, seed: int) -> list[dict]:
     """One row per case and effect: the PASS rate of each version over the same draws."""
-    v2 = RuleConfig(**DEFAULT_RULES["cuda"])
+    v2 = default_rule("cuda")
     rules = {1: v2.model_copy(update={"version": 1}), 2: v2}
     rows = []
     for i, (case, noise) in enumerate(CASES.items()):
@@ -66,11 +65,11 @@ def main() -> int:
     args = ap.parse_args()
     rows = table(args.draws, args.seed)
     if args.json:
-        json.dump(dict(rule=RuleConfig(**DEFAULT_RULES["cuda"]).model_dump(exclude={"version"}), rows=rows), sys.stdout,
+        json.dump(dict(rule=default_rule("cuda").model_dump(exclude={"version"}), rows=rows), sys.stdout,
                   indent=1)
         print()
         return 0
-    print(f"PASS rate, v1 -> v2, {args.draws} qualifications per cell (deployed CUDA rule: {DEFAULT_RULES['cuda']})")
+    print(f"PASS rate, v1 -> v2, {args.draws} qualifications per cell (deployed CUDA rule: {default_rule('cuda')})")
     print(f"| {'case':<24} | " + " | ".join(f"{f'effect {e:.1%}':<18}" for e in EFFECTS) + " |")
     print(f"|{'-' * 26}|" + "|".join("-" * 20 for _ in EFFECTS) + "|")
     for case in CASES:

@@ -122,8 +122,8 @@ def test_cli_analyse_writes_the_record_with_the_preregistered_rule(tmp_path, cap
 
 def test_the_committed_record_reproduces_from_the_committed_raw_files_and_sets_the_cuda_default():
     """Every count in docs/calibration-h200.json comes back from its sources, its rule is the pre-registered one,
-    and the library's CUDA default is that rule (the record is not shipped with the package)."""
-    from hotfloat.qualify.api import DEFAULT_RULES
+    and the library's CUDA default is that rule, read from the record the package ships (docs/ links to it)."""
+    from hotfloat.qualify.api import CUDA_RECORD, default_rule
 
     rec = CalibrationRecord.model_validate_json((DOCS / "calibration-h200.json").read_bytes())
     prereg = load_preregistration(DOCS / "calibration-h200.preregistered.json")
@@ -133,7 +133,8 @@ def test_the_committed_record_reproduces_from_the_committed_raw_files_and_sets_t
             "pooled_false_passes", "units", "positive_control", "injected", "rounds")
     assert {k: getattr(again, k) for k in keys} == {k: getattr(rec, k) for k in keys}
     assert (again.model.sigma, again.model.tau, again.model.tau_upper_95) == (rec.model.sigma, rec.model.tau, rec.model.tau_upper_95)
-    assert rec.rule == prereg.rule == RuleConfig(**{**DEFAULT_RULES["cuda"], "logprob_tol": rec.rule.logprob_tol})
+    assert rec.rule == prereg.rule == default_rule("cuda")
+    assert (DOCS / "calibration-h200.json").resolve() == CUDA_RECORD.resolve()
 
 
 def cli(capsys, tmp_path, *args):

@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from hotfloat.qualify.api import DEFAULT_RULES
+from hotfloat.qualify.api import default_rule
 from hotfloat.qualify.records import RuleConfig
 from hotfloat.qualify.rule import critical_z, decide, look, trim_inflation, trimmed_mean
 
 RULE = RuleConfig(look_rounds=10, max_looks=4, noise_floor=0.003, process_floor=0.003)
-CUDA = RuleConfig(**DEFAULT_RULES["cuda"])
+CUDA = default_rule("cuda")
 CUDA_V1 = CUDA.model_copy(update={"version": 1})
 
 

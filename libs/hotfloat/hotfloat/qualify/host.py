@@ -195,5 +195,7 @@ def _stage_root() -> Path:
 
 
 def _remove_stage(root: Path) -> None:
-    root.chmod(0o700)
-    shutil.rmtree(root, ignore_errors=True)
+    """At exit; whoever owned the temp folder above it may have removed it already."""
+    if root.exists():
+        root.chmod(0o700)
+        shutil.rmtree(root, ignore_errors=True)
