@@ -65,3 +65,15 @@ def test_the_timeout_default_is_the_librarys():
     from hotfloat.bench.run import TIMEOUT_S
 
     assert next(p.default for p in bench.params if p.name == "timeout_s") == TIMEOUT_S
+
+
+def test_the_table_fits_80_columns_and_wide_shows_every_column(capsys):
+    argv = ["bench", str(EXAMPLES / "silu_triton"), "--device", "cpu", "--shape", "T=2,D=256", "--stock", "none"]
+    widths = {}
+    for wide in (False, True):
+        with pytest.raises(SystemExit):
+            main(argv + ["--wide"] * wide)
+        out = capsys.readouterr().out
+        widths[wide] = max(map(len, out.splitlines()))
+        assert ("GB/s" in out) == wide and "ours/best" in out and "PASS" in out, out
+    assert widths[False] <= 80 < widths[True], widths

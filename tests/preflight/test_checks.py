@@ -66,6 +66,15 @@ def test_cli_names_the_failed_question(capsys):
     assert "error: preflight failed: device (FAIL)" in capsys.readouterr().err
 
 
+def test_cli_table_fits_80_columns_unless_wide(capsys):
+    widths = []
+    for extra in ([], ["--wide"]):
+        with pytest.raises(SystemExit):
+            main(["preflight", "--device", "cuda", "--only", "device", *extra])
+        widths.append(max(map(len, capsys.readouterr().out.splitlines())))
+    assert widths[0] <= 80 < widths[1], widths
+
+
 def test_cli_json_on_cpu():
     result = CliRunner().invoke(cli, ["preflight", "--only", "device", "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output

@@ -11,7 +11,7 @@ import click
 from ..errors import ExitCode
 from ..slots import DTYPES
 from .options import bundle_argument, device_option, resolve_device
-from .output import emit_json, json_option, progress, table
+from .output import emit_json, fit, json_option, progress, table, wide_option
 
 SETS = ("bench", "decode", "all")
 """hotfloat.bench.shapes.SETS, spelled out so `--help` needs no torch (a test keeps them equal)."""
@@ -40,10 +40,11 @@ SETS = ("bench", "decode", "all")
 @click.option("--unsandboxed", is_flag=True,
               help="Run the bundle's kernels WITHOUT the sandbox, with your files, environment and caches "
                    "(your own code only).")
+@wide_option
 @json_option
 def bench(bundle: str, device: str, dtypes: tuple[str, ...], shape_set: str, shapes: tuple[str, ...],
           budget: float | None, seed: int, stock: tuple[str, ...], plot_path: str | None, save_path: str | None,
-          timeout_s: float, unsandboxed: bool, as_json: bool) -> None:
+          timeout_s: float, unsandboxed: bool, wide: bool, as_json: bool) -> None:
     """Time BUNDLE's kernels on each slot's shapes beside the stock kernels, checking outputs before and after.
 
     The kernels run in a sandboxed child, as in `verify`; exit 3 when no sandbox can be built here."""
@@ -71,12 +72,17 @@ def bench(bundle: str, device: str, dtypes: tuple[str, ...], shape_set: str, sha
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
-        _render(report)
+        _render(report, wide)
     if report.status != "PASS":
         raise click.exceptions.Exit(ExitCode.FAIL)
 
 
-def _render(r) -> None:
+NARROW_COLUMNS = ("slot", "dtype", "shape", "us", "ours/best", "% copy", "check")
+"""Without --wide: what fits 80 columns (the stock kernel's name and time, cold time, GB/s, GEMM and floor need
+--wide or --json)."""
+
+
+def _render(r, wide: bool) -> None:
     c = r.ceilings
     click.echo(f"note: {r.note}", err=True)
     click.echo(f"sandbox: {'+'.join(r.bounds) if r.sandboxed else 'NONE (--unsandboxed)'}", err=True)
@@ -102,6 +108,10 @@ def _render(r) -> None:
             f"{row.floor_multiple:.2f}" if row.floor_multiple else "",
             ours.check if ours else "N/A",
         ))
-    table(f"hotfloat bench {r.bundle_id} ({r.device}, status {r.status})",
-          ["slot", "dtype", "shape", "us", "cold us", "best stock us", "ours/best", "GB/s", "% copy", "% GEMM",
-           "x floor", "check"], rows)
+    columns = ["slot", "dtype", "shape", "us", "cold us", "best stock us", "ours/best", "GB/s", "% copy", "% GEMM",
+               "x floor", "check"]
+    keep = [i for i, c in enumerate(columns) if wide or c in NARROW_COLUMNS]
+    table(f"hotfloat bench {r.bundle_id} ({r.device}, status {r.status})", [columns[i] for i in keep],
+          [[row[i] for i in keep] for row in rows], width=fit(wide), compact=not wide)
+    if not wide:
+        click.echo("more columns (stock kernel, cold, GB/s, GEMM, launch floor): --wide or --json", err=True)

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import click
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -28,9 +29,28 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], width: int | None = None) -> None:
-    """Prints a table to stdout, colouring status words; `width` fixes the layout (else the terminal's, or 200)."""
-    t = Table(title=title, title_justify="left", header_style="bold")
+NARROW = 80
+"""Columns a table keeps to without --wide (a terminal's own width when it is narrower)."""
+WIDE = 1000
+
+
+def wide_option(fn):
+    """Adds --wide: every column at full width (default: the table fits 80 columns)."""
+    return click.option("--wide", is_flag=True, help=f"Show every column at full width (default: fit {NARROW} "
+                        "columns, wrapping long cells).")(fn)
+
+
+def fit(wide: bool) -> int:
+    """The width a table is laid out in: 80 columns or a narrower terminal's, or unbounded with --wide."""
+    console = Console()
+    return WIDE if wide else min(NARROW, console.width if console.is_terminal else NARROW)
+
+
+def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], width: int | None = None,
+          compact: bool = False) -> None:
+    """Prints a table to stdout, colouring status words; `width` fixes the layout (else the terminal's, or 200);
+    `compact` draws only the header rule, leaving the columns their text."""
+    t = Table(title=title, title_justify="left", header_style="bold", **({"box": box.SIMPLE_HEAD} if compact else {}))
     for c in columns:
         t.add_column(c)
     for row in rows:

@@ -55,11 +55,15 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 @validator.command("run")
 @LEDGER
 @click.option("--spawn", is_flag=True, help="Start the services as local processes on private Unix sockets.")
-@click.option("--compiler", help="Compiler address (socket path, unix:PATH or loopback HOST:PORT).")
+@click.option("--compiler", help="Compiler address: socket path, unix:PATH, HOST:PORT or dns:///NAME:PORT (beyond loopback only with --tls-*).")
 @click.option("--admission", help="Admission worker address.")
 @click.option("--qualification", help="Qualification runner address; without it the run stops at admitted.")
 @click.option("--token-file", type=click.Path(exists=True, dir_okay=False),
               help="Deployment token for the services (default: $HOTFLOAT_TOKEN); --spawn makes its own.")
+@click.option("--tls-ca", type=click.Path(exists=True, dir_okay=False), help="CA for mutual TLS to the services "
+              "(needed for any address beyond loopback and for dns:/// targets).")
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Client certificate for mutual TLS.")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="Client key for mutual TLS.")
 @click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
               help="Device of the spawned admission worker; auto = cuda when a GPU is visible, else cpu.")
 @click.option("--quick", is_flag=True, help="Spawned admission verifies one shape per op in fp32 (smoke runs only).")
@@ -81,15 +85,19 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 @click.option("--cafile", type=click.Path(exists=True, dir_okay=False), help="Extra CA bundle to trust for archive origins.")
 @click.option("--allow-private", is_flag=True, help="Allow archive origins on private or loopback addresses (tests only).")
 @json_option
-def run(ledger_path, spawn, compiler, admission, qualification, token_file, device, quick, rule_from, through, workers,
-        max_attempts, follow, network, netuid, wallet_name, hotkey, wallet_path, weights_every, cafile, allow_private, as_json) -> None:
+def run(ledger_path, spawn, compiler, admission, qualification, token_file, tls_ca, tls_cert, tls_key, device, quick,
+        rule_from, through, workers, max_attempts, follow, network, netuid, wallet_name, hotkey, wallet_path, weights_every, cafile, allow_private, as_json) -> None:
     """Work the ledger's queue: resume interrupted submissions, then every received one, to a final state."""
     from hotfloat_services.common.auth import load_token
+    from hotfloat_services.common.transport import Tls
     from hotfloat_services.validator.clients import StageClients
     from hotfloat_services.validator.spawn import spawned
 
     if spawn == bool(compiler and admission):
         raise InputError("give either --spawn or both --compiler and --admission")
+    tls_parts = (tls_ca, tls_cert, tls_key)
+    if any(tls_parts) and (spawn or not all(tls_parts)):
+        raise InputError("mutual TLS needs all of --tls-ca, --tls-cert and --tls-key, and applies to given addresses, not --spawn")
     if network is None and (netuid is not None or cafile or allow_private):
         raise InputError("--netuid, --cafile and --allow-private apply only with --chain")
     if network is not None and netuid is None:
@@ -112,7 +120,7 @@ def run(ledger_path, spawn, compiler, admission, qualification, token_file, devi
             qualification = targets.get("qualification", qualification)
         else:
             token = load_token(token_file)
-        clients = StageClients(compiler, admission, qualification, token=token)
+        clients = StageClients(compiler, admission, qualification, token=token, tls=Tls.load(*tls_parts) if tls_ca else None)
         stack.callback(clients.close)
         if network is None:
             led, cycle = stack.enter_context(Ledger(ledger_path)), None
@@ -128,7 +136,8 @@ def run(ledger_path, spawn, compiler, admission, qualification, token_file, devi
     if as_json:
         emit_json({"counts": counts, "seconds": round(time.monotonic() - start, 3)})
     else:
-        table(f"ledger {ledger_path}", ["state", "submissions"], [(s, n) for s, n in counts.items() if n])
+        click.echo(f"ledger: {ledger_path}")  # on its own line: a table title would break the path mid-word
+        table(None, ["state", "submissions"], [(s, n) for s, n in counts.items() if n])
 
 
 def _chain_cycle(stack: contextlib.ExitStack, ledger_path: str, network: str, netuid: int, wallet: tuple,
