@@ -12,6 +12,8 @@ import click
 import kubernetes_validate
 import pytest
 
+from hotfloat.errors import InputError
+
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("k8s_manifests", ROOT / "tools" / "k8s_manifests.py")
 k8s = importlib.util.module_from_spec(spec)
@@ -201,12 +203,30 @@ def test_commands_use_only_options_the_cli_declares():
             assert used <= declared, f"{overlay}: {name} uses {used - declared}, which `{' '.join(c['command'])}` lacks"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 36 item 1: services listen and dial on loopback or Unix sockets only "
-                   "(hotfloat_services.common.transport.address); the manifests serve on the pod IP with mutual TLS")
-def test_services_accept_the_pod_address_the_manifests_give():
-    from hotfloat_services.common.transport import address
+ADDRESSES = ("listen", "compiler", "admission", "qualification")
+"""Options naming an address a pod listens on or dials."""
 
-    assert address("10.1.2.3:50051") == "10.1.2.3:50051"
+
+def test_every_address_a_pod_listens_on_or_dials_is_accepted_with_the_tls_it_is_given():
+    """The transport accepts a pod address or a DNS name only with mutual TLS; each manifest gives it."""
+    from hotfloat_services.common.transport import Tls, address
+
+    tls = Tls(b"ca", b"cert", b"key")
+    for overlay, docs in rendered().items():
+        for name, w in workloads(docs).items():
+            c = container(w)
+            _, args = cli_command(c["command"][1:] + c["args"])
+            given = {}
+            for flag, value in zip(args, args[1:]):
+                if flag.startswith("--"):
+                    given.setdefault(flag.removeprefix("--"), []).append(value.replace("$(POD_IP)", "10.1.2.3"))
+            assert {"tls-ca", "tls-cert", "tls-key"} <= set(given), f"{overlay}: {name} has no mutual TLS"
+            flat = [a for k in ADDRESSES for a in given.get(k, [])]
+            assert flat, f"{overlay}: {name} names no address"
+            for a in flat:
+                assert address(a, tls) == a
+                with pytest.raises(InputError):
+                    address(a)  # without TLS the same address is refused
 
 
 PROBE = """

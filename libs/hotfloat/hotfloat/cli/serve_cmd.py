@@ -13,7 +13,7 @@ SERVICE_NAMES = ("compiler", "admission", "qualification")
 @click.command("serve")
 @click.argument("name", type=click.Choice(SERVICE_NAMES))
 @click.option("--socket", "socket_path", type=click.Path(dir_okay=False), help="Unix socket to listen on (the default transport).")
-@click.option("--listen", help="Loopback HOST:PORT to listen on instead of a socket (port 0 picks one).")
+@click.option("--listen", help="HOST:PORT to listen on instead of a socket (port 0 picks one); beyond loopback only with --tls-*.")
 @click.option("--token-file", type=click.Path(exists=True, dir_okay=False),
               help="File holding the deployment token callers must present (default: $HOTFLOAT_TOKEN).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
