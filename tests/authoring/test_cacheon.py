@@ -85,3 +85,61 @@ def test_import_takes_an_archive(tmp_path):
     archive.write_bytes(raw.getvalue())
     from_dir, from_archive = import_cacheon(FIXTURE, tmp_path / "a"), import_cacheon(archive, tmp_path / "b")
     assert from_archive.identity == from_dir.identity and from_archive.changes == from_dir.changes
+
+
+def write_layout(root: Path, manifest: str, files: dict[str, str]) -> Path:
+    """A Cacheon-style example written here (never copied): manifest.toml, kernels/, metadata/."""
+    for rel, text in {"manifest.toml": manifest, **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+CACHEON_OP = ('bundle_id = "{id}"\nabi_version = "cacheon-op-abi-v0"\n\n[[ops]]\nslot = "{slot}"\n'
+              'source = "kernels/{src}.py"\nentry = "{entry}"\ndtypes = ["bfloat16"]\n{extra}')
+
+
+def test_an_entry_written_for_another_call_is_refused_naming_the_difference(tmp_path):
+    src = write_layout(tmp_path / "attention_decode_torch", CACHEON_OP.format(
+        id="attn", slot="attention.decode", src="attn", entry="decode", extra=""), {
+        "kernels/attn.py": "import torch\n\n\ndef decode(q, k, v, seq_lens, sm_scale, out):\n    out.zero_()\n"})
+    with pytest.raises(InputError) as e:
+        import_cacheon(src, tmp_path / "out")
+    message = str(e.value)
+    assert "\n" not in message and "decode(q, k, v, seq_lens, sm_scale, out) takes 6 arguments" in message
+    assert "attention.decode(q[B,Hq,D], k_buffer" in message and not (tmp_path / "out").exists()
+
+
+def test_a_setup_hook_and_its_engine_patch_are_removed_so_the_import_scans_clean(tmp_path):
+    kernel = ("import torch\n\n\ndef silu_and_mul(x, out):\n    d = x.shape[-1] // 2\n"
+              "    out.copy_(torch.nn.functional.silu(x[..., :d].float()) * x[..., d:].float())\n\n\n"
+              "def setup(engine):\n    import sglang.srt.layers.activation as act\n\n"
+              "    act.SiluAndMul.forward_cuda = lambda self, x: x\n")
+    src = write_layout(tmp_path / "setup_demo", CACHEON_OP.format(
+        id="setup-demo", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul", extra='setup = "setup"\n'),
+        {"kernels/silu.py": kernel})
+    result = import_cacheon(src, tmp_path / "out")
+    assert ("kernels/silu.py", "setup") in {(c.file, c.field) for c in result.changes}
+    bundle = load_bundle(tmp_path / "out")
+    assert scan_bundle(bundle).clean and b"sglang" not in bundle.files["kernels/silu.py"]
+    assert b"def silu_and_mul" in bundle.files["kernels/silu.py"]
+
+
+def test_a_triton_example_built_for_sm90_imports_and_verify_says_how_to_run_it_here(tmp_path):
+    src = write_layout(tmp_path / "silu_triton", CACHEON_OP.format(
+        id="silu-triton", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul",
+        extra='architectures = ["sm90"]\n'), {"kernels/silu.py": "import torch\n\n\ndef silu_and_mul(x, out):\n"
+                                              "    out.copy_(x[..., : x.shape[-1] // 2])\n"})
+    import_cacheon(src, tmp_path / "out")
+    v = subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(tmp_path / "out"), "--device", "cpu"],
+                       capture_output=True, text=True, timeout=300)
+    assert v.returncode == 4 and 'add "cpu" to its architectures' in " ".join(v.stdout.split()), v.stdout
+
+
+def test_a_hotfloat_bundle_imports_unchanged(tmp_path):
+    from hotfloat.bundle import pack
+
+    bundle = load_bundle(Path(__file__).resolve().parents[2] / "examples" / "silu_torch")
+    (tmp_path / "b.tar.gz").write_bytes(pack(bundle))
+    result = import_cacheon(tmp_path / "b.tar.gz", tmp_path / "out")
+    assert result.changes == [] and result.identity == bundle.identity

@@ -45,6 +45,7 @@ def test_examples_get_the_right_verdict_for_the_right_reason(name):
 def test_nothing_applicable_is_n_a(make_bundle):
     report = verify_bundle(load_bundle(make_bundle(manifest=GPU_ONLY)), VerifyOptions())
     assert report.status is Status.N_A and "not built for cpu" in report.rows[0].reason
+    assert 'add "cpu" to its architectures' in report.rows[0].reason
     filtered = verify_bundle(load_bundle(EXAMPLES / "silu_torch"), VerifyOptions(dtypes=["fp16"]).model_copy(
         update={"dtypes": []}))
     assert filtered.status is Status.N_A and "no requested dtype" in filtered.rows[0].reason

@@ -9,6 +9,7 @@ dropped silently, and the result is validated as a hotfloat bundle before the co
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import tomllib
@@ -60,9 +61,12 @@ def import_cacheon(source: str | Path, out_dir: str | Path | None = None) -> Imp
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"{out}: exists and is not an empty directory")
     changes: list[Change] = []
-    manifest, notes = _convert(files, changes)
-    files = {p: d for p, d in files.items() if p not in notes["dropped"]} | notes["metadata"]
-    files["manifest.toml"] = manifest.encode()
+    if _is_hotfloat(files):  # nothing to convert: the files are copied byte for byte and keep their identity
+        notes = {"readme": ""}
+    else:
+        manifest, notes = _convert(files, changes)
+        files = {p: d for p, d in files.items() if p not in notes["dropped"]} | notes["metadata"]
+        files["manifest.toml"] = manifest.encode()
     if notes["readme"]:
         readme = files.get("README.md", b"").decode(errors="replace")
         files["README.md"] = (readme + "\n## Notes carried over from Cacheon metadata\n\n" + notes["readme"]).encode()
@@ -84,6 +88,51 @@ def _read(src: Path) -> dict[str, bytes]:
 
         return read_archive(src.read_bytes())
     raise InputError(f"{src}: no such bundle directory or archive")
+
+
+def _is_hotfloat(files: dict[str, bytes]) -> bool:
+    """Already a hotfloat bundle (its ABI name): validated as one, never rewritten."""
+    from ..bundle import bundle_from_files
+
+    try:
+        abi = tomllib.loads(files.get("manifest.toml", b"").decode()).get("abi_version")
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    if abi == ABI_VERSION:
+        bundle_from_files(files)
+    return abi == ABI_VERSION
+
+
+def _check_call(files: dict[str, bytes], op: dict, where: str) -> None:
+    """The entry must take the slot's arguments, in order: an entry written for another call (Cacheon's unpaged
+    attention, say) is refused with the difference named, before any verification shape fails on it."""
+    try:
+        tree = ast.parse(files[op["source"]])
+    except (KeyError, SyntaxError, ValueError):
+        return  # the bundle check that follows names a missing or broken source
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == op.get("entry")), None)
+    if fn is None or fn.args.vararg is not None:
+        return
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    slot = SLOTS[op["slot"]]
+    if len(params) != len(slot.args):
+        raise InputError(f"{where}: {op['source']}: {op['entry']}({', '.join(params)}) takes {len(params)} arguments "
+                         f"but hotfloat calls {slot.signature()} ({len(slot.args)} arguments in this order); rewrite "
+                         "the entry to the slot's call")
+
+
+def _drop_function(files: dict[str, bytes], source: str, name: str, note) -> None:
+    """Removes the dropped setup hook's top-level function from the source, so its engine patch does not stay
+    behind for scan to refuse; the kernel's own functions are left as written."""
+    try:
+        text = files[source].decode()
+        fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    except (KeyError, UnicodeDecodeError, SyntaxError, ValueError, StopIteration):
+        return
+    lines = text.splitlines(keepends=True)
+    start = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
+    files[source] = "".join(lines[:start] + lines[fn.end_lineno:]).rstrip("\n").encode() + b"\n"
+    note(name, f"def {name} (lines {start + 1}-{fn.end_lineno})", "(removed with the setup hook)", file=source)
 
 
 def _convert(files: dict[str, bytes], changes: list[Change]) -> tuple[str, dict[str, Any]]:
@@ -108,10 +157,12 @@ def _convert(files: dict[str, bytes], changes: list[Change]) -> tuple[str, dict[
         if slot not in SLOTS:
             note(f"{where}", f"slot {slot!r}", f"(op removed: no hotfloat slot {slot!r}; slots: {', '.join(SLOTS)})")
             continue
+        _check_call(files, op, where)
         entry = {k: op[k] for k in ("slot", "source", "entry", "variant") if k in op}
         if "setup" in op:
             note(f"{where}.setup", op["setup"], "(removed: hotfloat runs no bundle code in the engine outside a "
                                                 "slot call; engine patches are not accepted)")
+            _drop_function(files, op["source"], op["setup"], note)
         for key in sorted(set(op) - {"slot", "source", "entry", "variant", "dtypes", "architectures", "metadata",
                                      "setup"}):
             note(f"{where}.{key}", _show(op[key]), "(removed: unknown to hotfloat)")

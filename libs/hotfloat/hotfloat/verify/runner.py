@@ -156,7 +156,8 @@ def _verify_op(bundle: Bundle, op: Op, options: VerifyOptions, arch: str, rng: r
 def _not_applicable(op: Op, slot, options: VerifyOptions, arch: str) -> VerifyRow | None:
     """The N/A row when this verifier does not run the op here, else None."""
     if not applies(op, arch):
-        return _row(op, Status.N_A, f"not built for {arch} (architectures: {', '.join(op.entry.architectures)})")
+        hint = '; add "cpu" to its architectures to verify it here' if arch == "cpu" and op.entry.kind == "python" else ""
+        return _row(op, Status.N_A, f"not built for {arch} (architectures: {', '.join(op.entry.architectures)}){hint}")
     if op.entry.kind != "python":
         return _row(op, Status.N_A, f"ahead-of-time {op.entry.kind} kernel: verified on the native admission path "
                                     "(hotfloat build / admit)")
