@@ -117,3 +117,11 @@ def test_one_trial_still_tests_padded_rows():
     report = verify_bundle(load_bundle(ignores), VerifyOptions(seed=2, dtypes=["fp32"], max_shapes=1, trials=1))
     assert report.status is Status.FAIL and all(r.trials == 1 for r in report.rows)
     assert any("written outside the view" in r.reason for r in report.rows), [r.reason for r in report.rows]
+
+
+def test_a_failing_rows_reason_quotes_the_rows_max_error():
+    report = verify_bundle(load_bundle(EXAMPLES / "silu_broken"), VerifyOptions(dtypes=["fp32"], trials=3, seed=1,
+                                                                                max_shapes=3))
+    failed = [r for r in report.rows if r.status is Status.FAIL and r.max_abs_err is not None]
+    assert failed and all(f"(max abs err {r.max_abs_err:.3g})" in r.reason for r in failed), [
+        (r.max_abs_err, r.reason) for r in failed]

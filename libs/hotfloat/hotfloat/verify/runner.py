@@ -170,7 +170,10 @@ def _not_applicable(op: Op, slot, options: VerifyOptions, arch: str) -> VerifyRo
 
 def _case_row(op: Op, case: Case, outcomes: list[Outcome], trials: int, fault: str | None) -> VerifyRow:
     errs = [o.max_abs_err for o in outcomes if o.max_abs_err is not None]
-    failed = next((o for o in outcomes if not o.ok), None)
+    failures = [o for o in outcomes if not o.ok]
+    failed = failures[0] if failures else None
+    if failures and all(o.max_abs_err is not None for o in failures):  # the worst trial: its error is the row's
+        failed = max(failures, key=lambda o: o.max_abs_err)
     if failed is not None:
         status, reason = Status.FAIL, failed.reason
     elif len(outcomes) < trials:
