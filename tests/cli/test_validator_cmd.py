@@ -70,6 +70,8 @@ def test_submit_then_status(capsys, make_bundle, tmp_path):
     (("validator", "run", "--ledger", "{db}", "--compiler", "10.1.2.3:50051", "--admission", "a.sock",
       "--token-file", "{token}"), "needs mutual TLS"),
     (("validator", "run", "--ledger", "{db}", "--spawn", "--tls-ca", "{token}"), "mutual TLS needs all"),
+    (("validator", "run", "--ledger", "{db}", "--compiler", "c.sock", "--admission", "a.sock", "--qualification",
+      "q.sock", "--qualification", "q.sock", "--token-file", "{token}"), "each once"),
     (("serve", "compiler", "--socket", "{db}.sock"), "deployment token"),
     (("serve", "compiler", "--socket", "{db}.sock", "--rule-from", "{db}"), "applies only to the qualification"),
     (("serve", "qualification", "--socket", "{db}.sock", "--rule-from", "{db}"), "not a calibration record"),

@@ -229,6 +229,17 @@ def test_every_address_a_pod_listens_on_or_dials_is_accepted_with_the_tls_it_is_
                     address(a)  # without TLS the same address is refused
 
 
+def test_the_validator_names_every_qualification_pod_as_its_own_endpoint():
+    """One run in flight per endpoint is one per GPU only when each pod is its own endpoint: the validator lists the
+    StatefulSet's stable pod names, as many as it has replicas."""
+    for overlay, docs in rendered().items():
+        w = workloads(docs)
+        args = container(w["validator"])["args"]
+        named = [v for flag, v in zip(args, args[1:]) if flag == "--qualification"]
+        pods = w["qualification"]["spec"]["replicas"]
+        assert named == [f"qualification-{i}.qualification.hotfloat.svc:50051" for i in range(pods)], overlay
+
+
 PROBE = """
 import errno, os, sys
 import pyseccomp as sc

@@ -28,7 +28,7 @@ class Scripted:
     """Answers each stage from a script; admission checks it got the build back from the ledger."""
 
     def __init__(self, *qualifications: Outcome, scan: Exception | None = None):
-        self.qualifications, self.scan_fault, self.seen = list(qualifications), scan, []
+        self.qualifications, self.scan_fault, self.seen, self.avoided = list(qualifications), scan, [], []
 
     def scan(self, archive, identity, on_progress):
         if self.scan_fault is not None:
@@ -42,7 +42,8 @@ class Scripted:
         self.seen.append(built)
         return Outcome(Status.PASS, [], Admitted(verify=VERIFIED, device="cpu"))
 
-    def qualify(self, archive, identity, on_progress):
+    def qualify(self, archive, identity, on_progress, avoid=None):
+        self.avoided.append(avoid)
         return self.qualifications.pop(0)
 
 
@@ -77,6 +78,15 @@ def test_the_score_stage_settles_by_the_one_rule(submitted, qualified_record, se
         assert sub.reason == "reproduced: scores 0.0500 and 0.0300, the lower is kept"
     else:
         assert sub.reason.startswith("score: ") and sub.reason.endswith(f": {second.status.value} run")
+
+
+def test_the_reproduction_is_asked_to_avoid_the_endpoint_of_the_first_run(submitted, qualified_record):
+    """The endpoint recorded with the first run (QUALIFIED, in the ledger: it survives a restart) goes to the second."""
+    led, sid = submitted
+    first = qualified_record("PASS", 0.05, "PASS").model_copy(update={"endpoint": "gpu-3:50051"})
+    stages = Scripted(Outcome(Status.PASS, [], first), Outcome(Status.PASS, [], qualified_record("PASS", 0.04, "PASS")))
+    Pipeline(led, stages, through=State.SCORED, workers=1, backoff_s=0).run()
+    assert led.get(sid).state is State.SCORED and stages.avoided == [None, "gpu-3:50051"]
 
 
 def test_a_fault_is_retried_then_undecided(submitted):

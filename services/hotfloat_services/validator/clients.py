@@ -1,9 +1,11 @@
 """The validator's stages over gRPC (`hotfloat.validator.Stages`): one call per stage, each with its deadline, the
-token, and progress relayed. gRPC failures become library errors here, so the pipeline never sees grpc."""
+token, and progress relayed; admission and qualification may have several endpoints (`Endpoints`: one qualification
+in flight per endpoint). gRPC failures become library errors here, so the pipeline never sees grpc."""
 
 from __future__ import annotations
 
-import functools
+import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import grpc
@@ -17,6 +19,7 @@ from .._proto import admission_pb2_grpc, compiler_pb2_grpc, qualification_pb2_gr
 from ..common.auth import call_metadata
 from ..common.transport import Tls, channel
 from . import convert
+from .endpoints import Endpoints
 
 REFUSALS = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED}
 """Codes that refuse the validator itself (a deployment fault); any other failure is transient and retried."""
@@ -32,67 +35,73 @@ class Deadlines:
     qualify: float = 3600.0
 
 
-def _translated(call):
-    """A stage call whose gRPC failures arrive as StageRefused or InfrastructureError, never as grpc.RpcError."""
+@contextlib.contextmanager
+def _translated(where: str = ""):
+    """gRPC failures inside arrive as StageRefused or InfrastructureError (naming the endpoint), never as grpc.RpcError."""
+    try:
+        yield
+    except grpc.RpcError as e:
+        if e.code() in REFUSALS:
+            raise StageRefused(e.details() or "") from None
+        raise InfrastructureError(f"{e.code().name}: {e.details()}{where}") from None
 
-    @functools.wraps(call)
-    def wrapper(*args, **kwargs):
-        try:
-            return call(*args, **kwargs)
-        except grpc.RpcError as e:
-            if e.code() in REFUSALS:
-                raise StageRefused(e.details() or "") from None
-            raise InfrastructureError(f"{e.code().name}: {e.details()}") from None
 
-    return wrapper
+def _many(targets: str | Sequence[str] | None) -> list[str]:
+    return [targets] if isinstance(targets, str) else list(targets or ())
 
 
 class StageClients:
-    """Channels to the three services; `qualification` None means the run stops at admission."""
+    """Channels to the three services; no qualification endpoint means the run stops at admission."""
 
-    def __init__(self, compiler: str, admission: str, qualification: str | None, *, token: str,
-                 tls: Tls | None = None, deadlines: Deadlines = Deadlines()):
+    def __init__(self, compiler: str, admission: str | Sequence[str], qualification: str | Sequence[str] | None, *,
+                 token: str, tls: Tls | None = None, deadlines: Deadlines = Deadlines()):
         self._meta = call_metadata(token)
         self._deadlines = deadlines
-        self._channels = [channel(compiler, tls), channel(admission, tls)]
-        self._compiler = compiler_pb2_grpc.CompilerStub(self._channels[0])
-        self._admission = admission_pb2_grpc.AdmissionStub(self._channels[1])
+        self._channel = channel(compiler, tls)
+        self._compiler = compiler_pb2_grpc.CompilerStub(self._channel)
+        self._admission = Endpoints(_many(admission), admission_pb2_grpc.AdmissionStub, tls=tls)
         self._qualification = None
-        if qualification:
-            self._channels.append(channel(qualification, tls))
-            self._qualification = qualification_pb2_grpc.QualificationStub(self._channels[2])
+        if _many(qualification):
+            self._qualification = Endpoints(_many(qualification), qualification_pb2_grpc.QualificationStub, tls=tls,
+                                            per_endpoint=1)
 
     def close(self) -> None:
-        for c in self._channels:
-            c.close()
+        self._channel.close()
+        for pool in (self._admission, self._qualification):
+            if pool is not None:
+                pool.close()
 
-    @_translated
     def scan(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[ScanReport]:
-        reply = self._compiler.Scan(convert.scan_request(archive, identity), timeout=self._deadlines.scan, metadata=self._meta)
+        with _translated():
+            reply = self._compiler.Scan(convert.scan_request(archive, identity), timeout=self._deadlines.scan,
+                                        metadata=self._meta)
         return convert.outcome(reply.verdict, ScanReport)
 
-    @_translated
     def build(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[BuildRecord]:
-        stream = self._compiler.Build(convert.build_request(archive, identity), timeout=self._deadlines.build, metadata=self._meta)
-        result = _final(stream, "build", on_progress)
+        with _translated():
+            stream = self._compiler.Build(convert.build_request(archive, identity), timeout=self._deadlines.build,
+                                          metadata=self._meta)
+            result = _final(stream, "build", on_progress)
         return convert.outcome(result.verdict, BuildRecord, result.artifacts)
 
-    @_translated
     def admit(self, archive: bytes, identity: str, built: Outcome[BuildRecord],
               on_progress: OnProgress) -> Outcome[Admitted]:
-        stream = self._admission.Admit(convert.admit_request(archive, identity, built), timeout=self._deadlines.admit,
-                                       metadata=self._meta)
-        result = _final(stream, "admit", on_progress)
+        with self._admission.lease(identity) as (where, stub), _translated(f" (at {where})"):
+            stream = stub.Admit(convert.admit_request(archive, identity, built), timeout=self._deadlines.admit,
+                                metadata=self._meta)
+            result = _final(stream, "admit", on_progress)
         return convert.outcome(result.verdict, Admitted, extra={"device": result.device})
 
-    @_translated
-    def qualify(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[Qualified]:
+    def qualify(self, archive: bytes, identity: str, on_progress: OnProgress, avoid: str | None = None) -> Outcome[Qualified]:
+        """One qualification on a free endpoint other than `avoid` (the first run's, for the reproduction) when
+        there is another; the reply's evidence names the endpoint that ran it."""
         if self._qualification is None:
             raise InfrastructureError("no qualification service is configured")
-        stream = self._qualification.Qualify(convert.qualify_request(archive, identity),
-                                             timeout=self._deadlines.qualify, metadata=self._meta)
-        result = _final(stream, "qualify", on_progress)
-        return convert.outcome(result.verdict, Qualified, extra={"score": result.score})
+        with self._qualification.lease(identity, avoid) as (where, stub), _translated(f" (at {where})"):
+            stream = stub.Qualify(convert.qualify_request(archive, identity), timeout=self._deadlines.qualify,
+                                  metadata=self._meta)
+            result = _final(stream, "qualify", on_progress)
+        return convert.outcome(result.verdict, Qualified, extra={"score": result.score, "endpoint": where})
 
 
 def _final(stream, stage: str, on_progress: OnProgress):

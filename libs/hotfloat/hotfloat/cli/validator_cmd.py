@@ -56,8 +56,10 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 @LEDGER
 @click.option("--spawn", is_flag=True, help="Start the services as local processes on private Unix sockets.")
 @click.option("--compiler", help="Compiler address: socket path, unix:PATH, HOST:PORT or dns:///NAME:PORT (beyond loopback only with --tls-*).")
-@click.option("--admission", help="Admission worker address.")
-@click.option("--qualification", help="Qualification runner address; without it the run stops at admitted.")
+@click.option("--admission", multiple=True, help="Admission worker address (repeatable: calls go to the least busy; "
+              "a dns:/// name is balanced over all its addresses by gRPC).")
+@click.option("--qualification", multiple=True, help="Qualification endpoint (repeatable: one run in flight per endpoint, "
+              "a reproduction on another endpoint than its first run); without any the run stops at admitted.")
 @click.option("--token-file", type=click.Path(exists=True, dir_okay=False),
               help="Deployment token for the services (default: $HOTFLOAT_TOKEN); --spawn makes its own.")
 @click.option("--tls-ca", type=click.Path(exists=True, dir_okay=False), help="CA for mutual TLS to the services "

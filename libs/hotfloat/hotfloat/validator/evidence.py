@@ -34,9 +34,11 @@ class Admitted(Admission):
 
 
 class Qualified(Evidence):
-    """The qualification service's evidence with the score its reply carried."""
+    """The qualification service's evidence with the score its reply carried and the endpoint that ran it."""
 
     score: float
+    endpoint: str | None = None
+    """Where the run ran, so the reproduction goes elsewhere; None in records from before several endpoints."""
 
 
 class StageEvidence(Record, Generic[R]):

@@ -118,8 +118,11 @@ class Pipeline:
             return self.stages.scan(archive, sub.identity, progress)
         if stage == "build":
             return self.stages.build(archive, sub.identity, progress)
-        if stage in ("qualify", "score"):
+        if stage == "qualify":
             return self.stages.qualify(archive, sub.identity, progress)
+        if stage == "score":  # the reproduction runs elsewhere when it can: a host's fault must not reproduce itself
+            first = self.ledger.evidence(sub.id, State.QUALIFIED, StageEvidence[Qualified])
+            return self.stages.qualify(archive, sub.identity, progress, avoid=first.record.endpoint if first else None)
         if stage != "admit":
             raise InfrastructureError(f"no client for stage {stage}")
         row = self.ledger.evidence(sub.id, State.BUILT, StageEvidence[BuildRecord])

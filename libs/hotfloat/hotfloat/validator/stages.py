@@ -57,4 +57,6 @@ class Stages(Protocol):
     def admit(self, archive: bytes, identity: str, built: Outcome[BuildRecord],
               on_progress: OnProgress) -> Outcome[Admitted]: ...
 
-    def qualify(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[Qualified]: ...
+    def qualify(self, archive: bytes, identity: str, on_progress: OnProgress,
+                avoid: str | None = None) -> Outcome[Qualified]:
+        """`avoid`: the endpoint of the run this one must be independent of, to be left alone when another exists."""
