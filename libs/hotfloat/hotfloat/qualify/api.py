@@ -29,9 +29,27 @@ from .resident import harden_self
 from .workload import SHAPES, make_workload
 
 
+GATE_SLACK = 1.5
+"""RuleConfig.gate_slack of every new qualification, chosen from the H200 ladder (docs/qualification.md, "Choosing
+the slacks"): honest kernels left the path at most 1.00x as often as their twin on every measure, the 0.5%-off
+fused kernel 1.66x, silu 1% off 1.77x, a row-wrong silu 1.68x; 1.5 keeps an honest kernel 1.5x from the bar."""
+AUDIT_SLACK = 1.6
+"""RuleConfig.audit_slack of every new qualification: an accurate kernel is within an ulp of the correctly rounded
+value; with one extra rounding (the unfused residual) it sits at most 1.53x stock's median audited error, kernels
+0.5% off at 1.7x and more, bf16 intermediates at 1.9-2.4x (H200 ladder and tools/audit_slack.py;
+docs/qualification.md, "Choosing the slacks")."""
+
+CPU_RULE = dict(look_rounds=4, max_looks=2, drift_bound=5.0, carry_bound=5.0, noise_floor=0.01, process_floor=0.01)
+"""The rule on a shared CPU box (CI): its load swings, so the drift and carry-over bounds are switched off."""
+CUDA_RECORD = Path(__file__).with_name("calibration-h200.json")
+"""The H200 calibration record (docs/calibration-h200.json links here), shipped with the package: the CUDA default
+rule is the one it records (pre-registered in docs/calibration-h200.preregistered.json), read, never copied."""
+
+
 class QualifyOptions(Record):
     """What the validator chooses for a qualification; the candidate chooses none of it. Defaults follow the device:
-    `for_device` fills them in (the CLI and the services call it), so a caller names only what it changes."""
+    `for_device` fills them in (the CLI and the services call it), so a caller names only what it changes; the
+    class's own defaults are the CPU device's (a test holds `QualifyOptions() == for_device("cpu")`)."""
 
     engine_kind: EngineKind = "transformers"
     """"sglang" (CUDA) or the transformers stand-in."""
@@ -48,7 +66,7 @@ class QualifyOptions(Record):
     warmup_passes: Annotated[int, Field(ge=0, le=16)] = 1
     seed: int | None = None
     """Workload prompt seed; None draws a secret one."""
-    rule: RuleConfig = RuleConfig(logprob_tol=1e-3)
+    rule: RuleConfig = RuleConfig(**CPU_RULE, gate_slack=GATE_SLACK, audit_slack=AUDIT_SLACK, logprob_tol=1e-3)
     sandboxed: bool = True
     """Engine processes run in the candidate sandbox and qualification fails closed without one; False (logged
     as a warning, recorded in the evidence) runs them with the validator's files, environment and network."""
@@ -58,8 +76,8 @@ class QualifyOptions(Record):
     """The longest any engine may take to answer before any baseline pass was measured (and the cap after)."""
     stall_factor: Annotated[float, Field(ge=1.5, le=100)] = 4.0
     """Once a baseline pass was measured, an engine's pass must end within this many times the slowest one..."""
-    stall_floor_s: Annotated[float, Field(gt=0)] = 10.0
-    """...and never sooner than this (a shared CPU box swings more than a GPU)."""
+    stall_floor_s: Annotated[float, Field(gt=0)] = 60.0
+    """...and never sooner than this (a shared CPU box swings more than a GPU: `for_device("cuda")` sets 10)."""
     audit_rate: Annotated[float, Field(ge=0, le=1)] = 1 / 16
     """Share of slot call sites whose calls B, C and B' alike keep for the validator to recompute (0: no audit);
     the capture costs every engine the same (about 1.3% of an 8B decode step at 1/16 on the H200)."""
@@ -109,23 +127,6 @@ class QualifyOptions(Record):
         given.setdefault("stall_floor_s", 60.0 if cpu else 10.0)
         return cls(device=device, engine_kind=kind, dtype=dtype, shapes=shapes, preset=given.pop("preset", "tiny" if cpu else "llama-8b"),
                    rule=RuleConfig(**rule), **given)
-
-
-GATE_SLACK = 1.5
-"""RuleConfig.gate_slack of every new qualification, chosen from the H200 ladder (docs/qualification.md, "Choosing
-the slacks"): honest kernels left the path at most 1.00x as often as their twin on every measure, the 0.5%-off
-fused kernel 1.66x, silu 1% off 1.77x, a row-wrong silu 1.68x; 1.5 keeps an honest kernel 1.5x from the bar."""
-AUDIT_SLACK = 1.6
-"""RuleConfig.audit_slack of every new qualification: an accurate kernel is within an ulp of the correctly rounded
-value; with one extra rounding (the unfused residual) it sits at most 1.53x stock's median audited error, kernels
-0.5% off at 1.7x and more, bf16 intermediates at 1.9-2.4x (H200 ladder and tools/audit_slack.py;
-docs/qualification.md, "Choosing the slacks")."""
-
-CPU_RULE = dict(look_rounds=4, max_looks=2, drift_bound=5.0, carry_bound=5.0, noise_floor=0.01, process_floor=0.01)
-"""The rule on a shared CPU box (CI): its load swings, so the drift and carry-over bounds are switched off."""
-CUDA_RECORD = Path(__file__).with_name("calibration-h200.json")
-"""The H200 calibration record (docs/calibration-h200.json links here), shipped with the package: the CUDA default
-rule is the one it records (pre-registered in docs/calibration-h200.preregistered.json), read, never copied."""
 
 
 def default_rule(device: str) -> RuleConfig:
