@@ -45,3 +45,28 @@ def test_calibrate_evidence_refuses_a_file_that_is_not_a_calibration_record(tmp_
     code, _, err = run(capsys, "calibrate", "evidence", str(raw), "--candidate", "C1", "--rule-from", str(record),
                        "--out", str(tmp_path / "ev.json"))
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "not a calibration record" in err, err
+
+
+def test_rule_from_takes_the_records_timing_rule_under_the_flags_beside_it(bundles, tmp_path, capsys):
+    """`qualify run --rule-from`: the record's timing fields, the flags given beside it winning, and never the
+    record's correctness slacks (the committed record, from before the audit, says audit_slack 0)."""
+    from pathlib import Path
+
+    from hotfloat.qualify import QualifyOptions
+    from hotfloat.qualify.api import CUDA_RECORD
+    from hotfloat.qualify.calibrate import load_rule
+
+    ev = tmp_path / "ev.json"
+    code, out, _ = run(capsys, str(bundles["broken"]), "--device", "cpu", "--rule-from", str(CUDA_RECORD),
+                       "--look-rounds", "3", "--max-looks", "1", "--seed", "4", "--evidence", str(ev), "--json")
+    assert code == 1 and json.loads(out)["status"] == "FAIL"
+    rule, record = json.loads(Path(ev).read_text())["rule"], load_rule(CUDA_RECORD)
+    assert (rule["look_rounds"], rule["max_looks"]) == (3, 1)
+    assert (rule["noise_floor"], rule["process_floor"], rule["carry_bound"]) == (
+        record.noise_floor, record.process_floor, record.carry_bound)
+    cpu = QualifyOptions.for_device("cpu").rule
+    assert (rule["gate_slack"], rule["audit_slack"]) == (cpu.gate_slack, cpu.audit_slack)
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    code, _, err = run(capsys, str(bundles["broken"]), "--device", "cpu", "--rule-from", str(bad))
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1

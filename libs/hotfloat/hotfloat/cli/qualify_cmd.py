@@ -55,7 +55,7 @@ def _engine_options(fn):
 
 
 def _options(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
-             drift_bound, logprob_tol, unsandboxed, seed=None):
+             drift_bound, logprob_tol, unsandboxed, seed=None, rule_from=None):
     from pydantic import ValidationError
 
     from ..qualify import QualifyOptions
@@ -67,6 +67,13 @@ def _options(device, engine_kind, model_path, preset, dtype, decode, shapes, loo
                     fg="red", bold=True, err=True)
     rule = {k: v for k, v in dict(look_rounds=look_rounds, max_looks=max_looks, noise_floor=noise_floor,
                                   drift_bound=drift_bound).items() if v is not None}
+    if rule_from:  # the record's timing rule, under the flags given beside it
+        from ..qualify.api import rule_given
+        from ..qualify.calibrate import load_rule
+
+        recorded = rule_given(load_rule(rule_from))
+        rule = {**recorded["rule"], **rule}
+        logprob_tol = recorded.get("logprob_tol") if logprob_tol is None else logprob_tol
     try:
         return QualifyOptions.for_device(device, engine_kind, model_path=model_path, preset=preset, dtype=dtype,
                                          decode=decode, shapes=shapes, seed=seed, sandboxed=not unsandboxed,
@@ -91,15 +98,18 @@ def qualify() -> None:
 @click.option("--no-gpu-isolation", "unisolated", is_flag=True,
               help="On CUDA, qualify even where idle engines cannot be locked out of the GPU (no checkpoint API; "
                    "recorded in the evidence).")
+@click.option("--rule-from", "rule_from", type=click.Path(dir_okay=False),
+              help="Decide with the timing rule this calibration record chose (e.g. docs/calibration-h200.json); "
+                   "rule flags given beside it win [default: the device's rule].")
 @json_option
 def run_cmd(bundle, device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
-            drift_bound, logprob_tol, unsandboxed, seed, evidence_path, boot_timeout, unisolated, as_json):
+            drift_bound, logprob_tol, unsandboxed, seed, evidence_path, boot_timeout, unisolated, rule_from, as_json):
     """Qualify BUNDLE against the stock engine: correctness gate, then the speed decision. Exit 0 PASS, 1 FAIL,
     5 NO_DECISION."""
     from ..qualify import qualify_bundle, save_evidence
 
     opts = _options(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
-                    drift_bound, logprob_tol, unsandboxed, seed)
+                    drift_bound, logprob_tol, unsandboxed, seed, rule_from)
     if boot_timeout:
         opts = opts.model_copy(update={"startup_timeout_s": boot_timeout})
     if unisolated:

@@ -129,6 +129,19 @@ class QualifyOptions(Record):
                    rule=RuleConfig(**rule), **given)
 
 
+CORRECTNESS = ("gate_slack", "audit_slack")
+"""Rule fields chosen from the correctness ladder, not by a timing calibration: a configured rule never sets them."""
+
+
+def rule_given(rule: RuleConfig) -> dict:
+    """A configured rule (a calibration record's, `--rule-from`) as `for_device` takes it: only the timing fields it
+    sets, over the device's defaults. A record naming a few parameters must not reset the rest (CPU's switched-off
+    carry-over bound), and a record written before the audit existed (`audit_slack` 0) must not switch it off."""
+    fields = rule.model_dump(include=rule.model_fields_set - set(CORRECTNESS))
+    tol = fields.pop("logprob_tol", None)
+    return {"rule": fields, **({"logprob_tol": tol} if tol is not None else {})}
+
+
 def default_rule(device: str) -> RuleConfig:
     """The timing rule a device's qualifications use unless told otherwise."""
     if device != "cuda":
