@@ -139,6 +139,7 @@ def test_an_engine_that_stopped_itself_is_at_fault_before_any_lock_can_hang_on_i
     worker = c.pids()[-1]
     os.kill(worker, signal.SIGSTOP)
     try:
+        _wait_stopped(worker)  # a signal is delivered asynchronously: the engine has stopped itself only once it shows
         with pytest.raises(EngineFault, match="stopped before the validator stopped it") as e:
             with iso.alone(engines, b):
                 _serve(b)
@@ -164,3 +165,16 @@ def test_a_context_made_between_the_look_and_the_stop_is_its_engines_fault(engin
         with iso.alone(engines, b):
             _serve(b)
     assert e.value.kind == "isolation" and e.value.who == c.name
+
+
+def _wait_stopped(pid: int, timeout_s: float = 10.0) -> None:
+    """Until /proc shows `pid` stopped (state T), as the isolation reads it."""
+    import time
+
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rpartition(")")[2].split()[0] in ("T", "t"):
+                return
+        time.sleep(0.005)
+    raise AssertionError(f"pid {pid} did not stop within {timeout_s} s")
