@@ -11,7 +11,7 @@ import pytest
 
 from hotfloat.authoring.cacheon import import_cacheon
 from hotfloat.bundle import load_bundle
-from hotfloat.errors import InputError
+from hotfloat.errors import HotfloatError, InputError
 from hotfloat.scan import scan_bundle
 
 FIXTURE = Path(__file__).parent / "cacheon" / "silu_setup"
@@ -54,6 +54,22 @@ def test_nothing_importable_is_one_clear_error(tmp_path):
     (src / "manifest.toml").write_text('bundle_id = "x"\nabi_version = "cacheon-op-abi-v0"\n[[ops]]\n'
                                        'slot = "moe.fused_experts"\nsource = "kernels/silu_and_mul.py"\nentry = "f"\n')
     with pytest.raises(InputError, match="no op of this bundle targets a hotfloat slot"):
+        import_cacheon(src, tmp_path / "out")
+
+
+@pytest.mark.parametrize("manifest, says", [
+    ('bundle_id = "x"\nabi_version = "cacheon-op-abi-v0"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+     'source = ["kernels/silu_and_mul.py"]\nentry = "silu_and_mul"\nsetup = "setup"\n', "source"),
+    ("a" + ".a" * 5000 + " = 1\n", "manifest.toml"),
+    ('bundle_id = "x"\n' + "[" * 100 + "\n", "manifest.toml"),
+])
+def test_a_hostile_cacheon_manifest_is_one_clear_error(tmp_path, manifest, says):
+    """A source that is not a path, a dotted key built to make the TOML parser quadratic, brackets past the depth
+    bound: each is one error naming the problem, parsed under the bounds every manifest gets, never a traceback."""
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURE, src)
+    (src / "manifest.toml").write_text(manifest)
+    with pytest.raises(HotfloatError, match=says):
         import_cacheon(src, tmp_path / "out")
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import ast
 import json
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from .. import ABI_VERSION
-from ..bundle.manifest import ARCHITECTURES
+from ..bundle.bounded import load_toml
+from ..bundle.manifest import ARCHITECTURES, MAX_MANIFEST_CHARS
 from ..errors import InputError
 from ..record import Record
 from ..slots import DTYPES, SLOTS
@@ -61,10 +61,14 @@ def import_cacheon(source: str | Path, out_dir: str | Path | None = None) -> Imp
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InputError(f"{out}: exists and is not an empty directory")
     changes: list[Change] = []
-    if _is_hotfloat(files):  # nothing to convert: the files are copied byte for byte and keep their identity
+    doc = _manifest(files)
+    if doc.get("abi_version") == ABI_VERSION:  # nothing to convert: copied byte for byte, validated, same identity
+        from ..bundle import bundle_from_files
+
+        bundle_from_files(files)
         notes = {"readme": ""}
     else:
-        manifest, notes = _convert(files, changes)
+        manifest, notes = _convert(doc, files, changes)
         files = {p: d for p, d in files.items() if p not in notes["dropped"]} | notes["metadata"]
         files["manifest.toml"] = manifest.encode()
     if notes["readme"]:
@@ -90,27 +94,31 @@ def _read(src: Path) -> dict[str, bytes]:
     raise InputError(f"{src}: no such bundle directory or archive")
 
 
-def _is_hotfloat(files: dict[str, bytes]) -> bool:
-    """Already a hotfloat bundle (its ABI name): validated as one, never rewritten."""
-    from ..bundle import bundle_from_files
-
+def _manifest(files: dict[str, bytes]) -> dict:
+    """The manifest, parsed once under the bounds every untrusted manifest gets (hotfloat.bundle.bounded)."""
+    if "manifest.toml" not in files:
+        raise InputError("manifest.toml is missing at the bundle root")
     try:
-        abi = tomllib.loads(files.get("manifest.toml", b"").decode()).get("abi_version")
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
-    if abi == ABI_VERSION:
-        bundle_from_files(files)
-    return abi == ABI_VERSION
+        return load_toml(files["manifest.toml"].decode(), max_chars=MAX_MANIFEST_CHARS)
+    except ValueError as e:  # UnicodeDecodeError too
+        raise InputError(f"manifest.toml: {e}") from None
+
+
+def _function(files: dict[str, bytes], source: str | None, name: str | None) -> tuple[str, ast.FunctionDef] | None:
+    """`source`'s text and its top-level function `name`, or None when either is missing or does not parse (the
+    bundle check that follows names a missing or broken source)."""
+    try:
+        text = files[source].decode()
+        return text, next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    except (KeyError, TypeError, UnicodeDecodeError, SyntaxError, ValueError, StopIteration):
+        return None
 
 
 def _check_call(files: dict[str, bytes], op: dict, where: str) -> None:
     """The entry must take the slot's arguments, in order: an entry written for another call (Cacheon's unpaged
     attention, say) is refused with the difference named, before any verification shape fails on it."""
-    try:
-        tree = ast.parse(files[op["source"]])
-    except (KeyError, SyntaxError, ValueError):
-        return  # the bundle check that follows names a missing or broken source
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == op.get("entry")), None)
+    found = _function(files, op.get("source"), op.get("entry"))
+    fn = found[1] if found else None
     if fn is None or fn.args.vararg is not None:
         return
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
@@ -124,26 +132,18 @@ def _check_call(files: dict[str, bytes], op: dict, where: str) -> None:
 def _drop_function(files: dict[str, bytes], source: str, name: str, note) -> None:
     """Removes the dropped setup hook's top-level function from the source, so its engine patch does not stay
     behind for scan to refuse; the kernel's own functions are left as written."""
-    try:
-        text = files[source].decode()
-        fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
-    except (KeyError, UnicodeDecodeError, SyntaxError, ValueError, StopIteration):
+    if (found := _function(files, source, name)) is None:
         return
+    text, fn = found
     lines = text.splitlines(keepends=True)
     start = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
     files[source] = "".join(lines[:start] + lines[fn.end_lineno:]).rstrip("\n").encode() + b"\n"
     note(name, f"def {name} (lines {start + 1}-{fn.end_lineno})", "(removed with the setup hook)", file=source)
 
 
-def _convert(files: dict[str, bytes], changes: list[Change]) -> tuple[str, dict[str, Any]]:
-    """The hotfloat manifest text, the rewritten and the dropped metadata files, README notes; `changes` records
-    every edit."""
-    if "manifest.toml" not in files:
-        raise InputError("manifest.toml is missing at the bundle root")
-    try:
-        doc = tomllib.loads(files["manifest.toml"].decode())
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise InputError(f"manifest.toml is not valid TOML: {e}") from None
+def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple[str, dict[str, Any]]:
+    """The hotfloat manifest text for the parsed Cacheon manifest `doc`, the rewritten and the dropped metadata
+    files, README notes; `changes` records every edit."""
     note = lambda field, was, now="", file="manifest.toml": changes.append(  # noqa: E731
         Change(file=file, field=field, was=str(was), now=str(now)))
     if doc.get("abi_version") != ABI_VERSION:
