@@ -86,15 +86,15 @@ def bundle_files(slot_name: str, bundle_id: str) -> dict[str, str]:
     manifest = (f'bundle_id = "{bundle_id}"\nabi_version = "{ABI_VERSION}"\n\n[[ops]]\nslot = "{slot.name}"\n'
                 f'source = "kernels/{body.entry}.py"\nentry = "{body.entry}"\nvariant = "default"\n'
                 f'dtypes = [{dtypes}]\narchitectures = ["cpu", "sm_90"]\nmetadata = "metadata/{body.entry}.json"\n')
-    steps = ["hotfloat scan .", verify_command(slot.name, "."), "hotfloat bench .", "hotfloat chain package ."]
-    timed = "`hotfloat bench` times single-device slots; this op is timed in the engine by qualification.\n\n"
-    if slot.world_size > 1:
-        steps.remove("hotfloat bench .")
+    single = slot.world_size == 1
+    steps = ["hotfloat scan .", verify_command(slot.name, "."), *(["hotfloat bench ."] if single else []),
+             "hotfloat chain package ."]
+    timed = "" if single else "`hotfloat bench` times single-device slots; this op is timed in the engine by qualification.\n\n"
     readme = (f"# {bundle_id}\n\nA hotfloat bundle for `{slot.name}`: {slot.summary}.\n\n"
               f"The entry `{body.entry}` in `kernels/{body.entry}.py` is called as\n\n    {slot.signature()}\n\n"
               "and must write every element of its outputs in place (they may have padded rows), never touch its "
               "inputs and return None. This starting point is plain torch: correct, not fast. Make it faster, then\n\n"
-              + "".join(f"    {step}\n" for step in steps) + "\n" + (timed if slot.world_size > 1 else "")
+              + "".join(f"    {step}\n" for step in steps) + "\n" + timed
               + "See docs/kernel-authors.md for the full contract.\n")
     return {
         "manifest.toml": manifest,
