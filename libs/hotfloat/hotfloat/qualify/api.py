@@ -10,6 +10,7 @@ is armed only in C; without a sandbox, qualification refuses to run unless the c
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 import os
 import time
@@ -142,8 +143,10 @@ def rule_given(rule: RuleConfig) -> dict:
     return {"rule": fields, **({"logprob_tol": tol} if tol is not None else {})}
 
 
+@functools.cache
 def default_rule(device: str) -> RuleConfig:
-    """The timing rule a device's qualifications use unless told otherwise."""
+    """The timing rule a device's qualifications use unless told otherwise (the record is read and validated once
+    per process: it ships with the package and does not change)."""
     if device != "cuda":
         return RuleConfig(**CPU_RULE)
     from .calibrate import load_rule
