@@ -221,6 +221,7 @@ def ladder() -> str:
     """Per ladder run: the candidate's divergence against its per-slot twin's, the audit's worst slot against
     stock's, and the verdict recorded and under today's rule (the default slacks applied to the same records)."""
     from hotfloat.qualify import QualifyOptions, recompute
+    from hotfloat.qualify.audit import slot_medians
     from hotfloat.qualify.gate import LEVELS, divergence
     from hotfloat.qualify.records import Evidence
 
@@ -234,9 +235,8 @@ def ladder() -> str:
         cand = next((a for a in ev.audit or () if a.role == "C"), None)
         audit = [] if cand else ["not run then"]
         for slot, st in sorted(cand.slots.items() if cand else ()):
-            stock = [x.ratio for a in ev.audit if a.role == "B" for x in a.calls if x.slot == slot]
-            mine = [x.ratio for x in cand.calls if x.slot == slot]
-            audit.append(f"{slot.split('.')[-1]} {np.median(mine) / np.median(stock):.2f}x"
+            mine, stock = slot_medians(ev.audit, cand, slot)
+            audit.append(f"{slot.split('.')[-1]} {mine / stock:.2f}x"
                          + (f" ({st.calls_failed} of {st.calls_audited} wrong)" if st.calls_failed else ""))
         now = recompute(ev.model_copy(update={"rule": ev.rule.model_copy(update={
             "gate_slack": today.gate_slack, "audit_slack": today.audit_slack})}))

@@ -129,17 +129,23 @@ def _less_accurate(audits: list[AuditRecord], cand: AuditRecord, slack: float) -
     kernel's calls of the same sites in B and B' (medians of the per-call worst ratio to the tolerance): an accurate
     kernel rounds once, as stock does; one that is 1% off sits at 3.7x stock's on the H200 (bf16 silu)."""
     for slot in sorted(cand.slots):
-        stock = [c.ratio for a in audits if a.role == "B" for c in a.calls if c.slot == slot]
-        mine = [c.ratio for c in cand.calls if c.slot == slot]
-        if not stock or not mine:
+        if (medians := slot_medians(audits, cand, slot)) is None:
             continue
-        base, got = statistics.median(stock), statistics.median(mine)
+        got, base = medians
         if got > max(slack * base, AUDIT_FLOOR):
             return "FAIL", (f"audit: the candidate's calls of {slot} are {got / max(base, 1e-12):.1f}x as far from the "
                             f"fp32 reference as the stock kernel's on the same calls (median error {got:.3g} of the "
-                            f"verify tolerance against {base:.3g}, over {len(mine)} calls; at most {slack:g}x): more "
+                            f"verify tolerance against {base:.3g}, over {cand.slots[slot].calls_audited} calls; at most {slack:g}x): more "
                             "than an accurate kernel's rounding")
     return None
+
+
+def slot_medians(audits: list[AuditRecord], cand: AuditRecord, slot: str) -> tuple[float, float] | None:
+    """(the candidate's, stock's) median over `slot`'s audited calls of each call's worst error over its tolerance;
+    stock's are the baseline engines' calls of the same sites. None when either side kept no call of it."""
+    stock = [c.ratio for a in audits if a.role == "B" for c in a.calls if c.slot == slot]
+    mine = [c.ratio for c in cand.calls if c.slot == slot]
+    return (statistics.median(mine), statistics.median(stock)) if stock and mine else None
 
 
 def _failures(a: AuditRecord) -> str:
