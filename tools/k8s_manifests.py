@@ -44,12 +44,6 @@ tests/deploy)."""
 KEYS = ("apiVersion", "kind", "namespace", "resources", "patches")
 
 
-def digests(text: str) -> dict[str, str]:
-    """NAME:FLAVOUR -> sha256:HEX from the lock's text."""
-    pairs = (line.split() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
-    return {key: digest for key, digest in pairs}
-
-
 def pin(text: str, lock: dict[str, str]) -> str:
     """`text` with every owned image reference pinned to its locked digest, and each HOTFLOAT_IMAGE_DIGEST set to
     the digest of the image above it."""
@@ -81,7 +75,9 @@ def seccomp_profile() -> dict:
 
 def expected() -> dict[Path, str]:
     """Every file `make k8s` owns, with the content it writes."""
-    lock = digests(LOCK.read_text())
+    from hotfloat.image.digests import read
+
+    lock = read(LOCK)
     files = {p: pin(p.read_text(), lock) for p in sorted(K8S.rglob("*.yaml"))}
     files[PROFILE] = json.dumps(seccomp_profile(), indent=2) + "\n"
     return files

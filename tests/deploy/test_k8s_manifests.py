@@ -90,7 +90,9 @@ def test_every_object_passes_the_kubernetes_schemas_offline(overlay):
 
 
 def test_every_image_is_pinned_by_a_locked_digest():
-    lock = k8s.digests(k8s.LOCK.read_text())
+    from hotfloat.image.digests import read
+
+    lock = read(k8s.LOCK)
     used = set()
     for overlay, docs in rendered().items():
         for name, w in workloads(docs).items():
