@@ -5,9 +5,13 @@ import json
 import os
 import tomllib
 
+import math
+
 import pytest
 
-from hotfloat.bundle.bounded import MAX_DEPTH, MAX_KEY_PARTS, load_json, load_toml, read_file
+from hotfloat.bundle.bounded import MAX_DEPTH, MAX_KEY_PARTS, load_json, load_record, load_toml, read_file
+from hotfloat.errors import InputError
+from hotfloat.record import Record
 
 TOML_OK = [
     'a = "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["',
@@ -55,7 +59,8 @@ def test_valid_json_parses_and_strings_do_not_count():
     ('{"a": 1, "a": 2}', "duplicate key 'a'"),
     ("[NaN]", "NaN is not a number"),
     ("[-Infinity]", "Infinity is not a number"),
-    ("9" * 5000, "not valid JSON"),
+    ("9" * 5000, "a number longer than 100 characters"),
+    ('[1e' + "9" * 200 + "]", "a number longer than 100 characters"),
     ('{"a": ', "not valid JSON"),
 ])
 def test_hostile_json_refused_with_its_reason(text, why):
@@ -74,3 +79,32 @@ def test_read_file_refuses_what_is_not_a_bounded_regular_file(tmp_path):
             read_file(path, 1 << 30)
     with pytest.raises(OSError):
         read_file(tmp_path, 10)
+
+
+class _Sample(Record):
+    x: float
+    tags: list[str] = []
+    nested: list = []
+
+
+def test_load_record_reads_a_record_back_with_nan_and_long_strings(tmp_path):
+    f = tmp_path / "r.json"
+    f.write_text(_Sample(x=math.nan, tags=["9" * 500, "[" * 100]).model_dump_json())
+    back = load_record(f, _Sample, max_bytes=1 << 16, what="a sample")
+    assert math.isnan(back.x) and back.tags[1] == "[" * 100
+
+
+@pytest.mark.parametrize("text,why", [
+    ('{"x": 1, "nested": ' + "[" * 40 + "]" * 40 + "}", "nested deeper than 32 levels"),
+    ('{"x": 1' + "0" * 200 + "}", "a number longer than 100 characters"),
+    ('{"x": 1, "y": 2}', "y: unknown key"),
+    ("not json", "Invalid JSON"),
+    ('{"x": 1, "tags": ["' + "a" * 100 + '"]}', "over the 64-byte limit"),
+])
+def test_load_record_refuses_with_one_input_error_naming_the_file(tmp_path, text, why):
+    f = tmp_path / "r.json"
+    f.write_text(text)
+    with pytest.raises(InputError, match=rf"^{f}: not a sample: .*{why}"):
+        load_record(f, _Sample, max_bytes=64 if "limit" in why else 1 << 16, what="a sample")
+    with pytest.raises(InputError, match=r"not a sample: not a regular file$"):
+        load_record("/dev/zero", _Sample, max_bytes=64, what="a sample")

@@ -93,7 +93,7 @@ def test_evidence_that_is_a_fifo_or_a_device_is_refused_without_blocking(tmp_pat
     os.mkfifo(fifo)
     for path in (fifo, "/dev/zero"):
         p = cli("recompute", str(path))
-        assert p.returncode == 2 and p.stderr == f"error: {path}: cannot read evidence: not a regular file\n"
+        assert p.returncode == 2 and p.stderr == f"error: {path}: not valid qualification evidence: not a regular file\n"
 
 
 def test_evidence_written_where_it_cannot_be_is_one_error_line(tmp_path):

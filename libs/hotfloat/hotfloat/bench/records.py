@@ -4,15 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from ..record import Record
 from ..verdict import Status
-
-
-class Record(BaseModel):
-    """Base of the bench records: unknown keys refused, frozen, documented fields."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class Stat(Record):

@@ -4,8 +4,9 @@ are read the same way: a regular file, no further than its bound.
 
 Python's parsers recurse once per nesting level (100,000 brackets end in RecursionError) and tomllib spends
 quadratic time on long dotted keys (`a.a.a...`, 19 s for 30,000 parts); the pre-scan refuses both in one pass
-over the text, skipping strings and comments exactly as the grammars define them. Integers beyond Python's digit
-limit, NaN and Infinity, and duplicate JSON keys are refused too. Each refusal is a ValueError with one short reason.
+over the text, skipping strings and comments exactly as the grammars define them. JSON numbers longer than
+MAX_NUMBER_CHARS, NaN and Infinity (unless asked for), and duplicate JSON keys are refused too. Each refusal is a
+ValueError with one short reason; `load_record` turns it into one InputError naming the file.
 """
 
 from __future__ import annotations
@@ -15,14 +16,26 @@ import os
 import re
 import stat
 import tomllib
+from typing import TypeVar
+
+from pydantic import ValidationError
+
+from ..errors import InputError
+from ..record import Record, first_error
 
 MAX_DEPTH = 32
 """Nesting levels of arrays and tables; bundle records need five."""
 MAX_KEY_PARTS = 8
 """Parts of one dotted TOML key."""
+MAX_NUMBER_CHARS = 100
+"""Characters of one JSON number: a float's repr needs 24, a 64-bit integer 20; a longer one is only there to make
+the parser convert a huge integer or exponent."""
 
 _TOML_STOP = re.compile(r"[\"'#\[\]{}.=,\n]")
 _JSON_STOP = re.compile(r"[\"\[\]{}]")
+_JSON_LONG = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[-+0-9.eE]{%d,}' % (MAX_NUMBER_CHARS + 1), re.S)
+"""A whole string (skipped) or a run of number characters too long to be a number we accept."""
+R = TypeVar("R", bound=Record)
 
 
 def read_file(path: str | os.PathLike, max_bytes: int) -> bytes:
@@ -53,11 +66,27 @@ def load_json(text: str, *, max_chars: int, allow_nan: bool = False) -> object:
     Infinity unless `allow_nan` (measurements written by `json.dumps` may carry them)."""
     if len(text) > max_chars:
         raise ValueError(f"{len(text)} characters, over the {max_chars}-character limit")
-    _json_shape(text)
+    _json_bounds(text)
     try:
         return json.loads(text, parse_constant=float if allow_nan else _no_constant, object_pairs_hook=_unique)
     except ValueError as e:  # JSONDecodeError, integers past the digit limit, the hooks' refusals
         raise ValueError(f"not valid JSON: {e}") from None
+
+
+def load_record(path: str | os.PathLike, kind: type[R], *, max_bytes: int, what: str) -> R:
+    """An untrusted JSON file as `kind`, read within `max_bytes` and bounded in depth and number length before the
+    parser runs; any refusal is an InputError `path: not <what>: <first problem>`. NaN and Infinity are accepted:
+    records write them (hotfloat.record.Record)."""
+    try:
+        text = read_file(path, max_bytes).decode()
+        _json_bounds(text)
+        return kind.model_validate_json(text)
+    except ValidationError as e:
+        raise InputError(f"{path}: not {what}: {first_error(e, kind.__name__)}") from None
+    except OSError as e:
+        raise InputError(f"{path}: not {what}: {e.strerror or e}") from None
+    except ValueError as e:  # read_file's and the bounds' refusals, and text that is not UTF-8
+        raise InputError(f"{path}: not {what}: {e}") from None
 
 
 def _no_constant(name: str) -> float:
@@ -122,6 +151,12 @@ def _toml_string_end(text: str, start: int) -> int:
             while extra < 2 and text.startswith(q, end):
                 end, extra = end + 1, extra + 1
         return end
+
+
+def _json_bounds(text: str) -> None:
+    _json_shape(text)
+    if any(m.group()[0] != '"' for m in _JSON_LONG.finditer(text)):
+        raise ValueError(f"a number longer than {MAX_NUMBER_CHARS} characters")
 
 
 def _json_shape(text: str) -> None:

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from ..bundle.bounded import read_file
+from ..bundle.bounded import load_record, read_file
 from ..record import first_error
 from .records import EngineSpec, IsolationRecord, Record, RuleConfig, Workload
 
@@ -255,32 +255,18 @@ OUTPUTS_BYTES = 256 << 20
 few candidates stays well inside this."""
 
 
-def _load(path: str | os.PathLike, limit: int, kind: type[Record], what: str):
-    """An untrusted JSON file as `kind`; anything else is an InputError naming the file and its first problem."""
-    from ..errors import InputError
-
-    try:
-        return kind.model_validate_json(read_file(path, limit))
-    except ValidationError as e:
-        raise InputError(f"{path}: not {what}: {first_error(e)}") from None
-    except OSError as e:
-        raise InputError(f"{path}: not {what}: {e.strerror or e}") from None
-    except ValueError as e:
-        raise InputError(f"{path}: not {what}: {e}") from None
-
-
 def load_rule(path: str | os.PathLike) -> RuleConfig:
     """The rule a calibration record chose, for a service or validator to decide with (`hotfloat serve --rule-from`)."""
-    return _load(path, RECORD_BYTES, CalibrationRecord, "a calibration record").rule
+    return load_record(path, CalibrationRecord, max_bytes=RECORD_BYTES, what="a calibration record").rule
 
 
 def load_raw(path: str | os.PathLike) -> CalibrationRaw:
     """A collection's raw JSON, read back as untrusted input (`analyse` and `evidence` run on files from elsewhere)."""
-    return _load(path, RAW_BYTES, CalibrationRaw, "a raw calibration collection")
+    return load_record(path, CalibrationRaw, max_bytes=RAW_BYTES, what="a raw calibration collection")
 
 
 def load_preregistration(path: str | os.PathLike) -> Preregistration:
-    return _load(path, RECORD_BYTES, Preregistration, "a pre-registered rule")
+    return load_record(path, Preregistration, max_bytes=RECORD_BYTES, what="a pre-registered rule")
 
 
 def evidence_from(raw: CalibrationRaw, outputs: Path, candidate: str, rule: RuleConfig):

@@ -5,11 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from ..bundle.bounded import read_file
+from ..bundle.bounded import load_record
 from ..errors import InputError
-from ..record import first_error
 from .decision import judge
 from .records import Decision, Evidence
 
@@ -25,15 +22,8 @@ def save(evidence: Evidence, path: str | os.PathLike) -> None:
 
 
 def load(path: str | os.PathLike) -> Evidence:
-    """Parses an evidence file; anything malformed is an InputError naming the first problem."""
-    try:
-        return Evidence.model_validate_json(read_file(path, MAX_EVIDENCE_BYTES))
-    except OSError as e:
-        raise InputError(f"{path}: cannot read evidence: {e.strerror or e}") from None
-    except ValidationError as e:
-        raise InputError(f"{path}: not valid qualification evidence: {first_error(e, 'evidence')}") from None
-    except ValueError as e:
-        raise InputError(f"{path}: cannot read evidence: {e}") from None
+    """Parses an evidence file as untrusted input; anything malformed is an InputError naming the first problem."""
+    return load_record(path, Evidence, max_bytes=MAX_EVIDENCE_BYTES, what="valid qualification evidence")
 
 
 def recompute(evidence: Evidence) -> Decision:

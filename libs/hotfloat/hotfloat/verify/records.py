@@ -4,17 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import Field, computed_field, model_validator
 
+from ..record import Record
 from ..sandbox import SandboxPolicy
 from ..verdict import Status, combine
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class VerifyOptions(_Record):
+class VerifyOptions(Record):
     """How to verify: where, with which secret, how hard, and under which bounds."""
 
     device: Literal["cpu", "cuda"] = "cpu"
@@ -54,7 +51,7 @@ class VerifyOptions(_Record):
         return SandboxPolicy()
 
 
-class VerifyRow(_Record):
+class VerifyRow(Record):
     """One (op, dtype, shape) outcome over all its trials."""
 
     slot: str
@@ -77,7 +74,7 @@ class VerifyRow(_Record):
         return self
 
 
-class VerifyReport(_Record):
+class VerifyReport(Record):
     """Everything needed to read, replay and archive one verify run."""
 
     bundle_id: str
