@@ -10,7 +10,8 @@
 The candidate's code runs only in forked engine processes (hotfloat.qualify.worker); this process never imports it.
 """
 
-from .api import QualifyOptions, qualify_bundle
+from .api import QualifyOptions
+from .pipeline import qualify_bundle
 from .evidence import load as load_evidence
 from .evidence import recompute
 from .evidence import save as save_evidence

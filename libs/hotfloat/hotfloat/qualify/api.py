@@ -1,33 +1,22 @@
-"""`qualify_bundle`: the complete-engine A/B of one candidate, as the CLI and the Qualification service call it.
+"""What a validator chooses for a qualification (`QualifyOptions`) and the defaults behind it, from one source.
 
-The options a validator chooses (`QualifyOptions`), and `qualify_bundle`: stage the bundles, run the resident-engine
-protocol (hotfloat.qualify.protocol: B, C, B' and the gate's twin T, each in its own sandbox, timed one at a time
-with the others locked and stopped), and wrap its frames and decision as recomputable evidence. The candidate bundle
-is armed only in C; without a sandbox, qualification refuses to run unless the caller opts out with
-`sandboxed=False`, and on CUDA without GPU isolation unless `gpu_isolation=False`; the evidence records both.
+A device's timing rule is `default_rule(device)`: on CUDA the rule the packaged calibration record chose (read, never
+copied), on a CPU box the switched-off bounds of `CPU_RULE`. `for_device` fills in the device's defaults, `rule_given`
+lays a configured rule (`--rule-from`) over them. The run itself is hotfloat.qualify.pipeline.
 """
 
 from __future__ import annotations
 
-import datetime
 import functools
-import logging
-import os
-import time
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ..bundle import Bundle, load_bundle
-from ..errors import InfrastructureError
-from ..sandbox import ensure_available
+from .calibrate import load_rule
 from .presets import PRESETS
-from .host import engine_policy, staged
-from .records import Decode, EngineKind, EngineSpec, Evidence, QualifyResult, Record, Role, RuleConfig
-from .protocol import Progress, Protocol
-from .resident import harden_self
-from .workload import SHAPES, make_workload
+from .records import Decode, EngineKind, EngineSpec, Record, Role, RuleConfig
+from .workload import SHAPES
 
 
 GATE_SLACK = 1.5
@@ -147,67 +136,4 @@ def rule_given(rule: RuleConfig) -> dict:
 def default_rule(device: str) -> RuleConfig:
     """The timing rule a device's qualifications use unless told otherwise (the record is read and validated once
     per process: it ships with the package and does not change)."""
-    if device != "cuda":
-        return RuleConfig(**CPU_RULE)
-    from .calibrate import load_rule
-
-    return load_rule(CUDA_RECORD)
-
-
-def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions | None = None, *,
-                   baseline: Bundle | str | os.PathLike | None = None, progress: Progress | None = None) -> QualifyResult:
-    """Qualifies `bundle` against the stock engine (or against `baseline`, the incumbent's bundle, armed in B and B')."""
-    options = options or QualifyOptions()
-    engine = options.engine()
-    if options.sandboxed:
-        ensure_available(engine_policy(options.device, engine.kind))  # fail closed before any engine starts
-    else:
-        logging.getLogger("hotfloat.qualify").warning(
-            "UNSANDBOXED qualification: engine processes run candidate code with the validator's view")
-    if options.device == "cuda" and not options.gpu_isolation:
-        logging.getLogger("hotfloat.qualify").warning(
-            "UNISOLATED qualification: an idle engine's GPU work is not locked out of the timed passes")
-    harden_self()
-    vocab = PRESETS[options.preset]["vocab_size"]
-    workload = make_workload(options.shapes, vocab, passes=options.rule.max_rounds,
-                             warmup_passes=options.warmup_passes, seed=options.seed)
-    started, t0 = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), time.monotonic()
-    bundles = {"c": _loaded(bundle), **({"b": _loaded(baseline)} if baseline else {})}
-    model_dir = _model_dir(engine)
-    with staged(bundles, sandboxed=options.sandboxed) as paths:
-        stock = {"bundle": paths.get("b"), "identity": bundles["b"].identity if baseline else None}
-        arms = [stock, {"bundle": paths["c"], "identity": bundles["c"].identity}, stock]
-        if options.twin:
-            arms.append({**stock, "twin_of": paths["c"], "twin_identity": bundles["c"].identity})
-        declared = {op.entry.slot for op in bundles["c"].ops}
-        out = Protocol(engine, workload, options, arms, model_dir, progress, declared).run()
-    evidence = Evidence(bundle_identity=bundles["c"].identity, baseline_identity=bundles["b"].identity if baseline else None,
-                        engine=engine, engine_identity=out.identity or "unknown", engine_info=out.info,
-                        workload=workload, order=out.order, rule=options.rule, env=environment(),
-                        sandboxed=options.sandboxed, frames=out.frames, twin=out.twin, isolation=out.isolation,
-                        audit=out.audit, decision=out.decision, started=started, seconds=time.monotonic() - t0)
-    d = out.decision
-    return QualifyResult(status=d.status, score=d.score, reason=d.reason, evidence=evidence)
-
-
-def _model_dir(engine: EngineSpec) -> str | None:
-    if engine.kind != "sglang":
-        return None
-    if engine.model_path:
-        if not os.path.isfile(os.path.join(engine.model_path, "config.json")):
-            raise InfrastructureError(f"--model {engine.model_path}: no config.json there")
-        return os.path.abspath(engine.model_path)
-    from .checkpoint import ensure
-
-    return str(ensure(engine.preset, engine.dtype, engine.weight_seed))
-
-
-def _loaded(bundle: Bundle | str | os.PathLike) -> Bundle:
-    return bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
-
-
-def environment() -> dict:
-    """The host's environment identity (hotfloat.env), as plain JSON data for the evidence."""
-    from ..env import collect
-
-    return collect().model_dump(mode="json")
+    return load_rule(CUDA_RECORD) if device == "cuda" else RuleConfig(**CPU_RULE)

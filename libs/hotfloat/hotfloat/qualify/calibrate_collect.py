@@ -21,7 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from .calibrate import CalibrationRaw, KeptRound, RawRound
+from .fleet import Counts, Fleet, Ready, Served
+from .host import CACHE, staged
+from .presets import PRESETS
 from .records import Workload
+from .resident import cpu_sets, harden_self
+from .workload import make_workload
 
 
 def handicap_us(effect: float, pass_s: float, layers: int, workload: Workload) -> float:
@@ -43,12 +48,7 @@ def collect(options, out: Path, *, stock: int = 3, handicap: dict[float, int] | 
     `<out>.outputs.jsonl` (`evidence_from`). With `export_cache`, B1's JIT caches are copied there after the rounds
     (`export`). `options` is a QualifyOptions (engine, workload mix, sandboxing)."""
     from ..bundle import load_bundle
-    from .api import _model_dir, environment
-    from .presets import PRESETS
-    from .host import model_view, staged
-    from .isolation import Isolation
-    from .resident import EngineFault, ResidentEngine, cpu_sets, harden_self
-    from .workload import kv_cap, make_workload, prompts
+    from ..env import collect as environment
 
     t0 = time.monotonic()
     say = progress or (lambda m: None)
@@ -62,125 +62,94 @@ def collect(options, out: Path, *, stock: int = 3, handicap: dict[float, int] | 
              for n, e in handicapped.items()}
     names = [f"B{i + 1}" for i in range(stock)] + list(handicapped) + list(bundles)
     keep = [n for n in names if n in ("B1", "B2") or n in bundles] if keep_rounds else []
-    model_dir = _model_dir(engine)
-    warmup = [(prompts(workload, -1 - p, b), [r.max_new_tokens for r in batch])
-              for p in range(workload.warmup_passes) for b, batch in enumerate(workload.batches)]
-    graph_batches = sorted({len(b) for b in workload.batches})
-    kv_tokens = kv_cap(workload)
-    cpus = cpu_sets(len(names))
     rng = np.random.default_rng(workload.seed)
     outputs = Path(f"{out}.outputs.jsonl")
     outputs.unlink(missing_ok=True)
-    engines: dict[str, ResidentEngine] = {}
-    iso = Isolation.start(engine.device, required=options.gpu_isolation)
-    with staged(bundles, sandboxed=options.sandboxed) as paths:
-        try:
-            for i, name in enumerate(names):
-                spec = dict(engine.model_dump(), bundle=paths.get(name), identity=bundles[name].identity if name in bundles else None,
-                            warmup=warmup, threads=options.threads, extra_passes=0, handicap_us=delay.get(name, 0.0),
-                            cpus=cpus[i], graph_batches=graph_batches, kv_tokens=kv_tokens, mem_fraction=options.mem_fraction,
-                            model_dir=model_view(model_dir, sandboxed=options.sandboxed))
-                engines[name] = ResidentEngine(name, spec, device=engine.device, kind=engine.kind,
-                                               sandboxed=options.sandboxed, model_dir=model_dir)
-            deadline = t0 + options.startup_timeout_s
-            infos, failed = {}, {}
+    failed: dict[str, str] = {}
+    with staged(bundles, sandboxed=options.sandboxed) as paths, Fleet(engine, workload, options, readings=True) as fleet:
 
-            def drop(name: str, why: str) -> None:
-                """A candidate engine that fails leaves the collection (recorded); a stock or handicapped one ends it."""
-                if name not in bundles:
-                    raise RuntimeError(f"calibration engine {name} failed: {why}")
-                failed[name] = why[:2000]
-                names.remove(name)
-                if name in keep:
-                    keep.remove(name)
-                engines.pop(name).close()
-                say(f"{name} dropped: {why[:300]}")
+        def drop(name: str, why: str) -> bool:
+            """A candidate engine that fails leaves the collection (recorded); a stock or handicapped one ends it."""
+            if name not in bundles:
+                raise RuntimeError(f"calibration engine {name} failed: {why}")
+            failed[name] = why[:2000]
+            names.remove(name)
+            if name in keep:
+                keep.remove(name)
+            if name in fleet.engines:
+                fleet.drop(name)
+            say(f"{name} dropped: {why[:300]}")
+            return True
 
-            for name, e in list(engines.items()):
-                try:
-                    infos[name] = e.ready(deadline)
-                except EngineFault as f:
-                    drop(name, f"boot: {f}; {e.log_tail()}")
-                    continue
-                say(f"{name} ready after {e.boot_s:.1f} s")
-            idents = {infos[n][0] for n in names}
-            if len(idents) != 1:
-                raise RuntimeError(f"the engines report different identities: {sorted(i[:12] for i in idents)}")
-            env = environment()
-            raw = CalibrationRaw(
-                started=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                device=env.get("gpu_model") or engine.device, engine=engine, engine_identity=infos["B1"][0],
-                engine_info=infos["B1"][1], workload=workload, stock=names[:stock], handicap=handicapped,
-                handicap_us=delay, candidates={n: b.identity for n, b in bundles.items() if n in names},
-                boot_s={n: e.boot_s for n, e in engines.items()}, kept=list(keep), kept_rounds=keep_rounds,
-                failed=failed, sandboxed=options.sandboxed, env=env, command=command)
-            rounds: list[RawRound] = []
-            t_rounds = time.monotonic()
-            r = 0
-            while max_rounds is None or r < max_rounds:
-                pace = (time.monotonic() - t_rounds) / r if r else 0.0
-                if time.monotonic() - t0 + 1.5 * pace + 30 > budget_s:  # 30 s to stop the engines and write
-                    break
-                order = [names[k] for k in rng.permutation(len(names))]
-                start = time.monotonic() - t_rounds
-                batches = [(prompts(workload, r, b), [q.max_new_tokens for q in batch])
-                           for b, batch in enumerate(workload.batches)]
-                pass_s, done, host = {}, {}, {}
-                for name in order:
-                    total, got = 0.0, []
-                    before = engines[name].reading()
-                    try:
-                        with iso.alone(list(engines.values()), engines[name]):
-                            for ps, mx in batches:
-                                s_, outs = engines[name].serve(ps, mx, options.batch_timeout_s)
-                                total += s_
-                                got += outs
-                    except EngineFault as f:
-                        drop(f.who if f.who in engines else name, f"round {r}: {f}")
-                        continue
-                    pass_s[name], done[name], host[name] = total, got, engines[name].reading().since(before)
-                if failed.keys() - raw.failed.keys():
-                    raw = raw.model_copy(update={"failed": dict(failed), "kept": list(keep),
-                                                 "candidates": {n: i for n, i in raw.candidates.items() if n in names}})
-                order = [n for n in order if n in names]
-                ref = [o["tokens"] for _, o in done["B1"]]
-                agree = {n: sum(a == o["tokens"] for a, (_, o) in zip(ref, got)) / len(ref) for n, got in done.items()}
-                rounds.append(RawRound(t=start, order=order, pass_s={n: pass_s[n] for n in order}, agree=agree,
-                                       host={n: host[n] for n in order}))
-                if r < keep_rounds:
-                    with outputs.open("a") as f:
-                        for n in keep:
-                            f.write(KeptRound(round=r, engine=n, latency_s=[x for x, _ in done[n]],
-                                              tokens=[o["tokens"] for _, o in done[n]],
-                                              logprobs=[_r4(o["logprobs"]) for _, o in done[n]],
-                                              margins=[_r4(o["margins"]) for _, o in done[n]]).model_dump_json() + "\n")
-                r += 1
-                _write(out, raw.model_copy(update={"rounds": rounds}))
-                if r % 10 == 0:
-                    say(f"round {r}: " + " ".join(f"{n} {1e3 * pass_s[n]:.1f}ms" for n in names))
-            if export_cache is not None:
-                say(export(engines["B1"], Path(export_cache), options.sandboxed))
-            routed = {}
-            for n in names:
-                try:
-                    routed[n] = engines[n].stop(options.batch_timeout_s)[0]
-                except EngineFault as f:
-                    say(f"{n} did not report its seam counts: {f}")
-            raw = raw.model_copy(update={"rounds": rounds, "routed": routed, "isolation": iso.record()})
-            _write(out, raw)
-            return raw
-        finally:
-            for e in engines.values():
-                e.close()
-            iso.close()
+        arms = {n: {"bundle": paths.get(n), "identity": bundles[n].identity if n in bundles else None,
+                    "handicap_us": delay.get(n, 0.0)} for n in names}
+        booted = fleet.boot(arms, cpu_sets(len(names)), t0 + options.startup_timeout_s)
+        for name, got in booted.items():
+            if isinstance(got, Ready):
+                say(f"{name} ready after {got.boot_s:.1f} s")
+            else:
+                drop(name, f"{got}; {fleet[name].log_tail()}" if name in fleet.engines else str(got))
+        idents = {booted[n].identity for n in names}
+        if len(idents) != 1:
+            raise RuntimeError(f"the engines report different identities: {sorted(i[:12] for i in idents)}")
+        env = environment().model_dump(mode="json")
+        raw = CalibrationRaw(
+            started=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            device=env.get("gpu_model") or engine.device, engine=engine, engine_identity=booted["B1"].identity,
+            engine_info=booted["B1"].info, workload=workload, stock=names[:stock], handicap=handicapped,
+            handicap_us=delay, candidates={n: b.identity for n, b in bundles.items() if n in names},
+            boot_s={n: booted[n].boot_s for n in names}, kept=list(keep), kept_rounds=keep_rounds,
+            failed=failed, sandboxed=options.sandboxed, env=env, command=command)
+        rounds: list[RawRound] = []
+        t_rounds = time.monotonic()
+        r = 0
+        while max_rounds is None or r < max_rounds:
+            pace = (time.monotonic() - t_rounds) / r if r else 0.0
+            if time.monotonic() - t0 + 1.5 * pace + 30 > budget_s:  # 30 s to stop the engines and write
+                break
+            order = [names[k] for k in rng.permutation(len(names))]
+            start = time.monotonic() - t_rounds
+            served = fleet.round(r, order, lambda name, f, r=r: drop(name, f"round {r}: {f}"))
+            if failed.keys() - raw.failed.keys():
+                raw = raw.model_copy(update={"failed": dict(failed), "kept": list(keep),
+                                             "candidates": {n: i for n, i in raw.candidates.items() if n in names}})
+            order = [n for n in order if n in names]
+            ref = [o["tokens"] for o in served["B1"].outputs]
+            agree = {n: sum(a == o["tokens"] for a, o in zip(ref, s.outputs, strict=True)) / len(ref)
+                     for n, s in served.items()}
+            rounds.append(RawRound(t=start, order=order, pass_s={n: served[n].seconds for n in order}, agree=agree,
+                                   host={n: served[n].host for n in order}))
+            if r < keep_rounds:
+                with outputs.open("a") as f:
+                    f.writelines(_kept(r, n, served[n]).model_dump_json() + "\n" for n in keep)
+            r += 1
+            _write(out, raw.model_copy(update={"rounds": rounds}))
+            if r % 10 == 0:
+                say(f"round {r}: " + " ".join(f"{n} {1e3 * served[n].seconds:.1f}ms" for n in names))
+        if export_cache is not None:
+            say(export(fleet["B1"], Path(export_cache), options.sandboxed))
+        routed = {}
+        for n, got in fleet.stop(names, options.batch_timeout_s).items():
+            if isinstance(got, Counts):
+                routed[n] = got.routed
+            else:
+                say(f"{n} did not report its seam counts: {got}")
+        raw = raw.model_copy(update={"rounds": rounds, "routed": routed, "isolation": fleet.isolation()})
+        _write(out, raw)
+        return raw
+
+
+def _kept(r: int, name: str, served: Served) -> KeptRound:
+    """One engine's completions of round r as the outputs file keeps them (for `evidence_from`)."""
+    outs = served.outputs
+    return KeptRound(round=r, engine=name, latency_s=served.latency_s, tokens=[o["tokens"] for o in outs],
+                     logprobs=[_r4(o["logprobs"]) for o in outs], margins=[_r4(o["margins"]) for o in outs])
 
 
 def export(e, dest: Path, sandboxed: bool) -> str:
     """Copies a stock engine's JIT caches (its private /tmp/cache, reached through /proc while it lives) to `dest`,
     so engines booted later (seeded from $HOTFLOAT_ENGINE_ROOT/cache, hotfloat.qualify.host) skip the compilation.
     Only a stock engine's: no candidate code ever ran in its sandbox, so nothing it wrote can reach another engine."""
-    from .host import CACHE
-
     roots = [Path(f"/proc/{p}/root{CACHE}") for p in reversed(e.pids())] if sandboxed else [e._dir / "cache"]
     src = next((r for r in roots if os.path.isdir(r)), None)  # isdir says False where /proc refuses us
     try:

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InfrastructureError
+from .records import EngineSpec
 
 CACHE_ENV = "HOTFLOAT_MODEL_CACHE"
 FINAL_NORM_SCALE = 8.0
@@ -46,6 +47,18 @@ def ensure(preset: str, dtype: str, seed: int, timeout_s: float = 600.0) -> Path
         raise InfrastructureError(f"generating the {preset} checkpoint failed: {r.stderr.strip()[-600:]}")
     (out / "done").write_text("ok\n")
     return out
+
+
+def model_dir(engine: EngineSpec) -> str | None:
+    """The checkpoint an SGLang engine serves: the validator's own (`model_path`) or the preset's, generated once;
+    None for the transformers stand-in, which builds its model from the preset in the engine process."""
+    if engine.kind != "sglang":
+        return None
+    if engine.model_path:
+        if not os.path.isfile(os.path.join(engine.model_path, "config.json")):
+            raise InfrastructureError(f"--model {engine.model_path}: no config.json there")
+        return os.path.abspath(engine.model_path)
+    return str(ensure(engine.preset, engine.dtype, engine.weight_seed))
 
 
 def write(preset: str, dtype: str, seed: int, out: Path) -> None:

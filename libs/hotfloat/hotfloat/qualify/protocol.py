@@ -24,18 +24,14 @@ import random
 import secrets
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ..errors import InfrastructureError
 from .decision import judge
+from .fleet import Fleet, Ready, Served
 from .gate import gate
-from .host import model_view
-from .isolation import Isolation
 from .records import AuditRecord, Decision, EngineSpec, IsolationRecord, Role, RuleConfig, RunFrame, Workload
-from .resident import EngineFault, ResidentEngine, cpu_sets
+from .resident import EngineFault, cpu_sets
 from .rule import decide
-from .workload import kv_cap, prompts
 
 Progress = Callable[[str, int, int], None]
 """progress(description, rounds done, most rounds possible)."""
@@ -82,6 +78,11 @@ class _Acc:
         if self.error is None:
             self.error, self.fault = message[:2000] or kind, kind
 
+    def add(self, served: Served) -> None:
+        self.pass_s.append(served.seconds)
+        self.lat.append(served.latency_s)
+        self.outs.append(served.outputs)
+
     def frame(self, n: int) -> RunFrame:
         ok = self.error is None
         cut = lambda xs: xs[:n] if ok else []  # noqa: E731
@@ -96,20 +97,20 @@ class _Acc:
 
 
 class Protocol:
-    """Runs once: `run()` boots the arms (B, C, B' and optionally T), serves rounds and returns the Outcome."""
+    """Runs once: `run()` boots the arms (B, C, B' and optionally T) as a Fleet, serves rounds and returns the
+    Outcome. Engine i is named `f"{i}{role}"` in the fleet."""
 
-    def __init__(self, engine: EngineSpec, workload: Workload, options, arms: list[dict], model_dir: str | None,
-                 progress: Progress | None, declared: set[str] = frozenset()):
+    def __init__(self, engine: EngineSpec, workload: Workload, options, arms: list[dict], progress: Progress | None,
+                 declared: set[str] = frozenset()):
         self.engine, self.workload, self.options, self.arms = engine, workload, options, arms
         self.declared = declared
         """The slots the candidate's manifest declares: the only ones it can route, and the twin can perturb."""
-        self.model_dir, self.progress = model_dir, progress or (lambda *a: None)
+        self.progress = progress or (lambda *a: None)
         self.rule: RuleConfig = options.rule
         self.roles: list[Role] = ["B", "C", "B", "T"][:len(arms)]
+        self.names = [f"{i}{r}" for i, r in enumerate(self.roles)]
         self.accs = [_Acc(i, r) for i, r in enumerate(self.roles)]
-        self.engines: list[ResidentEngine | None] = [None] * len(arms)
-        self.reference = 0.0
-        """The slowest baseline (or twin) pass so far, seconds: what a stall is measured against."""
+        self.fleet: Fleet
         self.audits: list[AuditRecord] | None = None
 
     @property
@@ -118,31 +119,26 @@ class Protocol:
 
     def run(self) -> Outcome:
         rule = self.rule
-        iso = Isolation.start(self.engine.device, required=self.options.gpu_isolation)
-        ident, info, order = None, {}, []
-        try:
-            self._start()
+        ready, order = None, []
+        baselines = [n for n, r in zip(self.names, self.roles, strict=True) if r != "C"]
+        with Fleet(self.engine, self.workload, self.options, reference=baselines) as self.fleet:
             self.progress("booting B, C, B'" + (", T" if len(self.arms) > 3 else ""), 0, rule.max_rounds)
-            ident, info = self._boot(time.monotonic() + self.options.startup_timeout_s)
-            self._settle(iso)
+            ready = self._boot(time.monotonic() + self.options.startup_timeout_s)
+            self._settle()
             done = 0
             while done < rule.max_rounds and not self.failed:
                 order.append(round_order(self.workload.seed, done))
-                self._round(iso, done, order[-1])
+                self._round(done, order[-1])
                 done += 1
                 self.progress(f"round {done}", done, rule.max_rounds)
                 if done == rule.look_rounds and len(self.arms) > 3:
-                    self._twin(iso)
+                    self._twin()
                 if done % rule.look_rounds == 0 and not self.failed and self._settled(done):
                     break
             self._audit()
             self._stop()
-        finally:
-            for i, e in enumerate(self.engines):
-                if e is not None:
-                    self.accs[i].wall_s = e.lifetime_s
-                    e.close()
-            iso.close()
+        for acc, name in zip(self.accs, self.names, strict=True):
+            acc.wall_s = self.fleet.lifetimes.get(name, 0.0)
         n = min(len(a.pass_s) for a in self.accs[:3])
         frames = [a.frame(n) for a in self.accs[:3]]
         twin = self._twin_frame()
@@ -150,119 +146,57 @@ class Protocol:
         if decision is None:  # a fault before the first look: judge has nothing to weigh
             decision = Decision(status="NO_DECISION", reason="the protocol ended before the rule could look")
         self.progress("done", rule.max_rounds, rule.max_rounds)
-        return Outcome(frames, twin, ident, info, order[:n], decision, iso.record(), self.audits)
+        return Outcome(frames, twin, ready.identity if ready else None, ready.info if ready else {}, order[:n],
+                       decision, self.fleet.isolation(), self.audits)
 
-    def _start(self) -> None:
-        o, w = self.options, self.workload
-        warmup = [(prompts(w, -1 - p, b), [r.max_new_tokens for r in batch])
-                  for p in range(w.warmup_passes) for b, batch in enumerate(w.batches)]
-        cpus = cpu_sets(3)
-        audit = {"audit_key": secrets.randbits(52), "audit_rate": o.audit_rate} if o.audit_rate else {}
-        for i, arm in enumerate(self.arms):
-            spec = dict(self.engine.model_dump(), **arm, **audit, warmup=warmup, threads=o.threads,
-                        extra_passes=o.extra_passes.get(self.roles[i], 0), cpus=cpus[i % 3],
-                        graph_batches=sorted({len(b) for b in w.batches}), kv_tokens=kv_cap(w),
-                        mem_fraction=o.mem_fraction, model_dir=model_view(self.model_dir, sandboxed=o.sandboxed))
-            try:
-                self.engines[i] = ResidentEngine(f"{i}{self.roles[i]}", spec, device=self.engine.device,
-                                                 kind=self.engine.kind, sandboxed=o.sandboxed, model_dir=self.model_dir)
-            except (InfrastructureError, OSError) as e:
-                self.accs[i].fail(f"the engine could not be started: {e}", "host")
-            except EngineFault as f:
-                self.accs[i].fail(str(f), f.kind)
+    def _fault(self, name: str, f: EngineFault) -> bool:
+        """A fault is charged to the engine that had it and ends the round (and with it the protocol)."""
+        self.accs[self.names.index(name)].fail(str(f), f.kind)
+        return False
 
-    def _boot(self, deadline: float) -> tuple[str | None, dict[str, str]]:
-        """Waits for every ready message (they boot concurrently); B' and T must report B's identity (else
-        NO_DECISION), and C must too (else C misreported itself: its fault)."""
-        def ready(i):
-            e = self.engines[i]
-            if e is None:
-                return None
-            try:
-                out = e.ready(deadline)
-                self.accs[i].boot_s = e.boot_s
-                return out
-            except EngineFault as f:
-                self.accs[i].fail(f"at boot: {f}", f.kind)
-                return None
-
-        with ThreadPoolExecutor(len(self.engines)) as pool:
-            got = list(pool.map(ready, range(len(self.engines))))
-        ident, info = got[0] if got[0] else (None, {})
-        for k in range(1, len(self.engines)):
-            if got[0] and got[k] and got[k][0] != ident:
-                who = "candidate engine reported identity" if k == 1 else f"engine {k} reported identity"
-                self.accs[k].fail(f"{who} {got[k][0][:12]}, not the baseline's {ident[:12]}", "identity")
-        return ident, info
-
-    def _settle(self, iso: Isolation) -> None:
-        """One untimed pass per engine, baselines first, on prompts no timed round uses: the stall reference."""
-        index = -1 - self.workload.warmup_passes
-        for i in (0, 2, 1):
-            if self.failed:
-                return
-            self._pass(iso, i, index)
-
-    def _round(self, iso: Isolation, r: int, order: list[int]) -> None:
-        """One timed pass on each engine, engine after engine in `order`, on this round's fresh prompts."""
-        for i in order:
-            if self.failed:
-                return
-            got = self._pass(iso, i, r)
-            if got is None:
-                return
-            total, lat, outs = got
-            a = self.accs[i]
-            a.pass_s.append(total)
-            a.lat.append(lat)
-            a.outs.append(outs)
-            a.generated += sum(q.max_new_tokens for batch in self.workload.batches for q in batch)
-
-    def _pass(self, iso: Isolation, i: int, r: int) -> tuple[float, list[float], list[dict]] | None:
-        """Engine i serves every batch of pass r alone; a fault is charged to whoever had it and ends the pass."""
-        e, batches = self.engines[i], [(prompts(self.workload, r, b), [q.max_new_tokens for q in batch])
-                                       for b, batch in enumerate(self.workload.batches)]
-        allowed = self._allowance()
-        total, lat, outs = 0.0, [], []
-        try:
-            with iso.alone(self.engines, e):
-                deadline = time.monotonic() + allowed
-                for ps, mx in batches:
-                    s, got = e.serve(ps, mx, deadline - time.monotonic())
-                    total += s
-                    lat += [x for x, _ in got]
-                    outs += [o for _, o in got]
-        except EngineFault as f:
-            at = next((k for k, x in enumerate(self.engines) if x is not None and x.name == f.who), i)
-            why = str(f)
-            if f.kind == "stalled" and at == i:
-                why = (f"stalled: no completion within {allowed:.1f} s of the pass's start "
-                       f"({self._allowance_basis()}): {f}")
-            self.accs[at].fail(why, f.kind)
-            return None
-        if self.roles[i] != "C":
-            self.reference = max(self.reference, total)
-        return total, lat, outs
-
-    def _allowance(self) -> float:
+    def _boot(self, deadline: float) -> Ready | None:
+        """Boots every arm (they boot concurrently); B' and T must report B's identity (else NO_DECISION), and C
+        must too (else C misreported itself: its fault). Returns B's report."""
         o = self.options
-        if not self.reference:
-            return o.batch_timeout_s
-        return min(o.batch_timeout_s, max(o.stall_floor_s, o.stall_factor * self.reference))
+        audit = {"audit_key": secrets.randbits(52), "audit_rate": o.audit_rate} if o.audit_rate else {}
+        arms = {name: {**arm, **audit, "extra_passes": o.extra_passes.get(role, 0)}
+                for name, role, arm in zip(self.names, self.roles, self.arms, strict=True)}
+        cpus = cpu_sets(3)
+        got = self.fleet.boot(arms, [cpus[i % 3] for i in range(len(arms))], deadline)
+        for acc, name in zip(self.accs, self.names, strict=True):
+            if isinstance(got[name], EngineFault):
+                acc.fail(str(got[name]), got[name].kind)
+            else:
+                acc.boot_s = got[name].boot_s
+        b = got[self.names[0]]
+        if not isinstance(b, Ready):
+            return None
+        for k, name in enumerate(self.names[1:], 1):
+            if isinstance(got[name], Ready) and got[name].identity != b.identity:
+                who = "candidate engine reported identity" if k == 1 else f"engine {k} reported identity"
+                self.accs[k].fail(f"{who} {got[name].identity[:12]}, not the baseline's {b.identity[:12]}", "identity")
+        return b
 
-    def _allowance_basis(self) -> str:
-        if not self.reference:
-            return "no baseline pass measured yet"
-        return (f"{self.options.stall_factor:g}x the slowest baseline pass, {self.reference:.2f} s, "
-                f"at least {self.options.stall_floor_s:g} s")
+    def _settle(self) -> None:
+        """One untimed pass per engine, baselines first, on prompts no timed round uses: the stall reference."""
+        if not self.failed:
+            self.fleet.round(-1 - self.workload.warmup_passes, [self.names[i] for i in (0, 2, 1)], self._fault)
 
-    def _twin(self, iso: Isolation) -> None:
+    def _round(self, r: int, order: list[int]) -> None:
+        """One timed pass on each engine, engine after engine in `order`, on this round's fresh prompts."""
+        generated = sum(q.max_new_tokens for batch in self.workload.batches for q in batch)
+        for name, served in self.fleet.round(r, [self.names[i] for i in order], self._fault).items():
+            acc = self.accs[self.names.index(name)]
+            acc.add(served)
+            acc.generated += generated
+
+    def _twin(self) -> None:
         """T perturbs exactly the slots C routed so far, serves the first look's prompts untimed, then leaves."""
-        t, acc, c = self.engines[3], self.accs[3], self.engines[1]
-        if t is None or self.failed:
+        t, acc = self.names[3], self.accs[3]
+        if t not in self.fleet.engines or self.failed:
             return
         try:
-            routed, _ = c.counts(self.options.batch_timeout_s)
+            routed, _ = self.fleet[self.names[1]].counts(self.options.batch_timeout_s)
         except EngineFault as f:
             self.accs[1].fail(f"reporting its counts: {f}", f.kind)
             return
@@ -272,21 +206,17 @@ class Protocol:
                               "protocol")
             return
         try:
-            t.twin_slots(sorted(used), self.options.batch_timeout_s)
+            self.fleet[t].twin_slots(sorted(used), self.options.batch_timeout_s)
             for r in range(self.rule.look_rounds):
-                got = self._pass(iso, 3, r)
-                if got is None:
+                served = self.fleet.round(r, [t], self._fault)
+                if t not in served:
                     return
-                acc.pass_s.append(got[0])
-                acc.lat.append(got[1])
-                acc.outs.append(got[2])
-            acc.routed, acc.stock = t.stop(self.options.batch_timeout_s)
+                acc.add(served[t])
+            acc.routed, acc.stock = self.fleet[t].stop(self.options.batch_timeout_s)
         except EngineFault as f:
             acc.fail(str(f), f.kind)
         finally:
-            acc.wall_s = t.lifetime_s
-            t.close()
-            self.engines[3] = None
+            self.fleet.drop(t)
 
     def _twin_frame(self) -> RunFrame | None:
         """Everything the twin served (it serves untimed, so its passes are not cut to the timed rounds)."""
@@ -310,7 +240,7 @@ class Protocol:
         audits = []
         for i in range(3):
             try:
-                parts = self.engines[i].audit(self._stop_timeout())
+                parts = self.fleet[self.names[i]].audit(self._stop_timeout())
             except EngineFault as f:
                 self.accs[i].fail(f"handing over its audit: {f}", f.kind)
                 return
@@ -318,12 +248,13 @@ class Protocol:
         self.audits = audits
 
     def _stop(self) -> None:
-        for i, e in enumerate(self.engines):
-            if e is not None and self.accs[i].error is None:
-                try:
-                    self.accs[i].routed, self.accs[i].stock = e.stop(self._stop_timeout())
-                except EngineFault as f:
-                    self.accs[i].fail(f"at stop: {f}", f.kind)
+        live = [n for n, a in zip(self.names, self.accs, strict=True) if n in self.fleet.engines and a.error is None]
+        for name, got in self.fleet.stop(live, self._stop_timeout()).items():
+            acc = self.accs[self.names.index(name)]
+            if isinstance(got, EngineFault):
+                acc.fail(f"at stop: {got}", got.kind)
+            else:
+                acc.routed, acc.stock = got.routed, got.stock
 
     def _stop_timeout(self) -> float:
-        return max(30.0, self._allowance())
+        return max(30.0, self.fleet.allowance())
