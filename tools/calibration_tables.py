@@ -163,9 +163,9 @@ def record() -> str:
 def examples() -> str:
     """The three examples booted beside B1-B3: gate, measured effect, the verdict `calibrate evidence` forms under the
     recorded rule, and where their completions left B1's path."""
-    from hotfloat.qualify.calibrate import KeptRound, load_rule
+    from hotfloat.qualify.calibrate import load_rule
     from hotfloat.qualify.calibrate_analyse import gain, series
-    from hotfloat.qualify.calibrate import evidence_from
+    from hotfloat.qualify.calibrate_evidence import KeptRound, evidence_from
 
     raw, rule = _raw(CANDIDATES), load_rule(ROOT / "docs" / "calibration-h200.json")
     text = lzma.decompress((RUNS / f"{CANDIDATES}.outputs.jsonl.xz").read_bytes())
@@ -223,7 +223,7 @@ def ladder() -> str:
     from hotfloat.qualify import QualifyOptions, recompute
     from hotfloat.qualify.audit import slot_medians
     from hotfloat.qualify.gate import LEVELS, divergence
-    from hotfloat.qualify.records import Evidence
+    from hotfloat.qualify.evidence import Evidence
 
     today = QualifyOptions.for_device("cuda").rule
     rows = []

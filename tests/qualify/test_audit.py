@@ -124,7 +124,7 @@ def _h200(name):
     import lzma
     from pathlib import Path
 
-    from hotfloat.qualify.records import Evidence
+    from hotfloat.qualify.evidence import Evidence
 
     path = Path(__file__).resolve().parents[2] / "docs" / "qualify-runs" / f"evidence-h200-llama8b-{name}.json.xz"
     return Evidence.model_validate_json(lzma.open(path).read())

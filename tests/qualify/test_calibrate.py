@@ -75,11 +75,12 @@ def test_a_boot_of_six_is_two_disjoint_triples_and_handicapped_pairs_are_positiv
 
 
 def test_the_process_model_recovers_the_noise_it_was_made_with():
-    sigma, tau, up, resid, procs, passes = fit([raw(stock=6, sigma=0.004, tau=0.003, seed=s) for s in range(12)])
-    assert sigma == pytest.approx(0.004, rel=0.1) and tau == pytest.approx(0.003, rel=0.35) and up > tau
-    assert (procs, passes) == (72, 72 * 60) and np.std(resid) == pytest.approx(0.004, rel=0.1)
-    sigma0, tau0, up0, *_ = fit([raw(stock=6, sigma=0.004, tau=0.0, seed=s) for s in range(12)])
-    assert tau0 < 0.0006 and up0 < 0.001
+    f = fit([raw(stock=6, sigma=0.004, tau=0.003, seed=s) for s in range(12)])
+    resid = f.resid
+    assert f.sigma == pytest.approx(0.004, rel=0.1) and f.tau == pytest.approx(0.003, rel=0.35) and f.tau_upper > f.tau
+    assert (f.processes, f.passes) == (72, 72 * 60) and np.std(resid) == pytest.approx(0.004, rel=0.1)
+    f0 = fit([raw(stock=6, sigma=0.004, tau=0.0, seed=s) for s in range(12)])
+    assert f0.tau < 0.0006 and f0.tau_upper < 0.001
     rng = np.random.default_rng(0)
     assert simulate(resid, 0.0, RULE, 0.0, 300, rng) < 0.02 and simulate(resid, 0.0, RULE, 0.03, 100, rng) > 0.9
     assert simulate(resid, 0.02, RULE, 0.0, 300, rng) > 0.05  # offsets far above the floor: the rule is fooled

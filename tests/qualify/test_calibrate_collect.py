@@ -44,7 +44,8 @@ def test_a_short_real_collection_on_cpu_and_evidence_formed_from_it(tmp_path, bu
     collection (recorded) without ending it, and the kept completions make a qualification whose gate fails the
     broken candidate and which recomputes."""
     from hotfloat.qualify import QualifyOptions, recompute
-    from hotfloat.qualify.calibrate import evidence_from, load_raw
+    from hotfloat.qualify.calibrate import load_raw
+    from hotfloat.qualify.calibrate_evidence import evidence_from
     from hotfloat.qualify.calibrate_collect import collect
 
     out, said = tmp_path / "raw.json", []

@@ -8,7 +8,8 @@ import pytest
 
 from hotfloat.errors import InputError
 from hotfloat.qualify import load_evidence, recompute, save_evidence
-from hotfloat.qualify.records import Decision, EngineSpec, Evidence, RuleConfig, RunFrame
+from hotfloat.qualify.evidence import Evidence
+from hotfloat.qualify.records import Decision, EngineSpec, RuleConfig, RunFrame
 from hotfloat.qualify.workload import make_workload
 
 

@@ -286,7 +286,8 @@ def evidence_cmd(raw, candidate, rule_from, out_path, as_json):
     from pydantic import ValidationError
 
     from ..qualify import save_evidence
-    from ..qualify.calibrate import evidence_from, load_raw, load_rule
+    from ..qualify.calibrate import load_raw, load_rule
+    from ..qualify.calibrate_evidence import evidence_from
 
     rule = load_rule(rule_from)
     try:

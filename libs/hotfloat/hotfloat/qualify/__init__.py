@@ -12,10 +12,11 @@ The candidate's code runs only in forked engine processes (hotfloat.qualify.work
 
 from .api import QualifyOptions
 from .pipeline import qualify_bundle
+from .evidence import Evidence, QualifyResult
 from .evidence import load as load_evidence
 from .evidence import recompute
 from .evidence import save as save_evidence
-from .records import Decision, EngineSpec, Evidence, QualifyResult, RuleConfig, RunFrame, Workload
+from .records import Decision, EngineSpec, RuleConfig, RunFrame, Workload
 
 __all__ = [
     "Decision", "EngineSpec", "Evidence", "QualifyOptions", "QualifyResult", "RuleConfig", "RunFrame", "Workload",

@@ -4,20 +4,18 @@
 validator-added GPU delay, the positive control) and candidate engines, as resident engines exactly like a
 qualification's, and writes their pass times round by round (`CalibrationRaw`). `hotfloat.qualify.calibrate_analyse`
 (anywhere) turns raw files into the rule's error rates, counted on independent units (`CalibrationRecord`). Both
-files are read back here as untrusted input, and `evidence_from` forms a recomputable qualification from kept rounds.
+files are read back here as untrusted input; hotfloat.qualify.calibrate_evidence forms qualifications from kept rounds.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from ..bundle.bounded import load_record, read_file
-from ..record import first_error
+from ..bundle.bounded import load_record
 from .records import EngineSpec, IsolationRecord, Record, RuleConfig, Workload
 
 TARGET_FALSE_PASS = 0.01
@@ -101,17 +99,6 @@ class CalibrationRaw(Record):
             if missing := set(names) - r.pass_s.keys():
                 raise ValueError(f"round {i} has no pass time for {sorted(missing)}")
         return self
-
-
-class KeptRound(Record):
-    """One engine's completions in one round, as a qualification's frame holds them."""
-
-    round: int
-    engine: str
-    latency_s: list[float]
-    tokens: list[list[int]]
-    logprobs: list[list[float]]
-    margins: list[list[float]]
 
 
 class Unit(Record):
@@ -250,11 +237,6 @@ RECORD_BYTES = 8 << 20
 """A calibration record is tens of KiB; a larger file is refused before it is parsed."""
 RAW_BYTES = 64 << 20
 """A raw collection is well under a MiB per hundred rounds; a larger file is refused before it is parsed."""
-OUTPUTS_BYTES = 256 << 20
-"""Kept completions: the evidence formed from three of the engines must fit in 32 MiB, so a file of B1, B2 and a
-few candidates stays well inside this."""
-
-
 def load_rule(path: str | os.PathLike) -> RuleConfig:
     """The rule a calibration record chose, for a service or validator to decide with (`hotfloat serve --rule-from`)."""
     return load_record(path, CalibrationRecord, max_bytes=RECORD_BYTES, what="a calibration record").rule
@@ -267,48 +249,3 @@ def load_raw(path: str | os.PathLike) -> CalibrationRaw:
 
 def load_preregistration(path: str | os.PathLike) -> Preregistration:
     return load_record(path, Preregistration, max_bytes=RECORD_BYTES, what="a pre-registered rule")
-
-
-def evidence_from(raw: CalibrationRaw, outputs: Path, candidate: str, rule: RuleConfig):
-    """A qualification of `candidate` formed from a collection: B1 as B, the candidate as C, B2 as B', over the
-    kept rounds (the three were served in a random order within each round, among the collection's other engines).
-    The rule's looks are capped to the kept rounds. Returns the Evidence; its decision is `judge`'s."""
-    from .decision import judge
-    from .records import Evidence, RunFrame
-
-    if candidate not in raw.candidates or candidate not in raw.kept or not {"B1", "B2"} <= set(raw.kept):
-        raise ValueError(f"{candidate!r} is not a candidate whose completions were kept (kept: {raw.kept})")
-    try:
-        text = read_file(outputs, OUTPUTS_BYTES).decode()
-    except ValueError as e:
-        raise ValueError(f"{outputs}: {e}") from None
-    kept: dict[tuple[int, str], KeptRound] = {}
-    for i, line in enumerate(text.splitlines()):
-        try:
-            k = KeptRound.model_validate_json(line)
-        except ValidationError as e:
-            raise ValueError(f"{outputs} line {i + 1}: {first_error(e)}") from None
-        kept[(k.round, k.engine)] = k
-    trio = ["B1", candidate, "B2"]
-    n = 0
-    while n < len(raw.rounds) and all((n, e) in kept for e in trio):
-        n += 1
-    looks = min(rule.max_looks, n // rule.look_rounds)
-    if looks < 1:
-        raise ValueError(f"only {n} kept rounds, fewer than one look of {rule.look_rounds}")
-    rule = rule.model_copy(update={"max_looks": looks})
-    frames = [RunFrame(index=i, role="C" if e == candidate else "B", ok=True,
-                       pass_s=[raw.rounds[r].pass_s[e] for r in range(n)],
-                       latency_s=[kept[(r, e)].latency_s for r in range(n)], tokens=[kept[(r, e)].tokens for r in range(n)],
-                       logprobs=[kept[(r, e)].logprobs for r in range(n)], margins=[kept[(r, e)].margins for r in range(n)],
-                       routed=raw.routed.get(e, {}) if e == candidate else {}, boot_s=raw.boot_s[e],
-                       tokens_per_s=sum(q.max_new_tokens for b in raw.workload.batches for q in b) * n
-                       / sum(raw.rounds[r].pass_s[e] for r in range(n)))
-              for i, e in enumerate(trio)]
-    order = [[trio.index(e) for e in raw.rounds[r].order if e in trio] for r in range(n)]
-    decision = judge(frames, rule, order)
-    used = decision.rounds or n
-    seconds = max(raw.boot_s[e] for e in trio) + sum(raw.rounds[r].pass_s[e] for r in range(used) for e in trio)
-    return Evidence(bundle_identity=raw.candidates[candidate], engine=raw.engine, engine_identity=raw.engine_identity,
-                    engine_info=raw.engine_info, workload=raw.workload, order=order, rule=rule, env=raw.env,
-                    sandboxed=raw.sandboxed, frames=frames, decision=decision, started=raw.started, seconds=seconds)

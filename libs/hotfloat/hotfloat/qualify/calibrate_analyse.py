@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime
 import itertools
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -92,9 +93,22 @@ def assignments(stock: list[str]) -> list[tuple[str, str, str]]:
     return [(b, c, b2) for c in stock for b, b2 in itertools.combinations([s for s in stock if s != c], 2)]
 
 
-def fit(raws: list[CalibrationRaw]) -> tuple[float, float, float, np.ndarray, int, int]:
-    """The hierarchical model on the stock engines' log pass times: sigma, tau (its moment estimate, truncated at 0)
-    and tau's upper 95% bound, the residuals scaled to sigma (for resampling), processes and passes. Per boot, the
+@dataclass(frozen=True)
+class Fit:
+    """The hierarchical model fitted to the stock engines' log pass times."""
+
+    sigma: float
+    tau: float
+    """The moment estimate of the process offsets' s.d., truncated at 0."""
+    tau_upper: float
+    resid: np.ndarray
+    """The residuals scaled to sigma, for resampling."""
+    processes: int
+    passes: int
+
+
+def fit(raws: list[CalibrationRaw]) -> Fit:
+    """The hierarchical model on the stock engines' log pass times: sigma, tau and tau's upper 95% bound. Per boot, the
     round means are removed (they cancel in the rule's ratios) and E[SS between processes] = (J - 1)(sigma^2 +
     R tau^2) against the residual mean square sigma^2."""
     sse = dfe = ssg = dfg = w = 0.0
@@ -111,7 +125,7 @@ def fit(raws: list[CalibrationRaw]) -> tuple[float, float, float, np.ndarray, in
     s2 = sse / dfe
     q = dfg * (1 - 2 / (9 * dfg) - Z95 * math.sqrt(2 / (9 * dfg))) ** 3  # 5% quantile of chi-square(dfg)
     tau, upper = (math.sqrt(max(0.0, v)) for v in ((ssg - dfg * s2) / w, (ssg / q - s2) * dfg / w))
-    return math.sqrt(s2), tau, upper, np.concatenate(resid), procs, passes
+    return Fit(math.sqrt(s2), tau, upper, np.concatenate(resid), procs, passes)
 
 
 def simulate(resid: np.ndarray, tau: float, rule: RuleConfig, effect: float, sims: int, rng) -> float:
@@ -210,14 +224,15 @@ def analyse(raws: list[CalibrationRaw], prereg: Preregistration, *, sims: int = 
             got.append((lk.status if lk else None, lk.rounds if lk else 0))
         injected.append(rates(e, got))
     pooled = [s for raw in raws for b, c, b2 in assignments(raw.stock) for s, _ in walk(*series(raw, [b, c, b2]).T, rule)]
-    sigma, tau, tau_up, resid, procs, passes = fit(raws)
+    f = fit(raws)
     rng = np.random.default_rng(seed)
     model = ProcessModel(
         method="method of moments: two-way round x process ANOVA of the stock engines' log pass times per boot, mean "
                "squares pooled over boots; tau's bound by the chi-square (Wilson-Hilferty) quantile",
-        processes=procs, passes=passes, sigma=sigma, tau=tau, tau_upper_95=tau_up, sims=sims,
-        false_pass=simulate(resid, tau, rule, 0.0, sims, rng), false_pass_at_tau_upper=simulate(resid, tau_up, rule, 0.0, sims, rng),
-        power_at_2pct=simulate(resid, tau_up, rule, 0.02, sims, rng))
+        processes=f.processes, passes=f.passes, sigma=f.sigma, tau=f.tau, tau_upper_95=f.tau_upper, sims=sims,
+        false_pass=simulate(f.resid, f.tau, rule, 0.0, sims, rng),
+        false_pass_at_tau_upper=simulate(f.resid, f.tau_upper, rule, 0.0, sims, rng),
+        power_at_2pct=simulate(f.resid, f.tau_upper, rule, 0.02, sims, rng))
     nz = noise(raws)
     two = next((r for r in controls if r.effect == 0.02 and r.qualifications), injected[1])
     minutes = (nz["boot_s_max"] + (two.mean_rounds or rule.max_rounds) * 3 * nz["engine_round_s"]) / 60

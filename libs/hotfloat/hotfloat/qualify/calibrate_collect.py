@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .calibrate import CalibrationRaw, KeptRound, RawRound
+from .calibrate import CalibrationRaw, RawRound
+from .calibrate_evidence import KeptRound
 from .fleet import Counts, Fleet, Ready, Served
 from .host import CACHE, staged
 from .presets import PRESETS

@@ -1,14 +1,81 @@
-"""Evidence files: written once per qualification, read back as untrusted input, and recomputed from alone."""
+"""Evidence: the record of one qualification (frames, rule, decision and everything they ran on), written once,
+read back as untrusted input, and recomputed from alone."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, model_validator
 
 from ..bundle.bounded import load_record
 from ..errors import InputError
+from ..record import Record
+from ..verdict import Status
 from .decision import judge
-from .records import Decision, Evidence
+from .records import AuditRecord, Decision, EngineSpec, IsolationRecord, RuleConfig, RunFrame, Workload
+
+def _serving_order(order: list[int]) -> list[int]:
+    if sorted(order) != [0, 1, 2]:
+        raise ValueError("each round's order must be the frame indices 0, 1, 2, each once")
+    return order
+
+
+class Evidence(Record):
+    """Everything needed to recompute a decision: identities, workload, parameters, raw frames and the verdict."""
+
+    format: Literal["hotfloat-qualify-evidence-v2", "hotfloat-qualify-evidence-v3"] = "hotfloat-qualify-evidence-v3"
+    """v3 added the rule's version, isolation and audit records; v2 evidence (rule version 1) still recomputes."""
+    bundle_identity: str
+    baseline_identity: str | None = None
+    """The incumbent bundle armed in B runs, or None for the stock engine."""
+    engine: EngineSpec
+    engine_identity: str
+    """SHA-256 of the engine's model config, software versions and settings, reported by the engine process (B, C and
+    B' must all report the same)."""
+    engine_info: dict[str, str] = {}
+    """What the baseline engine reported about itself: library versions (sglang, sgl-kernel, flashinfer, torch,
+    CUDA) and serving settings (attention backend, graphs); the identity hashes the same."""
+    workload: Workload
+    order: list[Annotated[list[int], AfterValidator(_serving_order)]] = []
+    """[round] the frame indices in the order their passes were served, drawn from the workload seed; the
+    carry-over check reads which engine each pass followed."""
+    rule: RuleConfig
+    env: dict = {}
+    """hotfloat.env.collect() of the validator host (GPU, driver, CUDA, torch, triton versions)."""
+    sandboxed: bool
+    """Whether the engine processes ran inside the candidate sandbox; False only by the validator's explicit opt-out."""
+    frames: list[RunFrame]
+    twin: RunFrame | None = None
+    """The gate's twin (role T, index 3): the first rounds' prompts served, untimed, before timing began; None in
+    evidence formed without one (the gate then holds the candidate to the floor tolerance)."""
+    isolation: IsolationRecord | None = None
+    """How engines were kept apart on the device (evidence v3)."""
+    audit: list[AuditRecord] | None = None
+    """The in-engine audit of B, C and B' (evidence v3; hotfloat.qualify.audit); None where none ran."""
+    decision: Decision
+    started: str
+    """UTC ISO time the qualification started."""
+    seconds: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _v2_rule(cls, data):
+        """Evidence written before the rule had versions was decided by version 1."""
+        if isinstance(data, dict) and data.get("format") == "hotfloat-qualify-evidence-v2" and isinstance(data.get("rule"), dict):
+            data = {**data, "rule": {"version": 1, **data["rule"]}}
+        return data
+
+
+class QualifyResult(Record):
+    """What a caller (the CLI, the Qualification service) gets back: the verdict and its evidence."""
+
+    status: Status
+    score: float
+    reason: str
+    evidence: Evidence
+
 
 MAX_EVIDENCE_BYTES = 32 << 20
 """Evidence travels in one gRPC reply (32 MiB at most); the bound also keeps parsing a file well under 1 GiB."""

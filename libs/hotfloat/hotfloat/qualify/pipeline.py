@@ -18,10 +18,10 @@ import time
 from ..bundle import Bundle, load_bundle
 from ..sandbox import ensure_available
 from .api import QualifyOptions
+from .evidence import Evidence, QualifyResult
 from .host import engine_policy, staged
 from .presets import PRESETS
 from .protocol import Progress, Protocol
-from .records import Evidence, QualifyResult
 from .resident import harden_self
 from .workload import make_workload
 
