@@ -184,11 +184,11 @@ def test_twin_nudges_only_enabled_slots_inside_the_candidates_domain_without_imp
 def test_the_twins_nudge_is_unbiased_and_the_size_of_an_accurate_kernels_rounding():
     """A quarter of the elements move by exactly one ulp, half of those up in magnitude and half down, so the mean
     perturbation is zero; zeros, infinities and NaN stay."""
-    from hotfloat.seams.router import _stochastic_ulp
+    from hotfloat.seams.twin import stochastic_ulp
 
     t = torch.randn(200_000, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
     t[:3] = torch.tensor([0.0, float("inf"), float("nan")])
-    y = _stochastic_ulp(t, torch.tensor(True))
+    y = stochastic_ulp(t, torch.tensor(True))
     moved = ulps(t, y)
     assert moved.abs().max() == 1 and torch.equal(y[:2], t[:2]) and y[2].isnan()
     assert abs(float((moved != 0).float().mean()) - 0.25) < 0.01
@@ -197,7 +197,7 @@ def test_the_twins_nudge_is_unbiased_and_the_size_of_an_accurate_kernels_roundin
     assert abs(up - down) < 4 * (up + down) ** 0.5
     rel = (y.float() - t.float())[3:] / t.float()[3:].abs().clamp(min=1e-30)
     assert abs(float(rel.mean())) < 1e-4  # an ulp is 4e-3 relative: the mean is 40x smaller than a moved element
-    assert torch.equal(_stochastic_ulp(t, torch.tensor(False))[3:], t[3:])
+    assert torch.equal(stochastic_ulp(t, torch.tensor(False))[3:], t[3:])
 
 
 def test_the_twin_leaves_the_residual_stream_alone():

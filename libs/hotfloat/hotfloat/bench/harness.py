@@ -14,6 +14,8 @@ from ..bundle import Op
 from ..errors import InfrastructureError, InputError
 from ..slots import DTYPES, Role, Shape, SlotSpec, get_slot
 from . import ceilings as ceil
+from .calls import MAX_SET_BYTES, ours_calls, stock_calls
+from .check import check
 from .load import LoadedBundle
 from .records import Ceilings, Impl, Report, Row, Skipped
 from .shapes import select
@@ -26,7 +28,6 @@ CUDA_NOTE = ("time_us is the per-call median inside a replayed CUDA graph of bac
              "sets (decode-sized sets stay in L2, as after the producing kernel in the engine); cold is one call "
              "after an L2 flush, timed alone with events.")
 MAX_SETS = 64
-MAX_SET_BYTES = 4 << 30
 Progress = Callable[[int, int, str], None]
 PROGRESS = "hotfloat-progress"
 """The prefix of the child's progress lines, `hotfloat-progress DONE TOTAL LABEL`, which run_bench forwards."""
@@ -142,7 +143,8 @@ class _Run:
         op = self.route(slot, dtype, tokens)
         impls = []
         if op is not None:
-            impls.append(self.time_impl(f"ours:{op.entry.variant}", self.ours(slot, op, dims, dt, sets), slot, dtype, dims, sets, gen))
+            mine = ours_calls(slot, self.loaded.entries[op.key], dims, dt, sets, self.opt.device)
+            impls.append(self.time_impl(f"ours:{op.entry.variant}", mine, slot, dtype, dims, sets, gen))
         stocks, skipped = stock_kernels(slot.name, self.opt.stock)
         for name, reason in skipped.items():
             self.skipped.setdefault((slot.name, name), reason)
@@ -150,14 +152,14 @@ class _Run:
             if s.probe and not self.probe(slot, s, sets[0]):
                 continue
             try:
-                calls, prepare, refill = self.stock_calls(s, sets)
+                fns, prepare, refill = stock_calls(s, sets, self.cuda)
             except Exception as e:  # its per-set setup (a plan, a JIT build for this shape) failed: the row says so
                 if self.cuda:
                     torch.cuda.synchronize()
                 impls.append(Impl(name=s.name, graph=None, cold=None, check="FAIL",
                                   reason=f"setup raised {type(e).__name__}: {e}"[:500]))
                 continue
-            impls.append(self.time_impl(s.name, calls, slot, dtype, dims, sets, gen, prepare, refill))
+            impls.append(self.time_impl(s.name, fns, slot, dtype, dims, sets, gen, prepare, refill))
         head = {i.name: (i.graph or i.cold).median_us for i in impls if i.cold is not None}
         t = head.get(impls[0].name) if op is not None else None
         ratio = {i.name: t / head[i.name] for i in impls
@@ -178,17 +180,6 @@ class _Run:
             t = {k: v.to(self.opt.device) for k, v in slot.make_inputs(dims, dt, gen).items()}
         return t | {a.name: float(a.default) for a in slot.of_role(Role.SCALAR)}
 
-    def ours(self, slot: SlotSpec, op: Op, dims, dt, sets) -> list[Callable[[], tuple]]:
-        """One closure per input set calling the candidate with its own output buffers (poisoned with NaN)."""
-        entry = self.loaded.entries[op.key]
-        calls = []
-        for s in sets:
-            outs = {a.name: torch.full(slot.shape_of(a, dims), float("nan"), dtype=dt, device=self.opt.device)
-                    for a in slot.of_role(Role.OUTPUT)}
-            args = [outs[a.name] if a.role is Role.OUTPUT else s[a.name] for a in slot.args]
-            calls.append(lambda args=args, outs=tuple(outs.values()): (entry(*args), outs)[1])
-        return calls
-
     def probe(self, slot: SlotSpec, s: Stock, inputs: dict) -> bool:
         """Calls a library kernel once per slot on a private copy of one input set: its first call may build it
         (FlashInfer's JIT), and a library that cannot build or run here is skipped with the reason, not failed."""
@@ -205,34 +196,6 @@ class _Run:
                     torch.cuda.synchronize()
                 self.skipped[key] = f"first call failed: {type(e).__name__}: {e}"[:300]
         return key in self._probed
-
-    def stock_calls(self, s: Stock, sets) -> tuple[list[Callable[[], tuple]], Prepare | None, Callable[[], None] | None]:
-        """One call per input set; for a kernel that overwrites inputs, one call per graph position instead, each on
-        its own copies, with `prepare(i)` refilling call i's copies and `refill()` all of them (outside timing). A
-        prepared kernel's `refill()` remakes its converted inputs from the sets' current values instead."""
-        if s.prepare is not None:
-            prepared = [s.prepare(t) for t in sets]
-
-            def refresh_all() -> None:
-                for p in prepared:
-                    p.refresh()
-
-            return [lambda t=t | p.extra: _outputs(s.fn(t)) for t, p in zip(sets, prepared)], None, refresh_all
-        if not s.overwrites:
-            return [lambda t=t: _outputs(s.fn(t)) for t in sets], None, None
-        per_call = sum(sets[0][n].numel() * sets[0][n].element_size() for n in s.overwrites)
-        n = max(len(sets), min(GRAPH_CALLS, MAX_SET_BYTES // per_call)) if self.cuda else len(sets)
-        src = [sets[i % len(sets)] for i in range(n)]
-        work = [{k: src[i][k].clone() for k in s.overwrites} for i in range(n)]
-        dst_all = [w[k] for w in work for k in s.overwrites]
-        src_all = [src[i][k] for i in range(n) for k in s.overwrites]
-
-        def prepare(i: int) -> None:
-            for k in s.overwrites:
-                work[i][k].copy_(src[i][k])
-
-        calls = [lambda i=i: _outputs(s.fn(src[i] | work[i])) for i in range(n)]
-        return calls, prepare, lambda: torch._foreach_copy_(dst_all, src_all)
 
     def time_impl(self, name: str, calls, slot: SlotSpec, dtype: str, dims, sets, gen,
                   prepare: Prepare | None = None, refill: Callable[[], None] | None = None) -> Impl:
@@ -252,11 +215,11 @@ class _Run:
         refs = [slot.reference(s) for s in sets]
         refill = refill or (lambda: None)
         refill()
-        reason = _check(slot, dtype, [c() for c in calls], refs, "first call")
+        reason = check(slot, dtype, [c() for c in calls], refs, "first call")
         graph = None
         if self.cuda:
             cold, last = self.timer.cold(calls, self.budget, prepare)
-            reason = reason or _check(slot, dtype, last, refs, "after the cold loop")
+            reason = reason or check(slot, dtype, last, refs, "after the cold loop")
             k = GRAPH_CALLS if prepare is None else len(calls)
             refill()
             g, captured = self.timer.capture(calls, k)
@@ -265,14 +228,14 @@ class _Run:
             refill()
             g.replay()
             torch.cuda.synchronize()
-            reason = reason or _check(slot, dtype, captured, refs, "graph replay on fresh inputs")
+            reason = reason or check(slot, dtype, captured, refs, "graph replay on fresh inputs")
             del g, captured
         else:
             cold, last = cold_cpu(calls, self.budget, prepare)
-            reason = reason or _check(slot, dtype, last, refs, "after the timed loop")
+            reason = reason or check(slot, dtype, last, refs, "after the timed loop")
             refs = self.refresh(slot, dims, dtype, sets, gen, last)
             refill()
-            reason = reason or _check(slot, dtype, [c() for c in calls], refs, "fresh inputs after the timed loop")
+            reason = reason or check(slot, dtype, [c() for c in calls], refs, "fresh inputs after the timed loop")
         return Impl(name=name, graph=graph, cold=cold, check="FAIL" if reason else "PASS", reason=reason)
 
     def refresh(self, slot: SlotSpec, dims, dtype: str, sets, gen, results) -> list[dict]:
@@ -286,29 +249,3 @@ class _Run:
             for o in outs or ():
                 o.fill_(float("nan"))
         return [slot.reference(s) for s in sets]
-
-
-def _outputs(result) -> tuple:
-    """A stock kernel's outputs as a tuple in ABI order, whether it returned one tensor or several."""
-    return result if isinstance(result, tuple) else (result,)
-
-
-def _check(slot: SlotSpec, dtype: str, results, refs, phase: str) -> str:
-    """'' when every call's outputs match the reference of its input set within the slot's tolerance. The counts of
-    bad elements are gathered on the device and read back once (one sync per check, not one per output)."""
-    tol = slot.tolerances[dtype]
-    names = [a.name for a in slot.of_role(Role.OUTPUT)]
-    counts, where = [], []
-    for i, outs in enumerate(results):
-        ref = refs[i % len(refs)]
-        for name, got in zip(names, outs):
-            want = ref[name]
-            if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(want.shape):
-                return f"{phase}: output {name} has the wrong shape or type"
-            a = got.float()
-            counts.append((~(torch.isfinite(a) & ((a - want).abs() <= tol.atol + tol.rtol * want.abs()))).sum())
-            where.append((i, name, a.numel()))
-    for (i, name, n), bad in zip(where, torch.stack(counts).tolist() if counts else []):
-        if bad:
-            return f"{phase}: {bad} of {n} elements of {name} out of tolerance (call {i})"
-    return ""

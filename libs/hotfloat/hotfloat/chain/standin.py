@@ -4,10 +4,8 @@ No subtensor node is installable here and bittensor 11 ships no mock, so the rea
 reads, `SetWeights` intent, executor and metagraph decoding) runs unchanged against this object injected as
 `substrate=`. It keeps what those code paths touch: per-block storage snapshots (reads are pinned to a block hash),
 a finalized head that lags the best head, signed submissions (the signer must hold the private key), and the
-dispatch rules of the two extrinsics hotfloat sends — `Commitments.set_commitment` (registered hotkey, field count,
-`Raw<N>` sizes) and `SubtensorModule.set_mechanism_weights` (registered signer, unique in-range uids, rate limit,
-max-weight limit). State lives in one JSON file under an exclusive lock, so several processes (a miner CLI, a
-validator CLI, a test) see one chain. Not modelled: SCALE encoding, fees and deposits, commit-reveal weights,
+dispatch rules of the two extrinsics hotfloat sends (`standin_runtime`). State lives in one JSON file under an
+exclusive lock, so several processes (a miner CLI, a validator CLI, a test) see one chain. Not modelled: SCALE encoding, fees and deposits, commit-reveal weights,
 timelocked commitments, the epoch/emission math and networking.
 """
 
@@ -27,17 +25,11 @@ from bittensor.keyfiles import Keypair
 from bittensor.result import ChainError, ExtrinsicResult
 
 from ..bundle.bounded import read_file
+from .standin_runtime import U16_MAX, dispatch, key, metagraph
 
 STATE_MAX_BYTES = 256 << 20
 """The stand-in's state file is read whole under a lock; a file named in its place that never ends (a FIFO,
 /dev/zero) or is larger than any chain a test builds is refused instead."""
-GLOBAL_MAX_SUBNET_COUNT = 4096
-U16_MAX = 65535
-
-
-def _key(params: list | None) -> str:
-    return json.dumps(list(params or []), separators=(",", ":"))
-
 
 def _hash(number: int) -> str:
     return "0x" + hashlib.sha256(f"hotfloat-standin-block-{number}".encode()).hexdigest()
@@ -62,7 +54,7 @@ class LocalSubstrate:
         storage: dict[str, dict[str, Any]] = {}
 
         def put(item: str, params: list, value: Any) -> None:
-            storage.setdefault(item, {})[_key(params)] = value
+            storage.setdefault(item, {})[key(params)] = value
 
         put("SubtensorModule.NetworksAdded", [netuid], True)
         put("SubtensorModule.Tempo", [netuid], 360)
@@ -172,7 +164,7 @@ class LocalSubstrate:
                     block_hash: Optional[str] = None) -> Any:
         with self._state() as state:
             item = self._block(state, block_hash)["storage"].get(f"{module}.{storage_function}", {})
-            return copy.deepcopy(item.get(_key(params)))
+            return copy.deepcopy(item.get(key(params)))
 
     async def query_map(self, module: str, storage_function: str, params: Optional[list] = None,
                         block_hash: Optional[str] = None) -> list[tuple[Any, Any]]:
@@ -181,9 +173,9 @@ class LocalSubstrate:
             item = self._block(state, block_hash)["storage"].get(f"{module}.{storage_function}", {})
             rows = []
             for raw_key, value in item.items():
-                key = json.loads(raw_key)
-                if key[: len(prefix)] == prefix and len(key) > len(prefix):
-                    rest = key[len(prefix):]
+                parts = json.loads(raw_key)
+                if parts[: len(prefix)] == prefix and len(parts) > len(prefix):
+                    rest = parts[len(prefix):]
                     rows.append((rest[0] if len(rest) == 1 else tuple(rest), copy.deepcopy(value)))
             return rows
 
@@ -193,7 +185,7 @@ class LocalSubstrate:
         netuid = int(params[0])
         with self._state() as state:
             block = self._block(state, block_hash)
-            return _metagraph(block, netuid) if netuid in state["subnets"] else None
+            return metagraph(block, netuid) if netuid in state["subnets"] else None
 
     async def constant(self, module: str, name: str) -> Any:
         with self._state() as state:
@@ -224,7 +216,7 @@ class LocalSubstrate:
             block = self._new_block(state)
             before = copy.deepcopy(block["storage"])
             try:
-                error = _dispatch(state, block, call, keypair.ss58_address)
+                error = dispatch(state, block, call, keypair.ss58_address)
             except (KeyError, TypeError, ValueError) as e:
                 error = ("BadCall", f"malformed call arguments: {e}")
             if error:
@@ -243,76 +235,3 @@ class LocalSubstrate:
 
 def _failed(message: str, name: str) -> ExtrinsicResult:
     return ExtrinsicResult(success=False, message=message, error=ChainError(message, name))
-
-
-def _dispatch(state: dict, block: dict, call: dict, signer: str) -> tuple[str, str] | None:
-    """Applies one call to the new block's storage; returns (error name, message) when the chain would refuse it."""
-    storage, args = block["storage"], call["call_args"]
-    what = (call["call_module"], call["call_function"])
-    if what == ("Commitments", "set_commitment"):
-        netuid, fields = int(args["netuid"]), list((args.get("info") or {}).get("fields") or [])
-        if storage.get("SubtensorModule.Uids", {}).get(_key([netuid, signer])) is None:
-            return "AccountNotAllowedCommit", "the signing hotkey is not registered on the subnet"
-        if len(fields) > state["constants"]["Commitments.MaxFields"]:
-            return "TooManyFieldsInCommitmentInfo", "too many fields in the commitment"
-        if not all(_raw_field(f) for f in fields):
-            return "BadCommitmentField", "commitment fields must be Raw<N> with N <= 128 matching the data"
-        storage.setdefault("Commitments.CommitmentOf", {})[_key([netuid, signer])] = {
-            "block": block["number"], "deposit": 0, "info": {"fields": fields}}
-        return None
-    if what == ("SubtensorModule", "set_mechanism_weights"):
-        return _set_weights(storage, block["number"], args, signer)
-    return "CallNotSupported", f"the stand-in chain does not dispatch {what[0]}.{what[1]}"
-
-
-def _raw_field(field: Any) -> bool:
-    """One `{"Raw<N>": "0x..."}` entry whose N is the byte length of its data, at most 128."""
-    if not isinstance(field, dict) or len(field) != 1:
-        return False
-    [(variant, value)] = field.items()
-    if not isinstance(value, str):
-        return False
-    size = len(bytes.fromhex(value.removeprefix("0x")))
-    return variant == f"Raw{size}" and size <= 128
-
-
-def _set_weights(storage: dict, number: int, args: dict, signer: str) -> tuple[str, str] | None:
-    netuid, mecid = int(args["netuid"]), int(args["mecid"])
-    dests, values = [int(d) for d in args["dests"]], [int(w) for w in args["weights"]]
-    uid = storage.get("SubtensorModule.Uids", {}).get(_key([netuid, signer]))
-    if uid is None:
-        return "HotKeyNotRegisteredInSubNet", "the signing hotkey is not registered on the subnet"
-    n = len(storage["SubtensorModule.ValidatorPermit"][_key([netuid])])
-    if len(dests) != len(values) or len(set(dests)) != len(dests) or any(not 0 <= d < n for d in dests):
-        return "UidVecContainInvalidOne", "weights name duplicate or unknown uids"
-    if any(not 0 <= w <= U16_MAX for w in values):
-        return "InvalidWeights", "weights must be u16"
-    index = mecid * GLOBAL_MAX_SUBNET_COUNT + netuid
-    last = storage["SubtensorModule.LastUpdate"].setdefault(_key([index]), [0] * n)
-    limit = storage["SubtensorModule.WeightsSetRateLimit"][_key([netuid])]
-    if limit and last[uid] and number - last[uid] < limit:
-        return "SettingWeightsTooFast", "weights were set too recently"
-    cap = storage["SubtensorModule.MaxWeightsLimit"][_key([netuid])]
-    if len(dests) > 1 and sum(values) and max(values) * U16_MAX > cap * sum(values):
-        return "MaxWeightExceeded", "a weight exceeds the subnet's max weight limit"
-    storage.setdefault("SubtensorModule.Weights", {})[_key([index, uid])] = [[d, w] for d, w in zip(dests, values)]
-    last[uid] = number
-    return None
-
-
-def _metagraph(block: dict, netuid: int) -> dict:
-    """The subset of `SubnetInfoRuntimeApi.get_metagraph` that the SDK's metagraph decoder requires."""
-    storage = block["storage"]
-    keys, owners = storage.get("SubtensorModule.Keys", {}), storage.get("SubtensorModule.Owner", {})
-    hotkeys: list[str] = []
-    while (hotkey := keys.get(_key([netuid, len(hotkeys)]))) is not None:
-        hotkeys.append(hotkey)
-    coldkeys = [owners.get(_key([h]), "") for h in hotkeys]
-    return {
-        "netuid": netuid, "name": list(b"hotfloat"), "symbol": list("τ".encode()), "block": block["number"],
-        "tempo": 360, "last_step": 0, "blocks_since_last_step": block["number"], "network_registered_at": 0,
-        "owner_hotkey": hotkeys[0] if hotkeys else "", "owner_coldkey": coldkeys[0] if coldkeys else "",
-        "num_uids": len(hotkeys), "max_uids": 256, "hotkeys": hotkeys, "coldkeys": coldkeys,
-        "active": [True] * len(hotkeys), "validator_permit": storage["SubtensorModule.ValidatorPermit"][_key([netuid])],
-        "last_update": storage["SubtensorModule.LastUpdate"][_key([netuid])],
-    }

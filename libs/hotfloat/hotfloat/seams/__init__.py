@@ -21,11 +21,11 @@ the output (a tuple of them for a slot with several) reshaped to the caller's le
 fallback to the stock path.
 """
 
+from .arm import ENV_BUNDLE, ENV_HANDICAP, ENV_IDENTITY, ENV_TWIN_IDENTITY, ENV_TWIN_OF, arm, arm_from_env
 from .audit import AuditConfig
 from .errors import RankMismatchError, SeamLoadError
 from .ranks import check_ranks_armed
-from .router import (ENV_BUNDLE, ENV_HANDICAP, ENV_IDENTITY, ENV_TWIN_IDENTITY, ENV_TWIN_OF, SeamCount, SeamRouter, arm,
-                     arm_from_env)
+from .router import SeamCount, SeamRouter
 
 __all__ = [
     "AuditConfig", "ENV_BUNDLE", "ENV_HANDICAP", "ENV_IDENTITY", "ENV_TWIN_IDENTITY", "ENV_TWIN_OF", "RankMismatchError",

@@ -246,7 +246,7 @@ def read_dump(path: Path) -> list[tuple[dict, bytes]]:
     """The entries `write_dump` wrote (their bytes are checked by the validator, not here)."""
     index, blob = json.loads(path.with_suffix(".json").read_text()), path.with_suffix(".bin").read_bytes()
     at, out = 0, []
-    for head, size in zip(index["entries"], index["sizes"]):
+    for head, size in zip(index["entries"], index["sizes"], strict=False):
         out.append((head, blob[at:at + size]))
         at += size
     return out

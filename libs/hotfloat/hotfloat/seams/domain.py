@@ -30,7 +30,7 @@ def bind_dims(spec: SlotSpec, tensors: Mapping[str, torch.Tensor]) -> dict[str, 
         t = tensors[arg.name]
         if t.dim() != len(arg.shape):
             return None
-        for expr, size in zip(arg.shape, t.shape):
+        for expr, size in zip(arg.shape, t.shape, strict=True):
             factor, names = 1, []
             for part in (p.strip() for p in expr.split("*")):
                 if part.isdigit():

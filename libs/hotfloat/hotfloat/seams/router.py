@@ -5,25 +5,15 @@ with the slot's arguments and a `stock` callable; the router allocates the outpu
 slot's positional write-into-output ABI, and counts what it did so a test can prove the bundle really ran.
 
 A router built as a *twin* of a candidate (`twin_of`) never imports the candidate's code: it reads only the
-manifest. Every call inside the candidate's declared domains is a nudge site, but a slot's nudge acts only once the
-validator enabled that slot (`set_twin_slots`, default none: the slots the candidate really routed). An enabled
-nudge rounds the output stochastically to a neighbouring representable value, the size of what an accurate kernel
-legitimately differs by: each finite non-zero element moves one unit in the last place up or down in magnitude
-(50/50) with probability 1/4 (an accurate kernel picks the other neighbour of the exact value with probability
-|exact - stock| / ulp, 1/4 on average), decided by a fixed-seed hash of the element's bits and index (no RNG state,
-so replays are deterministic); zero, inf and NaN stay, and `residual_out` stays (an accurate fused kernel rounds the
-sum exactly as stock does). The enable flag is a device tensor read by elementwise ops, so a nudge captured in a
-CUDA graph at warm-up follows the flag when replayed. That engine's numerics differ from the baseline's by a known,
-legitimate amount, which is what qualification's correctness gate measures a candidate against.
-
-With an AuditConfig (hotfloat.seams.audit) the router keeps a secret sample of its slot calls for the validator;
-with `handicap_us` every activation.silu_and_mul call is followed by a delay of that many microseconds (a known
-slowdown the validator injects for calibration, never part of the engine identity).
+manifest, and nudges the outputs inside the candidate's declared domains once the validator enabled their slots
+(hotfloat.seams.twin). With an AuditConfig (hotfloat.seams.audit) the router keeps a secret sample of its slot calls
+for the validator; with `handicap_us` every activation.silu_and_mul call is followed by a delay of that many
+microseconds (a known slowdown the validator injects for calibration, never part of the engine identity). Arming
+from paths or the environment is hotfloat.seams.arm.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -31,28 +21,15 @@ from dataclasses import dataclass
 
 import torch
 
-from ..bundle import Bundle, Op, load_bundle
-from ..errors import HotfloatError
+from ..bundle import Bundle, Op
 from ..slots import SLOTS, Role, SlotSpec, get_slot
-from .audit import ENV as ENV_AUDIT
 from .audit import AuditConfig, Auditor
 from .domain import bind_dims, in_domain
-from .errors import SeamLoadError
 from .loader import load_entries, materialize
+from .twin import EXACT_OUTPUTS, stochastic_ulp
 
-ENV_BUNDLE = "HOTFLOAT_ARMED_BUNDLE"
-"""Path of the bundle directory to arm; unset or empty means null-armed (every call goes stock)."""
-ENV_IDENTITY = "HOTFLOAT_ARMED_IDENTITY"
-"""Optional expected bundle identity; a different bundle at the path is a load failure."""
-ENV_TWIN_OF = "HOTFLOAT_TWIN_OF"
-"""Path of a candidate bundle whose domains this engine nudges (a twin); its code is never imported."""
-ENV_TWIN_IDENTITY = "HOTFLOAT_TWIN_IDENTITY"
-"""Optional expected identity of the twin's candidate bundle."""
-ENV_HANDICAP = "HOTFLOAT_HANDICAP_US"
-"""Microseconds of delay after every activation.silu_and_mul call (calibration's positive control)."""
 HANDICAP_SLOT = "activation.silu_and_mul"
-EXACT_OUTPUTS = {"residual_out"}
-"""Outputs the twin never nudges: an accurate kernel computes them bit for bit as stock does."""
+"""The slot whose calls `handicap_us` delays (calibration's positive control)."""
 
 
 @dataclass
@@ -114,13 +91,13 @@ class SeamRouter:
         outs = served if isinstance(served, tuple) else (served,)
         if nudge is not None:
             names = [a.name for a in spec.of_role(Role.OUTPUT)]
-            outs = tuple(o if n in EXACT_OUTPUTS else _stochastic_ulp(o, self._flag(slot, o.device))
-                         for n, o in zip(names, outs))
+            outs = tuple(o if n in EXACT_OUTPUTS else stochastic_ulp(o, self._flag(slot, o.device))
+                         for n, o in zip(names, outs, strict=False))  # the stock's outputs, as it gave them
             served = outs if isinstance(served, tuple) else outs[0]
         if self.handicap_us and slot == HANDICAP_SLOT:
             _delay(outs[0].device, self.handicap_us)
         if site is not None:
-            site.commit(dict(zip((a.name for a in spec.of_role(Role.OUTPUT)), outs)))
+            site.commit(dict(zip((a.name for a in spec.of_role(Role.OUTPUT)), outs, strict=False)))
         return served
 
     def set_twin_slots(self, slots: set[str]) -> set[str]:
@@ -202,7 +179,6 @@ class SeamRouter:
                 c.stock += 1
 
 
-
 def _bind(spec: SlotSpec, values: dict):
     """(leading dims, tensors with leading dims folded into rows, dims) of a call that is the slot's, else None."""
     inputs = spec.of_role(Role.INPUT)
@@ -234,19 +210,6 @@ def _covering(spec: SlotSpec, bound, ops: list[Op]) -> Op | None:
     return next((op for op in ops if in_domain(op, spec, first.dtype, first.device, bound[2])), None)
 
 
-def _stochastic_ulp(t: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
-    """Where `flag` is set, a quarter of the finite non-zero elements one ulp up or down in magnitude (50/50), by a
-    fixed-seed hash of each element's bits and index; elementwise, so CUDA graphs capture it with the call."""
-    ints = {2: torch.int16, 4: torch.int32}[t.element_size()]
-    bits = t.view(ints)
-    index = torch.arange(t.numel(), device=t.device).view(t.shape)
-    h = (((bits.long() & 0xFFFFFFFF) ^ (index << 1)) * 0x2545F491 + 0x1F3D5B79) & 0x7FFFFFFF
-    h = ((h ^ (h >> 15)) * 0x5BD1E995) & 0x7FFFFFFF
-    r = (h ^ (h >> 13)) & 7  # 0: up, 1: down, else stays
-    moved = (bits + (r == 0).to(ints) - (r == 1).to(ints)).view(t.dtype)
-    return torch.where(flag & torch.isfinite(t) & (t != 0) & torch.isfinite(moved), moved, t)
-
-
 def _delay(device: torch.device, us: float) -> None:
     """The calibration handicap: a GPU spin of `us` microseconds in stream order (capture-safe), a host spin on
     CPU."""
@@ -267,7 +230,7 @@ def _dtype(spec: SlotSpec, name: str, op_dtype: torch.dtype) -> torch.dtype:
 def _bind_args(spec: SlotSpec, args: tuple, kwargs: dict) -> dict:
     """Maps the caller's inputs and scalars onto the slot's argument names, in ABI order, skipping outputs."""
     names = [a.name for a in spec.args if a.role is not Role.OUTPUT]
-    values = dict(zip(names, args))
+    values = dict(zip(names, args, strict=False))  # kwargs and defaults fill the rest
     values.update({k: v for k, v in kwargs.items() if k in names})
     for a in spec.of_role(Role.SCALAR):
         values.setdefault(a.name, a.default)
@@ -275,34 +238,3 @@ def _bind_args(spec: SlotSpec, args: tuple, kwargs: dict) -> dict:
     if missing:
         raise TypeError(f"{spec.name}: missing arguments {missing}")
     return values
-
-
-def arm(path: str | os.PathLike | None, *, identity: str | None = None, workdir: str | None = None,
-        twin_of: str | os.PathLike | None = None, twin_identity: str | None = None, audit: AuditConfig | None = None,
-        handicap_us: float = 0.0) -> SeamRouter:
-    """A router for the bundle at `path` (null-armed for None), a twin of the bundle at `twin_of` when given; any
-    load failure raises SeamLoadError."""
-    return SeamRouter(_load(path, identity, "armed"), workdir=workdir, twin_of=_load(twin_of, twin_identity, "twin's"),
-                      audit=audit, handicap_us=handicap_us)
-
-
-def _load(path: str | os.PathLike | None, identity: str | None, what: str) -> Bundle | None:
-    if not path:
-        return None
-    try:
-        bundle = load_bundle(path)
-    except HotfloatError as e:
-        raise SeamLoadError(f"{what} bundle {path}: {e}") from None
-    if identity and bundle.identity != identity:
-        raise SeamLoadError(f"{what} bundle {path} has identity {bundle.identity}, expected {identity}")
-    return bundle
-
-
-def arm_from_env(environ: dict | None = None) -> SeamRouter:
-    """A router armed from HOTFLOAT_ARMED_BUNDLE (and HOTFLOAT_ARMED_IDENTITY), a twin when HOTFLOAT_TWIN_OF names
-    a candidate, auditing per HOTFLOAT_AUDIT and handicapped per HOTFLOAT_HANDICAP_US, as every engine process does
-    at start."""
-    env = os.environ if environ is None else environ
-    return arm(env.get(ENV_BUNDLE) or None, identity=env.get(ENV_IDENTITY) or None,
-               twin_of=env.get(ENV_TWIN_OF) or None, twin_identity=env.get(ENV_TWIN_IDENTITY) or None,
-               audit=AuditConfig.from_env(env.get(ENV_AUDIT)), handicap_us=float(env.get(ENV_HANDICAP) or 0))
