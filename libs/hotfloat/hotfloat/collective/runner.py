@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import secrets
-import select
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,7 +22,6 @@ from pydantic import ValidationError
 
 from ..bundle import Bundle, Op
 from ..errors import InputError
-from ..sandbox import JOIN_FAILED, Bind, SandboxPolicy, child_env, spawn
 from ..scan import scan_bundle
 from ..slots import Role, get_slot
 from ..verdict import Status
@@ -33,24 +29,14 @@ from ..verify import burst as timing
 from ..verify import wire
 from ..verify.check import Outcome, judge
 from ..verify.plan import Case, Prepared, corner_shapes, drawn_shape, jitter, prepare
+from .launcher import CODEC, CODEC_DIR, WORK, Abort, Ranks, launch
 from .records import CaseRow, CollectiveReport, RankReport
 
-RANK = Path(__file__).with_name("rank.py")
-CODEC = Path(wire.__file__).resolve()
-WORK, TOOL, CODEC_DIR = "/coll", "/hotfloat-collective", "/hotfloat-codec"
 BACKENDS = {"cpu": "gloo", "cuda": "nccl"}
 CPU_MAX_ELEMENTS = 1 << 18
 """The drawn shape's budget on CPU, as for single-op verify."""
 SETTLE_S = 0.02
 GRAPH_REPLAYS = 3
-
-
-class Abort(Exception):
-    """A rank's fault that ends the run: the reason, and whether it is the infrastructure's rather than the bundle's."""
-
-    def __init__(self, reason: str, infrastructure: bool = False):
-        super().__init__(reason)
-        self.infrastructure = infrastructure
 
 
 def verify_collective(bundle: Bundle, *, world_size: int, device: str = "cpu", seed: int | None = None,
@@ -124,75 +110,11 @@ def _prepare(slot, i: int, c: dict, world: int, seed: int, settle_s: float) -> l
     return preps
 
 
-class _Ranks:
-    """The parent's ends of every rank's pipes, and the sandboxed launcher holding the ranks."""
-
-    def __init__(self, world: int):
-        self.to, self.frm, self.rank_fds = [], [], []
-        for _ in range(world):
-            r_in, w_in = os.pipe()
-            r_out, w_out = os.pipe()
-            os.set_blocking(w_in, False)
-            os.set_blocking(r_out, False)
-            self.to.append(w_in)
-            self.frm.append(r_out)
-            self.rank_fds.append([r_in, w_out])
-        self.proc = None
-
-    def send(self, r: int, kind: str, meta: dict, tensors, deadline: float) -> None:
-        wire.write_frame(self.to[r], wire.encode(kind, meta, list(tensors)), deadline)
-
-    def collect(self, kinds: set[str], max_payload: int, deadline: float) -> dict[int, wire.Frame]:
-        """One frame from every rank, in whatever order they answer; a rank that raises ends the wait at once."""
-        frames: dict[int, wire.Frame] = {}
-        poller = select.poll()
-        for r, fd in enumerate(self.frm):
-            poller.register(fd, select.POLLIN)
-        while len(frames) < len(self.frm):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(sorted(set(range(len(self.frm))) - set(frames)))
-            for fd, _ in poller.poll(min(left, 1.0) * 1000):
-                r = self.frm.index(fd)
-                try:
-                    frames[r] = wire.read_frame(fd, kinds=kinds | {"raised"}, max_payload=max_payload, deadline=deadline)
-                except wire.ProtocolError as e:
-                    raise Abort(f"rank {r}: {self._died() or f'protocol violation on its channel: {e}'}") from None
-                poller.unregister(fd)
-                if frames[r].kind == "raised":
-                    raise Abort(f"rank {r} raised: {_clean(frames[r].meta.get('error'))}")
-        return frames
-
-    def _died(self) -> str:
-        for _ in range(50):
-            if self.proc is not None and self.proc.popen.poll() is not None:
-                if self.proc.popen.returncode == JOIN_FAILED:
-                    raise Abort("the sandbox could not join its cgroup", infrastructure=True)
-                return f"the ranks exited (status {self.proc.popen.returncode})"
-            time.sleep(0.01)
-        return ""
-
-    def drop_rank_ends(self) -> None:
-        """The ranks hold their ends now; closing ours lets a dead rank show up as end-of-file."""
-        for fd in (fd for pair in self.rank_fds for fd in pair):
-            os.close(fd)
-        self.rank_fds = []
-
-    def close(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-        for fd in (*self.to, *self.frm, *(fd for pair in self.rank_fds for fd in pair)):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-
 def _run_op(bundle, op, dtypes, world, device, seed, timeout_s, startup_s, sandboxed) -> tuple[Status, str, list[CaseRow]]:
     slot = get_slot(op.entry.slot)
     rng = random.Random(f"{seed}:{op.key}")
     cases = burst(op, dtypes, device, rng)
-    ranks = _Ranks(world)
+    ranks = Ranks(world)
     rows: list[CaseRow] = []
     with tempfile.TemporaryDirectory(prefix="hotfloat-collective-") as tmp:
         work = Path(tmp)
@@ -206,7 +128,7 @@ def _run_op(bundle, op, dtypes, world, device, seed, timeout_s, startup_s, sandb
                 "init": f"file://{root}/rendezvous", "pg_timeout_s": max(5, int(timeout_s))}
         (work / "plan.json").write_text(json.dumps(plan))
         try:
-            ranks.proc = _launch(work, root, device, timeout_s, sandboxed, ranks.rank_fds)
+            ranks.proc = launch(work, root, device, timeout_s, sandboxed, ranks.rank_fds)
             ranks.drop_rank_ends()
             _hello(ranks, world, op.key, bundle.identity, time.monotonic() + startup_s)
             deadline = time.monotonic() + timeout_s
@@ -226,7 +148,7 @@ def _run_op(bundle, op, dtypes, world, device, seed, timeout_s, startup_s, sandb
     return Status.PASS, f"{world} ranks x {len(rows)} cases matched the fp32 sum", rows
 
 
-def _hello(ranks: _Ranks, world: int, op: str, identity: str, deadline: float) -> None:
+def _hello(ranks: Ranks, world: int, op: str, identity: str, deadline: float) -> None:
     """Every rank joined the group and imported the same candidate before the start-up limit."""
     try:
         hellos = ranks.collect({"hello"}, 0, deadline)
@@ -245,7 +167,7 @@ def _hello(ranks: _Ranks, world: int, op: str, identity: str, deadline: float) -
             raise Abort(f"rank {r}: the candidate received a group of {rep.group_size}, not the validator's {world}")
 
 
-def _call(ranks: _Ranks, slot, i: int, c: dict, world: int, seed: int, rng: random.Random, deadline: float,
+def _call(ranks: Ranks, slot, i: int, c: dict, world: int, seed: int, rng: random.Random, deadline: float,
           done: int, total: int, kind: str = "call", label: str = "") -> CaseRow:
     """Delivers case `i` to every rank (only now), collects every reply and judges each like a single-op call."""
     preps = _prepare(slot, i, c, world, seed, timing.settle(rng, SETTLE_S))
@@ -258,7 +180,7 @@ def _call(ranks: _Ranks, slot, i: int, c: dict, world: int, seed: int, rng: rand
         who = f"ranks {e.args[0]}" if e.args and isinstance(e.args[0], list) else "the ranks"
         raise Abort(f"hang: {who} gave no answer to case {done} of {total}, killed at the time limit") from None
     except wire.ProtocolError as e:
-        raise Abort(f"a rank stopped reading its channel: {ranks._died() or e}") from None
+        raise Abort(f"a rank stopped reading its channel: {ranks.died() or e}") from None
     outcomes = {r: judge(slot, c["dtype"], preps[r], frames[r]) for r in range(world)}
     return _row(i, c, outcomes, label)
 
@@ -274,7 +196,7 @@ def _row(i: int, c: dict, outcomes: dict[int, Outcome], label: str) -> CaseRow:
     return CaseRow(index=i, dtype=c["dtype"], shape=shape, status=Status.PASS, max_abs_err=worst)
 
 
-def _graphs(ranks: _Ranks, slot, cases: list[dict], world: int, seed: int, rng: random.Random,
+def _graphs(ranks: Ranks, slot, cases: list[dict], world: int, seed: int, rng: random.Random,
             deadline: float) -> list[CaseRow]:
     """Per dtype, the first shape captured in a CUDA graph on every rank and replayed with fresh inputs copied in."""
     rows = []
@@ -296,21 +218,3 @@ def _graphs(ranks: _Ranks, slot, cases: list[dict], world: int, seed: int, rng: 
             rows.append(_call(ranks, slot, index + 1 + replay, c, world, seed, rng, deadline, replay, GRAPH_REPLAYS,
                               kind="replay", label=f"graph T={c['T']},H={c['H']}"))
     return rows
-
-
-def _launch(work: Path, root: str, device: str, timeout_s: float, sandboxed: bool, rank_fds: list[list[int]]):
-    """Starts the rank launcher in one sandbox; every rank's pipe ends travel in and only reach their own rank."""
-    policy = SandboxPolicy(gpu=device == "cuda", address_space_bytes=None if device == "cuda" else 16 << 30,
-                           cpu_seconds=max(60, int(timeout_s) * 4))
-    tool = TOOL if sandboxed else str(RANK.parent)
-    binds = [Bind(work, WORK, writable=True), Bind(RANK.parent, TOOL), Bind(CODEC, f"{CODEC_DIR}/{CODEC.name}")]
-    env = child_env({"OMP_NUM_THREADS": "1"}, home=root)
-    argv = [sys.executable, "-I", f"{tool}/{RANK.name}", root, "launch"]
-    fds = tuple(fd for pair in rank_fds for fd in pair)
-    with open(work / "log.txt", "wb") as log:
-        return spawn(argv, policy, sandboxed=sandboxed, binds=binds, env=env, cwd=str(work), stdout=log, pass_fds=fds)
-
-
-def _clean(text: object) -> str:
-    """Rank-supplied text is shown, never trusted: printable, one line, bounded."""
-    return "".join(ch if ch.isprintable() else " " for ch in str(text))[:300]
