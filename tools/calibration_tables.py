@@ -33,6 +33,14 @@ RAWS = {
     "8B control (seed 406650)": "calibration-h200-llama8b-control-seed406650.raw.json",
     "8B control (seed 406966)": "calibration-h200-llama8b-control-seed406966.raw.json",
     "8B control (seed 407066)": "calibration-h200-llama8b-control-seed407066.raw.json",
+    "8B null (seed 417951)": "calibration-h200-llama8b-null-seed417951.raw.json",
+    "8B null (seed 418051)": "calibration-h200-llama8b-null-seed418051.raw.json",
+    "8B null (seed 418449)": "calibration-h200-llama8b-null-seed418449.raw.json",
+    "8B null (seed 418549)": "calibration-h200-llama8b-null-seed418549.raw.json",
+    "8B null (seed 418649)": "calibration-h200-llama8b-null-seed418649.raw.json",
+    "8B null (seed 418978)": "calibration-h200-llama8b-null-seed418978.raw.json",
+    "8B null (seed 419078)": "calibration-h200-llama8b-null-seed419078.raw.json",
+    "8B null (seed 419178)": "calibration-h200-llama8b-null-seed419178.raw.json",
 }
 LADDER = {
     "examples/silu_triton": ("isolation-silu_triton", "accurate (Triton), bit-exact here"),
@@ -160,6 +168,26 @@ def record() -> str:
     return _table(["figure", "value"], rows)
 
 
+def influence() -> str:
+    """How much one boot moves the process model: the fit over every stock process of the record's sources, and the
+    fit without each boot in turn, beside that boot's largest stock pass against its round's median."""
+    from hotfloat.qualify.calibrate import CalibrationRecord
+    from hotfloat.qualify.calibrate_analyse import fit, series
+
+    r = CalibrationRecord.model_validate_json((ROOT / "docs" / "calibration-h200.json").read_bytes())
+    label = {v: k for k, v in RAWS.items()}
+    raws = [(label[Path(s).name], _raw(Path(s).name)) for s in r.sources]
+    every = fit([raw for _, raw in raws])
+    rows = [["(none: the record's fit)", "-", f"{every.sigma:.2%}", f"{every.tau:.3%}", f"{every.tau_upper:.3%}"]]
+    for i, (name, raw) in enumerate(raws):
+        x = series(raw, raw.stock)
+        worst = np.max(np.abs(x / np.median(x, axis=1, keepdims=True) - 1))
+        f = fit([other for j, (_, other) in enumerate(raws) if j != i])
+        rows.append([name, f"{worst:+.1%}".lstrip("+"), f"{f.sigma:.2%}", f"{f.tau:.3%}", f"{f.tau_upper:.3%}"])
+    return _table(["boot left out", "its largest stock pass off its round's median", "sigma without it",
+                   "tau without it", "tau's upper 95% without it"], rows)
+
+
 def examples() -> str:
     """The three examples booted beside B1-B3: gate, measured effect, the verdict `calibrate evidence` forms under the
     recorded rule, and where their completions left B1's path."""
@@ -256,7 +284,8 @@ def _correctness(d) -> str:
 
 
 BLOCKS = {"collections": collections, "spread": spread, "pairs": pairs, "record": record, "examples": examples, "twin": twin,
-          "engine-noise": engine_noise, "ladder": ladder}
+          "engine-noise": engine_noise, "ladder": ladder,
+          "influence": influence}
 
 
 def render(text: str, made: dict[str, str]) -> str:
