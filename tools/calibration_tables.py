@@ -201,18 +201,18 @@ def examples() -> str:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "out.jsonl").write_bytes(text)
-        for c, bundle in zip(raw.candidates, ("silu_triton", "fused_add_rmsnorm_triton", "attention_decode_triton")):
+        for c, bundle in zip(raw.candidates, ("silu_triton", "fused_add_rmsnorm_triton", "attention_decode_triton"), strict=False):
             d = evidence_from(raw, Path(tmp) / "out.jsonl", c, rule).decision
             dep, worst, first, n = [], [], [], 0
             for (r, e), k in sorted(kept.items()):
                 if e != c:
                     continue
                 b = kept[(r, "B1")]
-                for tb, tc, lb, lc in zip(b.tokens, k.tokens, b.logprobs, k.logprobs):
+                for tb, tc, lb, lc in zip(b.tokens, k.tokens, b.logprobs, k.logprobs, strict=False):
                     n += 1
-                    at = next((i for i, (p, q) in enumerate(zip(tb, tc)) if p != q), None)
+                    at = next((i for i, (p, q) in enumerate(zip(tb, tc, strict=False)) if p != q), None)
                     dep += [] if at is None else [at]
-                    worst.append(max(abs(p - q) for p, q in zip(lb[:at or len(lb)], lc[:at or len(lc)])) if at != 0 else 0.0)
+                    worst.append(max(abs(p - q) for p, q in zip(lb[:at or len(lb)], lc[:at or len(lc)], strict=False)) if at != 0 else 0.0)
                     first.append(abs(lb[0] - lc[0]))
             gate = "PASS (bitwise identical)" if not dep and max(worst) == 0 else f"{d.gate}"
             rows.append([f"{bundle} ({c})", gate, f"{gain(series(raw, [raw.stock[0], c, raw.stock[1]])):+.2%}",
@@ -230,7 +230,7 @@ def twin() -> str:
     for bundle in ("attention_decode_triton", "fused_add_rmsnorm_triton"):
         ev = json.loads(lzma.decompress((RUNS / f"evidence-h200-llama8b-twin-{bundle}.json.xz").read_bytes()))
         fr = {f["index"]: f["pass_s"] for f in ev["frames"]}
-        faster = sum(c < math.sqrt(b * b2) for b, c, b2 in zip(fr[0], fr[1], fr[2]))
+        faster = sum(c < math.sqrt(b * b2) for b, c, b2 in zip(fr[0], fr[1], fr[2], strict=False))
         rows.append([bundle, len(fr[1]), faster, f"{ev['decision']['status']}: {ev['decision']['reason'].split(';')[0]}"])
     return _table(["example", "rounds", "C faster than sqrt(B B')", "recorded verdict"], rows)
 

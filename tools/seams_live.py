@@ -61,7 +61,7 @@ def table(result) -> str:
         rows.append((a.name, a.expect.value, a.status.value, str(a.returncode), str(a.boot_s or "-"), str(a.wall_s),
                      routed, a.reason[:110]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows)
 
 
 def main() -> int:

@@ -62,7 +62,7 @@ def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(standin
         with open_ledger(db) as led:
             if score_good:
                 [sub] = led.submissions((State.RECEIVED,))
-                for seen, to in zip(ORDER[: ORDER.index(State.QUALIFIED) + 1], ORDER[1: ORDER.index(State.QUALIFIED) + 1]):
+                for seen, to in zip(ORDER[: ORDER.index(State.QUALIFIED) + 1], ORDER[1: ORDER.index(State.QUALIFIED) + 1], strict=False):
                     sub = led.advance(sub.id, seen, to, "test step")
                 settled = Settled(identity=sub.identity, status="PASS", score=0.3, reason="reproduced")
                 evidence = ScoreEvidence(status="PASS", reasons=[], record=qualified_record(), runs=[], settled=settled)

@@ -219,7 +219,7 @@ def test_every_address_a_pod_listens_on_or_dials_is_accepted_with_the_tls_it_is_
             c = container(w)
             _, args = cli_command(c["command"][1:] + c["args"])
             given = {}
-            for flag, value in zip(args, args[1:]):
+            for flag, value in zip(args, args[1:], strict=False):
                 if flag.startswith("--"):
                     given.setdefault(flag.removeprefix("--"), []).append(value.replace("$(POD_IP)", "10.1.2.3"))
             assert {"tls-ca", "tls-cert", "tls-key"} <= set(given), f"{overlay}: {name} has no mutual TLS"
@@ -237,7 +237,7 @@ def test_the_validator_names_every_qualification_pod_as_its_own_endpoint():
     for overlay, docs in rendered().items():
         w = workloads(docs)
         args = container(w["validator"])["args"]
-        named = [v for flag, v in zip(args, args[1:]) if flag == "--qualification"]
+        named = [v for flag, v in zip(args, args[1:], strict=False) if flag == "--qualification"]
         pods = w["qualification"]["spec"]["replicas"]
         assert named == [f"qualification-{i}.qualification.hotfloat.svc:50051" for i in range(pods)], overlay
 

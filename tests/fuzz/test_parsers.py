@@ -30,7 +30,7 @@ def spliced(base: str, alphabet: str, max_size: int = 64):
 
 def nested(opening: str, closing: str):
     """Runs of one grammar's brackets, up to far past any depth bound."""
-    return st.tuples(st.integers(0, 40_000), st.sampled_from(list(zip(opening, closing)))).map(
+    return st.tuples(st.integers(0, 40_000), st.sampled_from(list(zip(opening, closing, strict=False)))).map(
         lambda t: t[1][0] * t[0] + t[1][1] * t[0])
 
 

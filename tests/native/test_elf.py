@@ -32,7 +32,7 @@ def _section_index(data: bytes, name: str) -> int:
 
 
 def test_real_cubins_pass_with_declared_kernels(aot_builds):
-    for bundle, record in aot_builds.values():
+    for _bundle, record in aot_builds.values():
         for k in record.kernels:
             cub = elf.gate(record.cubins[k.cubin])
             assert list(cub.kernels) == [k.symbol]

@@ -32,10 +32,10 @@ def test_static_decode_matches_dynamic_cache_decode(preset):
     eager = build_engine(preset, "fp32", "cpu", 0, arm(None), decode="eager")
     static = build_engine(preset, "fp32", "cpu", 0, arm(None), decode="static")
     for seed, (lens, max_new) in enumerate(BATCHES):
-        for (t1, lp1, m1), (t2, lp2, m2) in zip(serve(eager, lens, max_new, seed), serve(static, lens, max_new, seed)):
+        for (t1, lp1, m1), (t2, lp2, m2) in zip(serve(eager, lens, max_new, seed), serve(static, lens, max_new, seed), strict=False):
             assert t1 == t2
-            assert max(abs(a - b) for a, b in zip(lp1, lp2)) <= 1e-4
-            assert max(abs(a - b) for a, b in zip(m1, m2)) <= 1e-4
+            assert max(abs(a - b) for a, b in zip(lp1, lp2, strict=False)) <= 1e-4
+            assert max(abs(a - b) for a, b in zip(m1, m2, strict=False)) <= 1e-4
     assert sorted(static.decoders) == [(2, capacity_for(33, 6)), (4, capacity_for(40, 17))]
     assert capacity_for(30, 17) == capacity_for(40, 17)
     assert eager.router.counts() == static.router.counts()

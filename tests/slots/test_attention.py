@@ -28,7 +28,7 @@ def _naive(t) -> torch.Tensor:
         for h in range(q.shape[1]):
             scores = torch.stack([q[b, h] @ k[p, h // group] for p in pages]) * t["sm_scale"]
             w = torch.exp(scores - scores.max())
-            out[b, h] = sum(wi * v[p, h // group] for wi, p in zip(w / w.sum(), pages))
+            out[b, h] = sum(wi * v[p, h // group] for wi, p in zip(w / w.sum(), pages, strict=False))
     return out
 
 

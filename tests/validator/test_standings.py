@@ -35,7 +35,7 @@ def qualified(make_bundle, tmp_path):
         bundle = load_bundle(make_bundle(name=name, slot=slot, manifest=manifest))
         sub, _ = led.receive(pack(bundle))
         steps = ORDER[: ORDER.index(State.QUALIFIED) + 1]
-        for seen, to in zip(steps, steps[1:]):
+        for seen, to in zip(steps, steps[1:], strict=False):
             sub = led.advance(sub.id, seen, to, "test step")
         return sub, slot_set(bundle)
 

@@ -54,7 +54,7 @@ def test_counts_are_jittered_around_each_shape_and_a_secret_shape_is_added(make_
     public = [s for s in SILU.shapes if s.cpu]
     assert len(cases) == 2 * (len(public) + 3), "per dtype: the public shapes, one drawn shape, two corners"
     assert sum(c.drawn for c in cases) == 6
-    for case, shape in zip(cases, public):
+    for case, shape in zip(cases, public, strict=False):
         t = shape.dims["T"]
         spread = max(2, t // 4)
         assert all(max(1, t - spread) <= n <= t + spread for n in case.counts)
@@ -117,7 +117,7 @@ def test_padded_rows_of_a_multi_row_case_occur_per_dtype_at_any_trial_count(make
         cases = make_cases(SILU, op, ["bf16", "fp32"], "cpu", random.Random(seed), trials, 1, None)
         for dtype in ("bf16", "fp32"):
             mine = [c for c in cases if c.dtype == dtype]
-            assert any(p and n > 1 for c in mine for p, n in zip(c.pads, c.counts)), (trials, seed)
+            assert any(p and n > 1 for c in mine for p, n in zip(c.pads, c.counts, strict=False)), (trials, seed)
             assert all(p % PAD_STEP == 0 for c in mine for p in c.pads)
             if trials > 1:
                 assert all(0 in c.pads and any(c.pads) for c in mine), "both layouts in every case"

@@ -214,7 +214,7 @@ def table(directory: Path) -> None:
         if extra.exists():
             more = json.loads(extra.read_text())
             data["errors"].update(more["errors"])
-            for row, other in zip(data["rows"], more["rows"]):
+            for row, other in zip(data["rows"], more["rows"], strict=False):
                 if row["dims"] == other["dims"]:
                     row["impls"].update(other["impls"])
         print(f"bench on {data['device']}: copy {data['copy_Bps'] / 1e12:.2f} TB/s; errors: {data['errors'] or 'none'}")

@@ -95,7 +95,7 @@ def check_audit(root: Path) -> None:
     g, outs = capture(lambda: [router.silu_and_mul(x, stock=None) for _ in range(8)])
     sites = len(router.audit.captured)
     kept = []
-    for r in range(200):
+    for _ in range(200):
         x.copy_(torch.randn_like(x, dtype=torch.float32).to(torch.bfloat16))
         g.replay()
         kept.append((x.clone(), [o.clone() for o in outs]))
@@ -158,7 +158,7 @@ def check_ladder(root: Path) -> None:
             x.copy_(torch.randn_like(x, dtype=torch.float32).to(torch.bfloat16))
             g.replay()
             eager = step()
-            if not all(torch.equal(a, b) for a, b in zip(outs, eager)):
+            if not all(torch.equal(a, b) for a, b in zip(outs, eager, strict=False)):
                 bad.append(f"{d.name}: replay differs from eager")
         except Exception as e:
             bad.append(f"{d.name}: {type(e).__name__}: {e}"[:300])

@@ -86,7 +86,7 @@ def main() -> int:
         print(f"{preset}: checkpoint {gen_s:.1f} s, boot+warm-up {boot_s:.1f} s", flush=True)
         cells = [(bs, m) for bs in batches for m in modes]
         got: dict[tuple, list[dict]] = {c: [] for c in cells}
-        for r in range(args.rounds):
+        for _ in range(args.rounds):
             if time.monotonic() - t0 > args.budget - 15:
                 break
             rng.shuffle(cells)

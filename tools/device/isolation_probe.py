@@ -62,7 +62,7 @@ def main() -> None:
     samples = wd.ask("util", since_us=since)["samples"]
     out["nvml_samples_stopped_spinner"] = samples
     ts = sorted({s["ts"] for s in samples})
-    out["nvml_sample_spacing_ms"] = [round((b - a) / 1e3, 1) for a, b in zip(ts, ts[1:])]
+    out["nvml_sample_spacing_ms"] = [round((b - a) / 1e3, 1) for a, b in zip(ts, ts[1:], strict=False)]
     os.kill(h.pid, signal.SIGCONT)
     h.kill()
     plain.kill()

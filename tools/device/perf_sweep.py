@@ -59,7 +59,7 @@ def main(out_path):
         for pdl in (False, True):
             calls = [lambda x=x, o=o, pdl=pdl: silu._silu_and_mul_kernel[grid](
                 x, o, t, h, x.stride(0), o.stride(0), BLOCK_T=bt, BLOCK_D=bd, PDL=pdl, num_warps=w, launch_pdl=pdl)
-                for x, o in zip(xs, outs)]
+                for x, o in zip(xs, outs, strict=False)]
             us = time_calls(timer, calls)
             results["rows"].append({"op": "silu", "T": t, "H": h, "config": [bt, bd, w], "pdl": pdl, "us": us})
             print(f"silu T={t} D={h} {bt}/{bd}/{w} pdl={pdl}: {us:.2f} us ({us / floor[False]:.2f}x floor, "
@@ -72,7 +72,7 @@ def main(out_path):
         for pdl in (False, True):
             calls = [lambda x=x, o=o, pdl=pdl: rms._rmsnorm_kernel[(triton.cdiv(t, bt),)](
                 x, wt, o, t, h, x.stride(0), o.stride(0), 1e-6, BLOCK_T=bt, BLOCK_H=bh, PDL=pdl, num_warps=w,
-                launch_pdl=pdl) for x, o in zip(xs, outs)]
+                launch_pdl=pdl) for x, o in zip(xs, outs, strict=False)]
             us = time_calls(timer, calls)
             results["rows"].append({"op": "rmsnorm", "T": t, "H": h, "config": [bt, bh, w], "pdl": pdl, "us": us})
             print(f"rmsnorm T={t} H={h} {bt}/{bh}/{w} pdl={pdl}: {us:.2f} us ({us / floor[False]:.2f}x floor, "

@@ -58,7 +58,7 @@ def exactness() -> bool:
     ok = True
     for ref in ("static", "eager"):
         tokens = [a[0] for a in runs["graph"]] == [a[0] for a in runs[ref]]
-        dlp = max(abs(x - y) for a, b in zip(runs["graph"], runs[ref]) for x, y in zip(a[1], b[1]))
+        dlp = max(abs(x - y) for a, b in zip(runs["graph"], runs[ref], strict=False) for x, y in zip(a[1], b[1], strict=False))
         print(f"tiny fp32, graph vs {ref}: same tokens {tokens}, max |logprob difference| {dlp:.2e}, "
               f"bitwise equal {runs['graph'] == runs[ref]}", flush=True)
         ok = ok and tokens and dlp <= 1e-4
@@ -85,7 +85,7 @@ def refusal() -> bool:
 
 
 def speed() -> None:
-    lens, max_new = zip(*[(p, m) for p, m, _ in SHAPES["gpu"][0]])
+    lens, max_new = zip(*[(p, m) for p, m, _ in SHAPES["gpu"][0]], strict=False)
     for m, e in modes(build_engine("qwen2-0.5b", "bf16", "cuda", 0, arm(None), decode="graph")).items():
         serve(e, lens, max_new)
         _, s = serve(e, lens, max_new, seed=1)

@@ -70,7 +70,7 @@ def load_wallet(name: str, hotkey: str, path: str | None = None) -> bt.Wallet:
     """A wallet whose hotkey file exists and is readable; the hotkey signs commitments and weights."""
     wallet = bt.Wallet(name, hotkey, path=path or os.path.expanduser("~/.bittensor/wallets"))
     try:
-        wallet.hotkey.ss58_address
+        _ = wallet.hotkey.ss58_address  # loads the keyfile, which is what may fail
     except Exception as e:  # the keyfile layer raises several unrelated types for missing or locked files
         raise InputError(f"wallet {name}/{hotkey}: cannot load the hotkey ({e})") from None
     return wallet
@@ -140,7 +140,7 @@ class Chain:
             values = clip_to_max_weight(values, cap / U16_MAX)
         with _sdk("normalizing weights"):
             out_uids, out_vals = normalize(uids, values)
-        return dict(zip(out_uids, out_vals))
+        return dict(zip(out_uids, out_vals, strict=True))
 
     def set_weights(self, netuid: int, weights: dict[int, float], wallet: bt.Wallet) -> Receipt:
         """Sets weights through the SDK's `SetWeights` intent (preflight, clip, u16 quantisation, plain or commit-reveal)."""

@@ -53,7 +53,7 @@ def check_url(url: str) -> str:
     if not parts.hostname or not _HOST_RE.match(parts.hostname) or "@" in parts.netloc or parts.fragment:
         raise ValueError("url must name a plain host, without credentials or fragment")
     try:
-        parts.port
+        _ = parts.port  # parsing the port is what may fail
     except ValueError:
         raise ValueError("url has an invalid port") from None
     return url

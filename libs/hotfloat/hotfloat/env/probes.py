@@ -217,7 +217,7 @@ def _smi() -> tuple[list[tuple[GpuReading, str | None, str]], str | None]:
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(_SMI_FIELDS) or not cells[0].isdigit():
             continue
-        row = dict(zip(_SMI_FIELDS, cells))
+        row = dict(zip(_SMI_FIELDS, cells, strict=False))
         reading = GpuReading(
             index=int(row["index"]), name=row["name"], uuid=row["uuid"] or None,
             sm_clock_mhz=_number(row["clocks.sm"]), max_sm_clock_mhz=_number(row["clocks.max.sm"]),

@@ -237,7 +237,7 @@ class Ledger:
                 "SELECT id, identity, bundle_id, submitter, source, state, reason, archive_sha256, created_at, updated_at"
                 f" FROM submissions {where} ORDER BY id", args).fetchall()
         keys = ("id", "identity", "bundle_id", "submitter", "source", "state", "reason", "archive_sha256", "created_at", "updated_at")
-        return [self._row(Submission, **dict(zip(keys, r))) for r in rows]
+        return [self._row(Submission, **dict(zip(keys, r, strict=False))) for r in rows]
 
     def _row(self, kind: type[R], **fields) -> R:
         """A row as its record; one that is not (edited by hand, written by a newer hotfloat) is a corrupt ledger."""

@@ -57,7 +57,7 @@ def units(raw: CalibrationRaw, rule: RuleConfig, source: int) -> list[Unit]:
     pairs = [(e, g[i], g[i + 1]) for e, g in by_effect.items() for i in range(0, len(g) - 1, 2)]
     free = raw.stock[:len(raw.stock) - min(len(pairs), len(raw.stock))]
     trios = [("null", 0.0, free[i:i + 3]) for i in range(0, len(free) - 2, 3)]
-    trios += [("positive", e, [a, c, b]) for (e, a, b), c in zip(pairs, raw.stock[len(free):])]
+    trios += [("positive", e, [a, c, b]) for (e, a, b), c in zip(pairs, raw.stock[len(free):], strict=False)]
     out = []
     for kind, effect, names in trios:
         x = series(raw, names)
@@ -180,7 +180,7 @@ def carry_null(raw: CalibrationRaw, names: list[str], x: np.ndarray) -> dict[str
     for e in names:
         after, other = [], []
         for r, rnd in enumerate(raw.rounds):
-            for prev, cur in zip(rnd.order, rnd.order[1:]):
+            for prev, cur in zip(rnd.order, rnd.order[1:], strict=False):
                 if cur in raw.stock and cur != e:
                     (after if prev == e else other).append(dev[r, col[cur]])
         if len(after) >= 3 and len(other) >= 3:

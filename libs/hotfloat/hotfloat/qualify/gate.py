@@ -64,11 +64,11 @@ def divergence(ref: RunFrame, other: RunFrame, tol: float) -> Divergence | str:
     departures = compared = 0
     first = None
     for p, (rt, ot, rl, ol, rm, om) in enumerate(zip(ref.tokens, other.tokens, ref.logprobs, other.logprobs,
-                                                    ref.margins, other.margins)):
-        for r, (a, b, la, lb, ma, mb) in enumerate(zip(rt, ot, rl, ol, rm, om)):
+                                                    ref.margins, other.margins, strict=False)):
+        for r, (a, b, la, lb, ma, mb) in enumerate(zip(rt, ot, rl, ol, rm, om, strict=False)):
             if len(a) != len(b):
                 return f"pass {p} request {r}: {len(b)} tokens where the baseline has {len(a)}"
-            for j, (x, y, lx, ly, mx, my) in enumerate(zip(a, b, la, lb, ma, mb)):
+            for j, (x, y, lx, ly, mx, my) in enumerate(zip(a, b, la, lb, ma, mb, strict=False)):
                 if not all(math.isfinite(v) for v in (lx, ly, mx, my)):
                     return f"pass {p} request {r} token {j}: non-finite logprob ({ly!r}; baseline {lx!r}, top-2 gap {mx!r})"
                 compared += 1

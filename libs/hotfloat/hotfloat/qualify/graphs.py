@@ -125,7 +125,7 @@ class StaticDecoder:
         n, t = ids.shape
         h = base.embed_tokens(ids)
         cos, sin = (x[:, None] for x in base.rotary_emb(h, pos))
-        for layer, k_cache, v_cache in zip(base.layers, self.keys, self.values):
+        for layer, k_cache, v_cache in zip(base.layers, self.keys, self.values, strict=False):
             attn = layer.self_attn
             x = layer.input_layernorm(h)
             q = attn.q_proj(x).view(n, t, -1, self.head_dim).transpose(1, 2)

@@ -111,7 +111,7 @@ class Child:
         calls, gaps = frame.meta["calls"], frame.meta["gaps"]
         bound = [self.bind(c["arena"], c["args"], c["prefix"], frame.tensors) for c in calls]
         done = []
-        for j, (call, (args, views, flats, headers)) in enumerate(zip(calls, bound)):
+        for j, (call, (args, views, flats, headers)) in enumerate(zip(calls, bound, strict=False)):
             if j and gaps[j - 1] > 0:
                 time.sleep(gaps[j - 1])
             before = _identity(views)

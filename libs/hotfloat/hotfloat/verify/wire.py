@@ -86,7 +86,7 @@ def extent(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
     """Elements a strided view spans in its buffer (0 for an empty view)."""
     if 0 in shape:
         return 0
-    return 1 + sum((n - 1) * s for n, s in zip(shape, stride))
+    return 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=False))
 
 
 @dataclass(frozen=True)
