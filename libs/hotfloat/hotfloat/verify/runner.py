@@ -136,7 +136,7 @@ def _verify_op(bundle: Bundle, op: Op, options: VerifyOptions, arch: str, rng: r
                 meta, sent = burst.request(preps, gaps, burst.settle(rng, options.settle_s))
                 size = sum(h.nbytes for p in preps for h in p.outputs.values())
                 frame = child.request("call", meta, sent, deadline=deadline, max_payload=size)
-                for call, prep, reply in zip(group, preps, burst.split(frame, len(group))):
+                for call, prep, reply in zip(group, preps, burst.split(frame, len(group)), strict=False):
                     results[call.case.index].append(judge(slot, call.case.dtype, prep, reply))
                     if len(results[call.case.index]) == options.trials:
                         final[call.case.index] = _case_row(op, call.case, results[call.case.index], options.trials, None)
