@@ -69,7 +69,8 @@ def test_inputs_are_ragged_scattered_and_fit_the_pool():
 
 
 def test_the_scale_is_one_secret_per_case_so_graph_replays_keep_it():
-    from hotfloat.verify.plan import Case, prepare
+    from hotfloat.verify.inputs import prepare
+    from hotfloat.verify.plan import Case
 
     dims = dict(SLOT.shapes[1].dims)
     case = Case(0, "bf16", dims, (3, 3, 3), (0, 0, 0))

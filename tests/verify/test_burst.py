@@ -6,7 +6,8 @@ import random
 
 from hotfloat.slots import get_slot
 from hotfloat.verify import burst, wire
-from hotfloat.verify.plan import Case, prepare, schedule
+from hotfloat.verify.inputs import prepare
+from hotfloat.verify.plan import Case, schedule
 
 SILU = get_slot("activation.silu_and_mul")
 CASES = [Case(i, "fp32", {"T": 4, "D": 16}, (4, 3, 2), (0, 8, 0)) for i in range(4)]

@@ -10,7 +10,8 @@ import torch
 from hotfloat.slots import get_slot
 from hotfloat.verify import wire
 from hotfloat.verify.check import judge, reply_error
-from hotfloat.verify.plan import Case, prepare
+from hotfloat.verify.inputs import prepare
+from hotfloat.verify.plan import Case
 
 SILU = get_slot("activation.silu_and_mul")
 CASE = Case(0, "bf16", {"T": 6, "D": 40}, (5, 6, 4), (0, 8, 0))

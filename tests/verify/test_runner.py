@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,38 @@ def test_a_failing_rows_reason_quotes_the_rows_max_error():
     failed = [r for r in report.rows if r.status is Status.FAIL and r.max_abs_err is not None]
     assert failed and all(f"(max abs err {r.max_abs_err:.3g})" in r.reason for r in failed), [
         (r.max_abs_err, r.reason) for r in failed]
+
+
+def test_the_first_child_starts_before_this_process_imports_torch():
+    """The child spends its start-up importing torch, as the parent does: started first, the two overlap."""
+    code = ("import sys\nfrom hotfloat.verify import launcher\nseen = []\nlaunch = launcher.ChildSession.launch\n"
+            "launcher.ChildSession.launch = lambda self, s: seen.append('torch' in sys.modules) or launch(self, s)\n"
+            "from hotfloat.bundle import load_bundle\nfrom hotfloat.verify import VerifyOptions, verify_bundle\n"
+            f"bundle = load_bundle({str(EXAMPLES / 'silu_torch')!r})\n"
+            "report = verify_bundle(bundle, VerifyOptions(seed=1, dtypes=['fp32'], max_shapes=1, trials=1))\n"
+            "print(report.status.value, seen)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.stdout.split() == ["PASS", "[False]"], p.stdout + p.stderr
+
+
+TWO_OPS = ('bundle_id = "two"\nabi_version = "hotfloat-op-abi-v1"\n' + "".join(
+    f'[[ops]]\nslot = "activation.silu_and_mul"\nvariant = "{v}"\nsource = "kernels/k.py"\nentry = "run"\n'
+    f'metadata = "metadata/{v}.json"\n' for v in ("small", "large")))
+
+
+def test_each_ops_child_is_launched_while_the_op_before_it_runs(make_bundle, monkeypatch):
+    from hotfloat.verify import launcher
+
+    events = []
+    for name in ("launch", "ready", "close"):
+        original = getattr(launcher.ChildSession, name)
+        monkeypatch.setattr(launcher.ChildSession, name, lambda self, *a, _o=original, _n=name: (
+            events.append((_n, self.run_id)), _o(self, *a))[1])
+    kernel = "import torch\n\n\ndef run(x, out):\n    d = x.shape[1] // 2\n    out.copy_(torch.nn.functional.silu(x[:, :d]) * x[:, d:])\n"
+    bundle = load_bundle(make_bundle(kernel, manifest=TWO_OPS, files={
+        "metadata/small.json": '{"max_num_tokens": 64}', "metadata/large.json": '{"min_num_tokens": 65}'}))
+    report = verify_bundle(bundle, VerifyOptions(seed=3, dtypes=["fp32"], max_shapes=1, trials=1))
+    assert report.status is Status.PASS and {r.variant for r in report.rows} == {"small", "large"}
+    first, second = dict.fromkeys(run for _, run in events)
+    assert events == [("launch", first), ("launch", second), ("ready", first), ("close", first), ("ready", second),
+                      ("close", second)], "the second child starts before the first op runs; each is killed after its op"

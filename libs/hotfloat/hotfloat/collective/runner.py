@@ -28,7 +28,8 @@ from ..verdict import Status
 from ..verify import burst as timing
 from ..verify import wire
 from ..verify.check import Outcome, judge
-from ..verify.plan import Case, Prepared, corner_shapes, drawn_shape, jitter, prepare
+from ..verify.inputs import Prepared, prepare
+from ..verify.plan import Case, corner_shapes, drawn_shape, jitter
 from .launcher import CODEC, CODEC_DIR, WORK, Abort, Ranks, launch
 from .records import CaseRow, CollectiveReport, RankReport
 

@@ -9,10 +9,10 @@ from importlib import import_module
 
 from .records import VerifyOptions, VerifyReport, VerifyRow
 
-_LAZY = {"wire": None, "ChildFault": "launcher", "ChildSession": "launcher", "applies": "runner", "device_arch": "runner",
+_LAZY = {"wire": None, "ChildFault": "launcher", "ChildSession": "launcher", "applies": "gates", "device_arch": "runner",
          "verify_bundle": "runner"}
-"""Names whose modules import torch, loaded on first use: the records alone (what the validator's ledger and the CLI
-read) must not pull torch into every process."""
+"""Names loaded on first use: the records alone (what the validator's ledger and the CLI read) must not pull the
+verifier, and through it torch, into every process."""
 
 
 def __getattr__(name: str):

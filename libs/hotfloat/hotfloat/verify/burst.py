@@ -13,7 +13,8 @@ import random
 from dataclasses import replace
 
 from . import wire
-from .plan import Call, Prepared
+from .inputs import Prepared
+from .plan import Call
 
 SIZES = (1, 1, 2, 3, 4)
 """Calls per burst, drawn uniformly from this list."""

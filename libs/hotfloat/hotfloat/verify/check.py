@@ -13,7 +13,7 @@ import torch
 
 from ..slots import SlotSpec
 from . import wire
-from .plan import Prepared
+from .inputs import Prepared
 
 _RESULT_KEYS = {"returned", "moved", "outputs_digest", "inputs_digest"}
 

@@ -1,17 +1,18 @@
 """The child launcher: stages a bundle, starts the sandboxed child harness, and speaks the wire protocol with deadlines.
 
-Reuse: `with ChildSession(files, device=..., sandboxed=..., policy=...) as child: child.start(startup_s);
-child.request("load", {...}, deadline=...)`. Faults the candidate can cause (timeouts, death, garbage on the
-channel) raise ChildFault, which callers turn into FAIL verdicts; faults before any candidate code ran raise
-InfrastructureError.
+Reuse: `with ChildSession(files, device=..., sandboxed=..., policy=...) as child: child.launch(startup_s);
+child.ready(); child.request("load", {...}, deadline=...)`. `launch` returns at once and this module never imports
+torch, so a caller can start the child's interpreter before paying for its own torch import. Faults the candidate can
+cause (timeouts, death, garbage on the channel) raise ChildFault, which callers turn into FAIL verdicts; faults before
+any candidate code ran raise InfrastructureError.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +44,7 @@ class ChildSession:
         can be found and tests can prove none outlived the session."""
         self.proc: SandboxedProcess | None = None
         self.hello: dict = {}
+        self._startup_deadline = 0.0
         self._dir = Path(tempfile.mkdtemp(prefix="hotfloat-verify-"))
         self._fds: list[int] = []
 
@@ -61,8 +63,9 @@ class ChildSession:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def start(self, startup_s: float) -> dict:
-        """Starts the child and waits for its hello, sent before any candidate code is imported."""
+    def launch(self, startup_s: float) -> None:
+        """Starts the child without waiting for it; `ready` then has until `startup_s` from now for its hello."""
+        self._startup_deadline = time.monotonic() + startup_s
         bundle = self._dir / "bundle"
         for rel, data in self.files.items():
             p = bundle / rel
@@ -95,8 +98,13 @@ class ChildSession:
             for fd in self._fds:
                 os.close(fd)
             self._fds = []
+
+    def ready(self) -> dict:
+        """Waits for the child's hello, sent before any candidate code is imported. A child launched long before
+        (one op ahead) gets a second to hand over the hello that is already waiting in the pipe."""
+        deadline = max(self._startup_deadline, time.monotonic() + 1.0)
         try:
-            frame = wire.read_frame(self._r, kinds={"hello"}, max_payload=0, deadline=time.monotonic() + startup_s)
+            frame = wire.read_frame(self._r, kinds={"hello"}, max_payload=0, deadline=deadline)
         except (wire.ProtocolError, TimeoutError) as e:
             raise InfrastructureError(f"the verify child did not start ({e}): {self.log_tail()}") from None
         self.hello = frame.meta
@@ -104,9 +112,24 @@ class ChildSession:
 
     def request(self, kind: str, meta: dict, tensors=(), *, deadline: float, max_payload: int = 0) -> wire.Frame:
         """Sends one request and returns the reply; any misbehaviour of the child becomes a ChildFault."""
-        try:
+        self.send(kind, meta, tensors, deadline=deadline)
+        return self.receive(kind, deadline=deadline, max_payload=max_payload)
+
+    def send(self, kind: str, meta: dict, tensors=(), *, deadline: float) -> None:
+        """Sends a request without waiting for its reply, so the caller can work while the child runs it."""
+        with self._faults(kind):
             wire.write_frame(self._w, wire.encode(kind, meta, list(tensors)), deadline)
+
+    def receive(self, kind: str, *, deadline: float, max_payload: int = 0) -> wire.Frame:
+        """The reply to the request of `kind` sent last."""
+        with self._faults(kind):
             return wire.read_frame(self._r, kinds=REPLY_KINDS, max_payload=max_payload, deadline=deadline)
+
+    @contextlib.contextmanager
+    def _faults(self, kind: str):
+        """Any misbehaviour of the child on the channel becomes a ChildFault."""
+        try:
+            yield
         except TimeoutError:
             raise ChildFault("timed out: no reply before the op's deadline; the child was killed") from None
         except wire.ProtocolError as e:
@@ -131,14 +154,12 @@ class ChildSession:
         return log_tail(self._dir / "child.log")
 
     def close(self) -> None:
-        """Asks the child to exit, then kills everything it started and removes the staging directory."""
+        """Kills everything the child started and removes the staging directory; a second call does nothing.
+        Nothing the child does after its last reply counts, so it is not asked to exit (an interpreter holding
+        torch takes about half a second to wind down)."""
         if self.proc is not None:
-            try:
-                wire.write_frame(self._w, wire.encode("exit", {}), time.monotonic() + 0.5)
-                self.proc.popen.wait(timeout=2)
-            except (wire.ProtocolError, TimeoutError, OSError, subprocess.TimeoutExpired):
-                pass
             self.proc.kill()
+            self.proc = None
         for fd in (getattr(self, "_r", None), getattr(self, "_w", None), *self._fds):
             if fd is not None:
                 try:
@@ -146,6 +167,7 @@ class ChildSession:
                 except OSError:
                     pass
         self._r = self._w = None
+        self._fds = []
         shutil.rmtree(self._dir, ignore_errors=True)
 
 

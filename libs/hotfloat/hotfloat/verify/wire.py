@@ -3,7 +3,8 @@
 No pickle, no code, no object graphs: a frame is MAGIC, a u32 header length, a JSON header
 {"kind", "meta", "tensors": [{name, dtype, shape, stride, storage}]}, then each tensor's flat buffer.
 This module imports only the standard library and torch because the child loads it by file path
-inside the sandbox, where the hotfloat package is deliberately absent.
+inside the sandbox, where the hotfloat package is deliberately absent. Framing needs no torch, so torch is imported
+on the first tensor conversion: a launcher can start a child before the parent pays for importing torch.
 """
 
 from __future__ import annotations
@@ -15,19 +16,20 @@ import os
 import select
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 MAGIC = b"HFW1"
 MAX_HEADER_BYTES = 1 << 20
 MAX_TENSORS = 16
 MAX_DIMS = 8
 MAX_ELEMENTS = 1 << 36
-DTYPES: dict[str, torch.dtype] = {
-    "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
-    "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8,
-}
-NAMES = {v: k for k, v in DTYPES.items()}
+ITEMSIZE = {"bf16": 2, "fp16": 2, "fp32": 4, "int32": 4, "int64": 8, "uint8": 1}
+"""Bytes per element of each dtype name the wire carries."""
+_TORCH_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "int32": "int32", "int64": "int64",
+                "uint8": "uint8"}
 _TENSOR_KEYS = {"name", "dtype", "shape", "stride", "storage"}
 
 
@@ -47,7 +49,7 @@ class TensorHeader:
 
     @property
     def itemsize(self) -> int:
-        return torch.empty((), dtype=DTYPES[self.dtype]).element_size()
+        return ITEMSIZE[self.dtype]
 
     @property
     def nbytes(self) -> int:
@@ -61,7 +63,7 @@ class TensorHeader:
         name, dtype, shape, stride, storage = (raw[k] for k in ("name", "dtype", "shape", "stride", "storage"))
         if not isinstance(name, str) or not name.isidentifier() or len(name) > 64:
             raise ProtocolError("tensor name must be a short identifier")
-        if dtype not in DTYPES:
+        if dtype not in ITEMSIZE:
             raise ProtocolError(f"tensor {name}: unknown dtype {dtype!r}")
         for label, dims in (("shape", shape), ("stride", stride)):
             if not isinstance(dims, list) or len(dims) > MAX_DIMS or not all(_small_int(d) for d in dims):
@@ -76,6 +78,11 @@ class TensorHeader:
     def as_json(self) -> dict:
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "stride": list(self.stride),
                 "storage": self.storage}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """The wire name of a torch dtype."""
+    return next(k for k, v in _TORCH_NAMES.items() if str(dtype) == f"torch.{v}")
 
 
 def _small_int(v: object) -> bool:
@@ -106,6 +113,8 @@ class Frame:
 
 def flat_bytes(buffer: torch.Tensor) -> bytes:
     """Raw bytes of a flat buffer (any device), in memory order."""
+    import torch
+
     return buffer.detach().reshape(-1).contiguous().cpu().view(torch.uint8).numpy().tobytes()
 
 
@@ -119,10 +128,12 @@ def digest(buffers: list[torch.Tensor]) -> str:
 
 def to_tensor(header: TensorHeader, data: bytes, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """Rebuilds (flat buffer, strided view) from validated bytes; the buffer is owned, never aliased to `data`."""
+    import torch
+
     if len(data) != header.nbytes:
         raise ProtocolError(f"tensor {header.name}: {len(data)} bytes, header says {header.nbytes}")
-    flat = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(DTYPES[header.dtype]) if data else \
-        torch.empty(0, dtype=DTYPES[header.dtype])
+    dtype = getattr(torch, _TORCH_NAMES[header.dtype])
+    flat = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(dtype) if data else torch.empty(0, dtype=dtype)
     flat = flat.to(device)
     return flat, flat.as_strided(header.shape, header.stride)
 
