@@ -40,12 +40,12 @@ def bench_policy(device: str, timeout_s: float) -> SandboxPolicy:
                          tmp_bytes=(8 if cuda else 1) * GiB)
 
 
-def run_bench(path: str, options: Options, progress: Progress | None = None, *, sandboxed: bool = True,
+def run_bench(path: str | Bundle, options: Options, progress: Progress | None = None, *, sandboxed: bool = True,
               timeout_s: float = TIMEOUT_S, startup_s: float = STARTUP_S) -> Report:
     """Checks the bundle here (bad input fails fast, without a child), stages its files, runs the child and returns
     its report with the bounds it ran under. The child's errors come back as their own class; a child that does not
     answer in time or answers garbage is an InfrastructureError."""
-    bundle = _open(path)
+    bundle = path if isinstance(path, Bundle) else _open(path)
     with tempfile.TemporaryDirectory(prefix="hotfloat-bench-") as tmp:
         staged = Path(tmp) / "bundle"
         for rel, data in bundle.files.items():

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BundleError
@@ -52,6 +51,9 @@ class Bundle:
     ops: tuple[Op, ...]
     files: dict[str, bytes] = field(repr=False)
     identity: str
+    ignored: tuple[str, ...] = field(default=(), compare=False)
+    """Paths left out when read from a directory (VCS, bytecode, package output; directories end in /): for the
+    caller to name, since the author may not expect it."""
 
     def python_files(self) -> dict[str, bytes]:
         return {p: d for p, d in self.files.items() if p.endswith(".py")}
@@ -121,19 +123,10 @@ def read_bundle_dir(root: Path, ignored: list[str] | None = None) -> dict[str, b
 
 
 def load_bundle(path: str | os.PathLike) -> Bundle:
-    """Loads and validates a bundle directory; ignored directories are named once on stderr (the bundle is what the
-    author meant, and the author can see what was left out)."""
+    """Loads and validates a bundle directory; what was left out is on the bundle's `ignored`."""
     ignored: list[str] = []
     bundle = bundle_from_files(read_bundle_dir(Path(path), ignored))
-    note = f"note: ignored {' '.join(sorted(ignored))} in {path} (never hashed, shipped or scanned)"
-    if ignored and note not in _SAID:
-        _SAID.add(note)
-        print(note, file=sys.stderr)
-    return bundle
-
-
-_SAID: set[str] = set()
-"""Notes already printed by this process: a command loads its bundle more than once."""
+    return replace(bundle, ignored=tuple(sorted(ignored)))
 
 
 def bundle_from_files(files: dict[str, bytes]) -> Bundle:

@@ -10,7 +10,7 @@ import click
 
 from ..errors import ExitCode
 from ..slots import DTYPES
-from .options import bundle_argument, device_option, resolve_device
+from .options import bundle_argument, device_option, open_bundle, resolve_device
 from .output import emit_json, fit, json_option, progress, table, wide_option
 
 SETS = ("bench", "decode", "all")
@@ -60,10 +60,11 @@ def bench(bundle: str, device: str, dtypes: tuple[str, ...], shape_set: str, sha
                    budget_s=budget, seed=seed)
     if stock:
         opts = dataclasses.replace(opts, stock=tuple(s for s in stock if s != "none"))
+    b = open_bundle(bundle)
     with progress() as bar:
         task = bar.add_task("bench", total=None)
-        report = run_bench(bundle, opts, lambda done, total, label: bar.update(task, completed=done, total=total,
-                                                                               description=label),
+        report = run_bench(b, opts, lambda done, total, label: bar.update(task, completed=done, total=total,
+                                                                         description=label),
                            sandboxed=not unsandboxed, timeout_s=timeout_s)
     if plot_path:
         plot(report, plot_path)

@@ -49,13 +49,13 @@ def ledger_option(fn):
 
 def _package(path: str):
     """The bundle and its deterministic archive, from a bundle directory or an archive (repacked canonically)."""
-    if Path(path).is_dir():
-        return package(path)
     from ..bundle import pack
-    from .options import open_bundle
+    from .options import note_ignored, open_bundle
 
-    b = open_bundle(path)
-    return b, pack(b)
+    if not Path(path).is_dir():
+        return (b := open_bundle(path)), pack(b)
+    b, archive = package(path)
+    return note_ignored(b, path), archive
 
 
 def _default_archive(bundle: str, bundle_id: str) -> Path:

@@ -13,10 +13,11 @@ def judge(path: Path, seed: int | None) -> dict:
     from ..bundle import load_bundle
     from ..scan import scan_bundle
     from ..slots import get_slot
+    from .options import note_ignored
 
     row = {"bundle": path.name, "identity": "", "scan": "", "build": "", "verify": "", "verdict": "", "detail": ""}
     try:
-        bundle = load_bundle(path)
+        bundle = note_ignored(load_bundle(path), str(path))
     except InputError as e:
         return row | {"scan": "INVALID", "verdict": Status.FAIL.value, "detail": str(e)}
     row["identity"] = bundle.identity[:12]

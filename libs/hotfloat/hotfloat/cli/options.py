@@ -20,12 +20,20 @@ def bundle_argument(fn):
 
 
 def open_bundle(path: str):
-    """Loads a bundle from a directory or an archive, refusing anything else with one clear line."""
+    """Loads a bundle from a directory or an archive, refusing anything else with one clear line; a directory's
+    ignored paths are named in one note on stderr (the author can see what was left out)."""
     from ..bundle import load_bundle, unpack
 
-    if Path(path).is_dir():
-        return load_bundle(path)
-    return unpack(read_archive(path))
+    if not Path(path).is_dir():
+        return unpack(read_archive(path))
+    return note_ignored(load_bundle(path), path)
+
+
+def note_ignored(bundle, path: str):
+    """Names what a bundle directory's load left out, in one stderr line (none when nothing was); returns `bundle`."""
+    if bundle.ignored:
+        click.echo(f"note: ignored {' '.join(bundle.ignored)} in {path} (never hashed, shipped or scanned)", err=True)
+    return bundle
 
 
 def read_archive(path: str | os.PathLike) -> bytes:
