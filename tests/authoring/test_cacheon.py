@@ -2,6 +2,7 @@
 and every change (ABI name, dtype and architecture spellings, metadata keys, setup, unknown slots) is reported."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -141,15 +142,74 @@ def test_a_setup_hook_and_its_engine_patch_are_removed_so_the_import_scans_clean
     assert b"def silu_and_mul" in bundle.files["kernels/silu.py"]
 
 
-def test_a_triton_example_built_for_sm90_imports_and_verify_says_how_to_run_it_here(tmp_path):
-    src = write_layout(tmp_path / "silu_triton", CACHEON_OP.format(
-        id="silu-triton", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul",
+def test_a_torch_op_built_for_sm90_imports_as_it_is_and_verify_says_how_to_run_it_here(tmp_path):
+    src = write_layout(tmp_path / "silu_torch", CACHEON_OP.format(
+        id="silu-torch", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul",
         extra='architectures = ["sm90"]\n'), {"kernels/silu.py": "import torch\n\n\ndef silu_and_mul(x, out):\n"
                                               "    out.copy_(x[..., : x.shape[-1] // 2])\n"})
     import_cacheon(src, tmp_path / "out")
+    assert load_bundle(tmp_path / "out").ops[0].entry.architectures == ["sm_90"], "only Triton is known to run on CPU"
     v = subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(tmp_path / "out"), "--device", "cpu"],
                        capture_output=True, text=True, timeout=300)
     assert v.returncode == 4 and 'add "cpu" to its architectures' in " ".join(v.stdout.split()), v.stdout
+
+
+TRITON_SILU = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _silu_mul(x_ptr, out_ptr, t, d, x_stride, out_stride, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    cols = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+    mask = (rows[:, None] < t) & (cols[None, :] < d)
+    x = x_ptr + rows[:, None].to(tl.int64) * x_stride + cols[None, :]
+    gate = tl.load(x, mask=mask, other=0.0).to(tl.float32)
+    up = tl.load(x + d, mask=mask, other=0.0).to(tl.float32)
+    y = gate / (1.0 + tl.exp(-gate)) * up
+    tl.store(out_ptr + rows[:, None].to(tl.int64) * out_stride + cols[None, :], y.to(out_ptr.dtype.element_ty),
+             mask=mask)
+
+
+def silu_and_mul(x, out):
+    t, d = x.shape[0], x.shape[1] // 2
+    block_d = min(triton.next_power_of_2(d), 4096)
+    block_t = max(1, 16384 // block_d)
+    _silu_mul[(triton.cdiv(t, block_t), triton.cdiv(d, block_d))](x, out, t, d, x.stride(0), out.stride(0),
+                                                                  BLOCK_T=block_t, BLOCK_D=block_d)
+"""
+
+
+def test_a_triton_op_built_for_gpus_gets_cpu_in_one_line_and_verifies_here(tmp_path):
+    src = write_layout(tmp_path / "silu_triton", CACHEON_OP.format(
+        id="silu-triton", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul",
+        extra='architectures = ["sm90"]\n'), {"kernels/silu.py": TRITON_SILU})
+    p = subprocess.run([sys.executable, "-m", "hotfloat.cli", "bundle", "import", str(src), "--out",
+                        str(tmp_path / "out")], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "COLUMNS": "120"})
+    assert p.returncode == 0, p.stderr
+    said = [line for line in p.stdout.splitlines() if "TRITON_INTERPRET" in line]
+    assert len(said) == 1 and "ops[0].architectures: sm_90 -> cpu sm_90 (added" in said[0], p.stdout
+    assert load_bundle(tmp_path / "out").ops[0].entry.architectures == ["cpu", "sm_90"]
+    v = subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(tmp_path / "out"), "--device", "cpu",
+                        "--trials", "1", "--json"], capture_output=True, text=True, timeout=300)
+    assert v.returncode == 0 and json.loads(v.stdout)["status"] == "PASS", v.stdout + v.stderr
+
+
+@pytest.mark.parametrize("helper, says", [
+    ("@triton.jit\ndef _f(x):\n    return tl.inline_asm_elementwise('mov.b32 $0, $1;', '=r,r', [x], dtype=tl.int32,"
+     " is_pure=True, pack=1)\n", "kernels/silu.py uses inline assembly"),
+    ("from triton.language.extra import libdevice\n", "kernels/silu.py uses libdevice externs"),
+])
+def test_a_triton_op_the_interpreter_cannot_run_keeps_its_gpus_and_says_why(tmp_path, helper, says):
+    src = write_layout(tmp_path / "silu_triton", CACHEON_OP.format(
+        id="silu-triton", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul",
+        extra='architectures = ["sm90"]\n'), {"kernels/silu.py": TRITON_SILU + "\n\n" + helper})
+    result = import_cacheon(src, tmp_path / "out")
+    [change] = [c for c in result.changes if c.was == "sm_90"]
+    assert change.field == "ops[0].architectures" and change.now.startswith(f"(cpu not added: {says}")
+    assert load_bundle(tmp_path / "out").ops[0].entry.architectures == ["sm_90"]
 
 
 def test_a_hotfloat_bundle_imports_unchanged(tmp_path):

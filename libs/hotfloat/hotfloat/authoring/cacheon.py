@@ -2,9 +2,10 @@
 
 The two formats share the layout (manifest.toml, kernels/, metadata/), the slot names and the write-into-output ABI;
 they differ in spelling and in what a bundle may ask for. Converted: the ABI name, dtype names (float32 -> fp32),
-architecture names (sm90 -> sm_90), metadata keys. Dropped, each with a reason: `setup` hooks (hotfloat runs no
-bundle code in the engine outside a slot call), the `[competition]` table, capability predicates and notes. Nothing is
-dropped silently, and the result is validated as a hotfloat bundle before the command succeeds.
+architecture names (sm90 -> sm_90), metadata keys; a Triton op built for GPUs only gets cpu when Triton's interpreter
+can run it (`interpret`). Dropped, each with a reason: `setup` hooks (hotfloat runs no bundle code in the engine
+outside a slot call), the `[competition]` table, capability predicates and notes. Nothing is dropped silently, and
+the result is validated as a hotfloat bundle before the command succeeds.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..bundle.manifest import ARCHITECTURES, MAX_MANIFEST_CHARS
 from ..errors import InputError
 from ..record import Record
 from ..slots import DTYPES, SLOTS
+from .interpret import interpreter_blocker, uses_triton
 
 DTYPE_NAMES = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
                **{d: d for d in DTYPES}}
@@ -183,6 +185,7 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
                 entry["metadata"] = op["metadata"]
                 metadata[op["metadata"]] = meta_text.encode()
         entry["architectures"] = _architectures(archs, f"{where}.architectures", note)
+        _on_cpu(files, entry, f"{where}.architectures", note)
         ops.append(entry)
     if not ops:
         raise InputError("no op of this bundle targets a hotfloat slot; nothing to import")
@@ -227,6 +230,20 @@ def _architectures(value, where, note) -> list[str]:
     if not out:
         raise InputError(f"{where}: none of {value} is a hotfloat architecture ({', '.join(ARCHITECTURES)})")
     return out
+
+
+def _on_cpu(files: dict[str, bytes], entry: dict, where: str, note) -> None:
+    """Adds cpu to a Triton op built for GPUs only when Triton's interpreter can run its kernels, so `verify --device
+    cpu` checks it instead of answering N/A; says why not otherwise."""
+    archs = entry["architectures"]
+    if "cpu" in archs or not uses_triton(files, entry["source"]):
+        return
+    blocker = interpreter_blocker(files)
+    if blocker:
+        note(where, " ".join(archs), f"(cpu not added: {blocker}, which TRITON_INTERPRET cannot run)")
+        return
+    entry["architectures"] = ["cpu", *archs]
+    note(where, " ".join(archs), f"cpu {' '.join(archs)} (added: runs under TRITON_INTERPRET)")
 
 
 def _metadata(files, rel, note) -> tuple[dict, str | None, str]:
