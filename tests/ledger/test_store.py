@@ -115,6 +115,14 @@ def test_crash_mid_stage_is_recovered_as_interrupted(tmp_path, archive):
         assert [s.id for s in led.pending(State.ADMITTED)] == [sid]
 
 
+def test_an_interrupted_try_names_the_endpoint_it_ran_on(tmp_path, archive):
+    with Ledger(tmp_path / "l.db") as led:
+        sid = led.receive(archive)[0].id
+        led.begin_attempt(sid, "qualify", "unix:/run/q3.sock")
+        assert led.recover() == 1
+        assert [a.reason for a in led.attempts(sid)] == ["at unix:/run/q3.sock: the validator stopped during this try"]
+
+
 def test_one_runner_per_ledger(tmp_path):
     with Ledger(tmp_path / "l.db") as a, Ledger(tmp_path / "l.db") as b:
         with a.exclusive():

@@ -45,7 +45,8 @@ class Admitting:
         return Outcome(Status.N_A, ["nothing to build"],
                        BuildRecord(bundle_identity=identity, arch="cpu", toolchain={}, status=Status.N_A, kernels=[]))
 
-    def admit(self, archive, identity, built, on_progress):
+    def admit(self, archive, identity, built, on_progress, *, on_start):
+        on_start("")
         report = VerifyReport(bundle_id="b", identity=identity, seed=1, device="cpu", arch="cpu", sandboxed=True, rows=[])
         return Outcome(Status.PASS, [], Admitted(verify=report, device="cpu"))
 
@@ -197,3 +198,57 @@ def test_the_pool_holds_one_call_per_endpoint_and_sends_a_next_call_elsewhere(so
         assert only == single.targets[0]  # one endpoint serves every call
     pool.close()
     single.close()
+
+
+def test_a_dead_endpoint_is_down_for_every_submission_until_it_serves_again(qualifiers, sockdir):
+    """A transport failure marks the endpoint down for all callers; after the cool-off a health check decides, so
+    a dead one stays down and a live one comes back; with every endpoint down a lease waits."""
+    live = qualifiers(1)[0].target
+    dead = f"unix:{sockdir}/dead.sock"
+    pool = Endpoints([dead, live], lambda ch: ch, per_endpoint=1, cool_off_s=0.3)
+    pool.mark_down(dead, "connection refused")
+    for identity in "xyz":
+        with pool.lease(identity) as (target, _):
+            assert target == live  # the first in order, and free, but down for everyone
+    pool.mark_down(live, "connection reset")
+    start = time.monotonic()
+    with pool.lease("w") as (target, _):
+        waited = time.monotonic() - start
+    assert target == live and waited >= 0.3  # nothing was up: the lease waited for the health check
+    assert pool.down() == [dead]
+    pool.close()
+
+
+def test_a_killed_endpoint_costs_one_try_and_tries_wait_for_an_endpoint(stand_in, qualifiers, make_bundle, sockdir,
+                                                                       token, tmp_path):
+    """Three submissions on two endpoints, one of them killed before the run: the one call it got fails and marks it
+    down, no other submission is sent there during the cool-off, and at no time is a try recorded for more calls
+    than there are live endpoints (a call waiting for an endpoint is no try)."""
+    live, dead = qualifiers(2)
+    dead.stop(0)
+    led = _admitted(tmp_path / "l.db", make_bundle, 3)
+    most, done = [0], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            open_tries = sum(a.outcome is None for s in led.submissions() for a in led.attempts(s.id))
+            most[0] = max(most[0], open_tries)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        clients = StageClients(str(sockdir / "no-compiler.sock"), str(sockdir / "no-admission.sock"),
+                               [dead.target, live.target], token=token, cool_off_s=60)
+        Pipeline(led, clients, through=State.SCORED, workers=3, backoff_s=0).run()
+        clients.close()
+    finally:
+        done.set()
+        watcher.join()
+    faults = [a for s in led.submissions() for a in led.attempts(s.id) if a.outcome == "retry"]
+    assert len(faults) == 1 and dead.target in faults[0].reason, faults
+    assert 1 <= most[0] <= 2, most  # three workers, two endpoints: the third call waited without a try
+    for sub in led.submissions():
+        assert sub.state is State.SCORED, sub.reason
+        _recorded_once(led, sub.id)
+    led.close()

@@ -38,11 +38,13 @@ class Scripted:
     def build(self, archive, identity, on_progress):
         return Outcome(Status.PASS, ["built"], BUILT, {"k.cubin": CUBIN})
 
-    def admit(self, archive, identity, built, on_progress):
+    def admit(self, archive, identity, built, on_progress, *, on_start):
+        on_start("")
         self.seen.append(built)
         return Outcome(Status.PASS, [], Admitted(verify=VERIFIED, device="cpu"))
 
-    def qualify(self, archive, identity, on_progress, avoid=None):
+    def qualify(self, archive, identity, on_progress, *, on_start, avoid=None):
+        on_start("")
         self.avoided.append(avoid)
         return self.qualifications.pop(0)
 

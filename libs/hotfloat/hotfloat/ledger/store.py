@@ -144,12 +144,13 @@ class Ledger:
             raise InfrastructureError(f"ledger blob {sha256[:16]} is missing or corrupt")
         return row[0]
 
-    def begin_attempt(self, sid: int, stage: str) -> int:
-        """Records the start of a try at a stage before any work, so a crash during it is known; returns its number."""
+    def begin_attempt(self, sid: int, stage: str, where: str = "") -> int:
+        """Records the start of a try at a stage before any work, so a crash during it is known; returns its number.
+        `where`: the endpoint it runs on, kept as its reason until it ends, so an interrupted try names it."""
         with self.transaction() as c:
             number = c.execute("SELECT COUNT(*) FROM attempts WHERE submission_id = ? AND stage = ?", (sid, stage)).fetchone()[0] + 1
-            c.execute("INSERT INTO attempts (submission_id, stage, number, started_at) VALUES (?, ?, ?, ?)",
-                      (sid, stage, number, time.time()))
+            c.execute("INSERT INTO attempts (submission_id, stage, number, started_at, reason) VALUES (?, ?, ?, ?, ?)",
+                      (sid, stage, number, time.time(), f"at {where}" if where else ""))
         return number
 
     def end_attempt(self, sid: int, stage: str, outcome: str, reason: str = "") -> None:
@@ -177,8 +178,8 @@ class Ledger:
     def recover(self) -> int:
         """Marks tries left open by a dead process as interrupted; call once when a runner starts. Returns how many."""
         with self.transaction() as c:
-            return c.execute("UPDATE attempts SET outcome = 'interrupted', reason = 'the validator stopped during this try'"
-                             " WHERE outcome IS NULL").rowcount
+            return c.execute("UPDATE attempts SET outcome = 'interrupted', reason = CASE reason WHEN '' THEN '' ELSE"
+                             " reason || ': ' END || 'the validator stopped during this try' WHERE outcome IS NULL").rowcount
 
     def advance(self, sid: int, seen: State, to: State, reason: str = "", evidence: Record | None = None,
                 blobs: dict[str, bytes] | None = None,

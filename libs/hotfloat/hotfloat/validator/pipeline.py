@@ -10,8 +10,10 @@ A validator stopped between the two runs resumes at the second: QUALIFIED alread
 
 Only a service's verdict moves a submission forward or fails it. Infrastructure faults (a dead worker, a missed
 deadline, a malformed reply) are retried up to `max_attempts` per stage, counted across restarts, and then end
-NO_DECISION: never FAILED, never lost. A service that refuses the validator itself (wrong token, a stage it does not
-offer: `StageRefused`) stops the run with nothing judged: that is a deployment fault, not a submission's.
+NO_DECISION: never FAILED, never lost. A try is recorded once its call holds an endpoint (`on_start`), so a call
+waiting for a free or live endpoint costs no try, and the row names the endpoint it ran on. A service that refuses
+the validator itself (wrong token, a stage it does not offer: `StageRefused`) stops the run with nothing judged:
+that is a deployment fault, not a submission's.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ..ledger import NEXT, Ledger, State, Submission
 from ..verdict import Status
 from .evidence import Qualified, Run, ScoreEvidence, StageEvidence
 from .settle import Attempt, settle
-from .stages import Outcome, StageRefused, Stages
+from .stages import OnStart, Outcome, StageRefused, Stages
 from .standings import record_scored, slot_set
 
 log = logging.getLogger("hotfloat.validator")
@@ -94,42 +96,57 @@ class Pipeline:
         stage = NEXT[sub.state][0]
         if (tries := self.ledger.failed_attempts(sub.id, stage)) >= self.max_attempts:
             return self._decide(sub, State.NO_DECISION, f"{stage}: no decision after {tries} failed attempts")
-        self.ledger.begin_attempt(sub.id, stage)
-        self.on_event(sub.id, stage, "started")
+        begun: list[str] = []
+
+        def begin(where: str = "") -> None:
+            """Records the try once its call holds an endpoint: a call still waiting for one has cost nothing, and
+            a validator killed then leaves no try that never ran."""
+            if not begun:
+                self.ledger.begin_attempt(sub.id, stage, where)
+                begun.append(where)
+                self.on_event(sub.id, stage, f"started at {where}" if where else "started")
+
         try:
-            result = self._call(stage, sub)
-        except StageRefused as e:
-            self.ledger.end_attempt(sub.id, stage, "refused", str(e))
-            raise InfrastructureError(f"{stage}: the service refused the validator: {e}") from None
-        except HotfloatError as e:
-            return self._retry(sub, stage, str(e))
-        except Exception as e:  # one submission's fault is counted against it alone; the others go on
-            log.error("#%d %s: internal fault: %s: %s", sub.id, stage, type(e).__name__, e)
-            return self._retry(sub, stage, f"internal fault: {type(e).__name__}: {e}")
+            result = self._call(stage, sub, begin)
+        except Exception as e:
+            begin()  # a call that failed before it held an endpoint (a configuration fault) is a try: tries stay bounded
+            return self._failed(sub, stage, e)
+        begin()
         return self._record(sub, stage, result)
 
-    def _call(self, stage: str, sub: Submission) -> Outcome:
+    def _failed(self, sub: Submission, stage: str, e: Exception) -> Submission:
+        if isinstance(e, StageRefused):
+            self.ledger.end_attempt(sub.id, stage, "refused", str(e))
+            raise InfrastructureError(f"{stage}: the service refused the validator: {e}") from None
+        if isinstance(e, HotfloatError):
+            return self._retry(sub, stage, str(e))
+        # one submission's fault is counted against it alone; the others go on
+        log.error("#%d %s: internal fault: %s: %s", sub.id, stage, type(e).__name__, e)
+        return self._retry(sub, stage, f"internal fault: {type(e).__name__}: {e}")
+
+    def _call(self, stage: str, sub: Submission, begin: OnStart) -> Outcome:
         archive = self.ledger.archive(sub.id)
 
         def progress(name: str, message: str) -> None:
             self.on_progress(sub.id, name, message)
 
-        if stage == "scan":
-            return self.stages.scan(archive, sub.identity, progress)
-        if stage == "build":
-            return self.stages.build(archive, sub.identity, progress)
+        if stage in ("scan", "build"):
+            begin()  # one compiler: nothing to wait for
+            call = self.stages.scan if stage == "scan" else self.stages.build
+            return call(archive, sub.identity, progress)
         if stage == "qualify":
-            return self.stages.qualify(archive, sub.identity, progress)
+            return self.stages.qualify(archive, sub.identity, progress, on_start=begin)
         if stage == "score":  # the reproduction runs elsewhere when it can: a host's fault must not reproduce itself
             first = self.ledger.evidence(sub.id, State.QUALIFIED, StageEvidence[Qualified])
-            return self.stages.qualify(archive, sub.identity, progress, avoid=first.record.endpoint if first else None)
+            return self.stages.qualify(archive, sub.identity, progress, on_start=begin,
+                                       avoid=first.record.endpoint if first else None)
         if stage != "admit":
             raise InfrastructureError(f"no client for stage {stage}")
         row = self.ledger.evidence(sub.id, State.BUILT, StageEvidence[BuildRecord])
         if row is None:
             raise InfrastructureError("the ledger holds no build evidence for this submission")
         built = Outcome.from_ledger(row, {n: self.ledger.blob(d) for n, d in row.artifacts.items()})
-        return self.stages.admit(archive, sub.identity, built, progress)
+        return self.stages.admit(archive, sub.identity, built, progress, on_start=begin)
 
     def _record(self, sub: Submission, stage: str, result: Outcome) -> Submission:
         if stage == "score":

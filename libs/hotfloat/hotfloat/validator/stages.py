@@ -20,6 +20,8 @@ from .evidence import Admitted, Qualified, R, StageEvidence
 
 OnProgress = Callable[[str, str], None]
 """Called with (stage, message) for each progress event a service streams."""
+OnStart = Callable[[str], None]
+"""Called once with the endpoint's name when a call holds it, before any work: the pipeline records the try then."""
 
 
 @dataclass(frozen=True)
@@ -54,9 +56,9 @@ class Stages(Protocol):
 
     def build(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[BuildRecord]: ...
 
-    def admit(self, archive: bytes, identity: str, built: Outcome[BuildRecord],
-              on_progress: OnProgress) -> Outcome[Admitted]: ...
+    def admit(self, archive: bytes, identity: str, built: Outcome[BuildRecord], on_progress: OnProgress, *,
+              on_start: OnStart) -> Outcome[Admitted]: ...
 
-    def qualify(self, archive: bytes, identity: str, on_progress: OnProgress,
+    def qualify(self, archive: bytes, identity: str, on_progress: OnProgress, *, on_start: OnStart,
                 avoid: str | None = None) -> Outcome[Qualified]:
         """`avoid`: the endpoint of the run this one must be independent of, to be left alone when another exists."""
