@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from ..bundle.bounded import load_record
+from ..env import EnvIdentity
 from .records import EngineSpec, IsolationRecord, Record, RuleConfig, Workload
 
 TARGET_FALSE_PASS = 0.01
@@ -74,7 +75,7 @@ class CalibrationRaw(Record):
     sandboxed: bool
     isolation: IsolationRecord | None = None
     """How idle engines were kept idle around each timed pass, as in a qualification (None: collected before that)."""
-    env: dict = {}
+    env: EnvIdentity | None = None
     """hotfloat.env.collect() of the device host."""
     command: str = ""
 

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, model_validator
 
 from ..bundle.bounded import load_record
+from ..env import EnvIdentity
 from ..errors import InputError
 from ..record import Record
 from ..verdict import Status
@@ -42,7 +43,7 @@ class Evidence(Record):
     """[round] the frame indices in the order their passes were served, drawn from the workload seed; the
     carry-over check reads which engine each pass followed."""
     rule: RuleConfig
-    env: dict = {}
+    env: EnvIdentity | None = None
     """hotfloat.env.collect() of the validator host (GPU, driver, CUDA, torch, triton versions)."""
     sandboxed: bool
     """Whether the engine processes ran inside the candidate sandbox; False only by the validator's explicit opt-out."""

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, computed_field, model_validator
 
+from ..env import EnvIdentity
 from ..record import Record
 from ..sandbox import SandboxPolicy
 from ..verdict import Status, combine
@@ -90,8 +91,8 @@ class VerifyReport(Record):
     """Which sandbox bounds held: namespaces, rlimits, pids, memory."""
     rows: list[VerifyRow]
     seconds: float = 0.0
-    env: dict | None = None
-    """Environment identity from hotfloat.env, when that module is present."""
+    env: EnvIdentity | None = None
+    """What the verification ran on (hotfloat.env.collect()); None only in reports made without it."""
 
     @computed_field
     @property
