@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import grpc
 
 from hotfloat.errors import InputError
-from hotfloat.qualify import RuleConfig
+from hotfloat.validator import StageConfig
 
 from ._proto import admission_pb2_grpc, compiler_pb2_grpc, qualification_pb2_grpc
 from .admission.servicer import AdmissionServicer
@@ -20,28 +20,10 @@ from .compiler.servicer import CompilerServicer
 from .qualification.servicer import QualificationServicer
 
 SERVICES = {
-    "compiler": ("Compiler", compiler_pb2_grpc.add_CompilerServicer_to_server, lambda w, c: CompilerServicer(w)),
+    "compiler": ("Compiler", compiler_pb2_grpc.add_CompilerServicer_to_server, CompilerServicer),
     "admission": ("Admission", admission_pb2_grpc.add_AdmissionServicer_to_server, AdmissionServicer),
     "qualification": ("Qualification", qualification_pb2_grpc.add_QualificationServicer_to_server, QualificationServicer),
 }
-
-
-@dataclass(frozen=True)
-class ServiceConfig:
-    """What a deployment chooses for its workers; the defaults are the full protocol."""
-
-    device: str = "cpu"
-    """Where admission verifies and qualification runs."""
-    verify_trials: int = 3
-    verify_max_shapes: int | None = None
-    """Only the first N verification shapes per dtype (quick local loops); None verifies every shape."""
-    verify_dtypes: tuple[str, ...] | None = None
-    """Only these dtypes; None verifies every dtype an op declares."""
-    qualify_warmup_passes: int = 1
-    qualify_rule: RuleConfig | None = None
-    """The decision rule a calibrated host sets (`hotfloat qualify calibrate`); None: the library default."""
-    qualify_extra_passes: tuple[tuple[str, int], ...] = ()
-    """Calibration only: (role, extra stock passes) injected into every qualification, reported in its reasons."""
 
 
 @dataclass
@@ -58,7 +40,7 @@ class Running:
         self.worker.shutdown()
 
 
-def start(name: str, where: str, *, token: str, config: ServiceConfig = ServiceConfig(), concurrency: int = 2,
+def start(name: str, where: str, *, token: str, config: StageConfig = StageConfig(), concurrency: int = 2,
           tls: Tls | None = None) -> Running:
     """Starts one registered service on `where` (socket path, unix:PATH or loopback HOST:PORT)."""
     if name not in SERVICES:

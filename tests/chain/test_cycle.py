@@ -45,12 +45,14 @@ def run(x, out):
 @pytest.fixture
 def stages():
     """Compiler, admission and a calibrated qualification service on Unix sockets: ({name: target}, token file)."""
-    from hotfloat_services.serve import ServiceConfig, start
+    from hotfloat_services.serve import start
+
+    from hotfloat.validator import StageConfig
 
     root = Path(tempfile.mkdtemp(prefix="hf-", dir="/tmp"))
     token = secrets.token_urlsafe(32)
     (root / "token").write_text(token)
-    config = ServiceConfig(verify_max_shapes=1, verify_dtypes=("fp32",), qualify_warmup_passes=1,
+    config = StageConfig(verify_max_shapes=1, verify_dtypes=("fp32",), qualify_warmup_passes=1,
                            qualify_rule=RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=4, max_looks=2),
                            qualify_extra_passes=(("B", 128),))
     running = [start(n, str(root / f"{n}.sock"), token=token, config=config)

@@ -39,7 +39,7 @@ def token_file(sockdir):
 @pytest.fixture
 def services(sockdir):
     """start(*names) runs each service in this process on its own socket and returns {name: target}."""
-    from hotfloat_services.serve import ServiceConfig
+    from hotfloat.validator import StageConfig
     from hotfloat_services.serve import start as start_service
 
     running = {}
@@ -47,7 +47,7 @@ def services(sockdir):
     def start(*names, concurrency=2, **config):
         for name in names:
             running[name] = start_service(name, str(sockdir / f"{name}.sock"), token=TOKEN, concurrency=concurrency,
-                                          config=ServiceConfig(**{**QUICK, **config}))
+                                          config=StageConfig(**{**QUICK, **config}))
         return {n: r.target for n, r in running.items()}
 
     yield start

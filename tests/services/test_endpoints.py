@@ -22,10 +22,9 @@ from hotfloat.ledger import Ledger, State
 from hotfloat.qualify import Decision, EngineSpec, Evidence, QualifyResult, RuleConfig
 from hotfloat.qualify.workload import make_workload
 from hotfloat.scan import ScanReport
-from hotfloat.validator import Admitted, Outcome, Pipeline, Qualified, ScoreEvidence, StageEvidence
+from hotfloat.validator import Admitted, Outcome, Pipeline, Qualified, ScoreEvidence, StageEvidence, local
 from hotfloat.verdict import Status
 from hotfloat.verify import VerifyReport
-from hotfloat_services.qualification import servicer
 from hotfloat_services.serve import start as start_service
 from hotfloat_services.validator.clients import StageClients
 from hotfloat_services.validator.endpoints import Endpoints
@@ -66,7 +65,7 @@ def stand_in(monkeypatch):
                             seconds=STAND_IN_S, decision=Decision(status="PASS", reason="stand-in", score=0.05, gate="PASS"))
         return QualifyResult(status="PASS", score=0.05, reason="stand-in PASS", evidence=evidence)
 
-    monkeypatch.setattr(servicer, "qualify_bundle", qualify_bundle)
+    monkeypatch.setattr(local, "qualify_bundle", qualify_bundle)
     return runs
 
 

@@ -64,30 +64,3 @@ def test_two_qualifications_on_one_host_are_timed_one_after_the_other(services, 
     first_done = runs["first"][-1][0]
     timed = [t for t, m in runs["second"] if m.startswith(("booting", "round"))]
     assert timed and min(timed) >= first_done - 1.5, "the second qualification was timed while the first still ran"
-
-
-def test_a_configured_rule_sets_only_what_it_names_over_the_devices_defaults():
-    """The demo names four parameters; the CPU's switched-off carry-over bound, its floors and the audit's per-slot
-    slack stay (a rule that reset them to the generic defaults put a 1% carry-over bound on a shared CPU box, which
-    charged an honest candidate once in three CI runs). A calibrated rule read from a record keeps every timing
-    field; the correctness slacks are never a record's (the committed record says audit_slack 0, from before the
-    audit: taken as given it would switch the audit's accuracy check off)."""
-    from hotfloat.qualify import QualifyOptions, RuleConfig
-    from hotfloat_services.qualification.servicer import QualificationServicer
-    from hotfloat_services.serve import ServiceConfig
-
-    named = RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=3, max_looks=2)
-    rule = QualificationServicer(None, ServiceConfig(qualify_rule=named))._options.rule
-    cpu = QualifyOptions.for_device("cpu").rule
-    assert (rule.look_rounds, rule.max_looks, rule.drift_bound, rule.logprob_tol) == (3, 2, 5.0, 1e-3)
-    assert (rule.carry_bound, rule.noise_floor, rule.audit_slack) == (cpu.carry_bound, cpu.noise_floor, cpu.audit_slack)
-    full = RuleConfig.model_validate_json(RuleConfig(look_rounds=7, carry_bound=0.02, logprob_tol=0.1).model_dump_json())
-    got = QualificationServicer(None, ServiceConfig(qualify_rule=full))._options.rule
-    assert got == full.model_copy(update={"gate_slack": cpu.gate_slack, "audit_slack": cpu.audit_slack})
-    from hotfloat.qualify.api import CUDA_RECORD
-    from hotfloat.qualify.calibrate import load_rule
-
-    record = load_rule(CUDA_RECORD)
-    assert "audit_slack" in record.model_fields_set and record.audit_slack == 0
-    got = QualificationServicer(None, ServiceConfig(qualify_rule=record))._options.rule
-    assert (got.gate_slack, got.audit_slack) == (cpu.gate_slack, cpu.audit_slack) and got.look_rounds == record.look_rounds

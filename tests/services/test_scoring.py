@@ -23,7 +23,7 @@ from hotfloat.qualify import RuleConfig
 from hotfloat.validator import Pipeline, Qualified, ScoreEvidence, StageEvidence
 from hotfloat.validator.crowns import CHALLENGE_MARGIN, RUNNER_UP_SHARE, WINNER_SHARE
 from hotfloat.validator.standings import crowns, scores
-from hotfloat_services.serve import ServiceConfig
+from hotfloat.validator import StageConfig
 from hotfloat_services.serve import start as start_service
 from hotfloat_services.validator.clients import StageClients
 
@@ -104,7 +104,7 @@ def test_a_pass_that_does_not_reproduce_ends_no_decision(services, token, sockdi
         first.close()
         assert led.get(sid).state is State.QUALIFIED, led.get(sid).reason
         # the validator re-qualifies where the candidate is measurably slower: the speed-up does not reproduce
-        slower = start_service("qualification", str(sockdir / "q2.sock"), token=token, config=ServiceConfig(**SLOWER))
+        slower = start_service("qualification", str(sockdir / "q2.sock"), token=token, config=StageConfig(**SLOWER))
         second = StageClients(targets["compiler"], targets["admission"], slower.target, token=token)
         try:
             Pipeline(led, second, through=State.SCORED).run()

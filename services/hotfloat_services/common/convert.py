@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
 
 from pydantic import BaseModel
 
-from hotfloat.bundle import Bundle, unpack
+from hotfloat.bundle import Bundle
 from hotfloat.bundle.bounded import load_json
 from hotfloat.errors import InputError
+from hotfloat.validator.local import bundle_of
 from hotfloat.verdict import Status
 
 from .._proto import common_pb2
@@ -28,22 +28,17 @@ MAX_REASONS = 4096
 
 def bundle_from_proto(msg: common_pb2.BundleArchive) -> Bundle:
     """Unpacks with the library's bounds and refuses an archive whose content is not the identity claimed."""
-    bundle = unpack(msg.archive)
-    if bundle.identity != msg.identity:
-        raise InputError(f"bundle identity mismatch: claimed {msg.identity[:16] or '(none)'}, content is {bundle.identity[:16]}")
-    return bundle
+    return bundle_of(msg.archive, msg.identity)
 
 
 def bundle_to_proto(archive: bytes, identity: str) -> common_pb2.BundleArchive:
     return common_pb2.BundleArchive(identity=identity, archive=archive)
 
 
-def verdict_to_proto(status: Status, reasons: list[str], evidence: BaseModel | dict | None) -> common_pb2.Verdict:
-    if isinstance(evidence, BaseModel):
-        text = evidence.model_dump_json()
-    else:
-        text = json.dumps(evidence or {}, sort_keys=True, default=str)
-    return common_pb2.Verdict(status=_STATUS[status], reasons=reasons, evidence_json=text)
+def verdict_to_proto(status: Status, reasons: list[str], evidence: BaseModel,
+                     exclude: set[str] | None = None) -> common_pb2.Verdict:
+    """`exclude`: the record's fields that travel in their own reply fields, not in the evidence."""
+    return common_pb2.Verdict(status=_STATUS[status], reasons=reasons, evidence_json=evidence.model_dump_json(exclude=exclude))
 
 
 def verdict_from_proto(msg: common_pb2.Verdict) -> tuple[Status, list[str], dict]:

@@ -1,23 +1,21 @@
-"""Compiler wire <-> records: scan reports and build records become verdicts; cubins travel as digested artifacts."""
+"""Compiler wire <-> records: the scan and build outcomes become verdicts; cubins travel as digested artifacts."""
 
 from __future__ import annotations
 
 from hotfloat.compiler import BuildRecord
 from hotfloat.scan import ScanReport
-from hotfloat.verdict import Status
+from hotfloat.validator import Outcome
 
 from .._proto import compiler_pb2
 from ..common.convert import artifact_to_proto, verdict_to_proto
 
 
-def scan_reply(report: ScanReport) -> compiler_pb2.ScanReply:
-    reasons = [f"{o.op}: {f}" for o in report.ops for f in o.findings]
-    status = Status.PASS if report.clean else Status.FAIL
-    return compiler_pb2.ScanReply(verdict=verdict_to_proto(status, reasons, report))
+def scan_reply(outcome: Outcome[ScanReport]) -> compiler_pb2.ScanReply:
+    return compiler_pb2.ScanReply(verdict=verdict_to_proto(outcome.status, outcome.reasons, outcome.evidence))
 
 
-def build_result(record: BuildRecord) -> compiler_pb2.BuildResult:
+def build_result(outcome: Outcome[BuildRecord]) -> compiler_pb2.BuildResult:
     return compiler_pb2.BuildResult(
-        verdict=verdict_to_proto(record.status, list(record.reasons), record),
-        artifacts=[artifact_to_proto(name, data) for name, data in sorted(record.cubins.items())],
+        verdict=verdict_to_proto(outcome.status, outcome.reasons, outcome.evidence),
+        artifacts=[artifact_to_proto(name, data) for name, data in sorted(outcome.artifacts.items())],
     )

@@ -8,7 +8,8 @@ from hotfloat.validator import Outcome
 from hotfloat.validator.evidence import R
 
 from .._proto import admission_pb2, common_pb2, compiler_pb2, qualification_pb2
-from ..common.convert import artifact_to_proto, artifacts_from_proto, bundle_to_proto, verdict_from_proto, verdict_to_proto
+from ..common.convert import artifacts_from_proto, bundle_to_proto, verdict_from_proto
+from ..compiler.convert import build_result
 
 
 def outcome(verdict: common_pb2.Verdict, kind: type[R], artifacts=(), extra: dict | None = None) -> Outcome[R]:
@@ -30,13 +31,8 @@ def build_request(archive: bytes, identity: str) -> compiler_pb2.BuildRequest:
     return compiler_pb2.BuildRequest(bundle=bundle_to_proto(archive, identity))
 
 
-def build_result(built: Outcome[BuildRecord]) -> compiler_pb2.BuildResult:
-    """The compiler's result as recorded at BUILT, rebuilt for admission, which re-checks it."""
-    verdict = verdict_to_proto(built.status, built.reasons, built.evidence)
-    return compiler_pb2.BuildResult(verdict=verdict, artifacts=[artifact_to_proto(n, d) for n, d in sorted(built.artifacts.items())])
-
-
 def admit_request(archive: bytes, identity: str, built: Outcome[BuildRecord]) -> admission_pb2.AdmitRequest:
+    """The build's outcome as recorded at BUILT, sent as the compiler sent it; admission re-checks it."""
     return admission_pb2.AdmitRequest(bundle=bundle_to_proto(archive, identity), build=build_result(built))
 
 

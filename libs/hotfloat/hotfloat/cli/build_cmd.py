@@ -1,4 +1,5 @@
-"""`hotfloat build` and `hotfloat admit`: deviceless cubin builds of a bundle's AOT kernels, and their admission."""
+"""`hotfloat build` and `hotfloat admit`: the compiler's and the admission service's stages (the same library calls),
+on a bundle given here: deviceless cubin builds of its AOT kernels, and its admission."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
-from .options import bundle_argument, open_bundle, read_input
+from .options import bundle_argument, device_option, open_bundle, read_input, resolve_device
 from .output import emit_json, exit_with, json_option, table
 
 INDEX = "index.json"
@@ -23,10 +24,10 @@ INDEX_BYTES = 4 << 20
 @click.option("--arch", default="sm_90a", show_default=True, help="Target CUDA architecture.")
 @json_option
 def build(bundle: str, out_dir: Path, arch: str, as_json: bool) -> None:
-    """Compile BUNDLE's triton/cute kernels to cubins without a GPU, in a sandbox; exit 0 PASS, 1 FAIL."""
-    from ..compiler import build_bundle
+    """Scan BUNDLE, then compile its triton/cute kernels to cubins without a GPU, in a sandbox; exit 0 PASS, 1 FAIL."""
+    from ..validator.local import build_stage
 
-    record = build_bundle(open_bundle(bundle), arch=arch)
+    record = build_stage(open_bundle(bundle), arch=arch).evidence
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, data in record.cubins.items():
         (out_dir / name).write_bytes(data)
@@ -43,13 +44,17 @@ def build(bundle: str, out_dir: Path, arch: str, as_json: bool) -> None:
 @bundle_argument
 @click.option("--build", "build_dir", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="A directory written by `hotfloat build`.")
-@click.option("--seed", type=int, default=None, help="Replay a run; default: a fresh secret seed.")
+@click.option("--seed", type=click.IntRange(0, (1 << 63) - 1), default=None,
+              help="Replay a run; default: a fresh secret seed.")
+@device_option("Where the ops are verified and the cubins loaded.")
 @json_option
-def admit_cmd(bundle: str, build_dir: Path, seed: int | None, as_json: bool) -> None:
-    """Gate, load (Driver API) and verify BUNDLE's built cubins; without a GPU the verdict says the load was skipped."""
+def admit_cmd(bundle: str, build_dir: Path, seed: int | None, device: str, as_json: bool) -> None:
+    """Verify BUNDLE's ops, then gate, load (Driver API) and verify its built cubins, as the admission service does;
+    without a GPU the verdict says the load was skipped. Exit 0 PASS, 1 FAIL, 5 NO_DECISION."""
     from ..compiler import load_build
-    from ..admission import admit
     from ..native.elf import MAX_CUBIN_BYTES
+    from ..validator import Outcome, StageConfig
+    from ..validator.local import admit_stage
 
     try:
         evidence = read_input(build_dir / INDEX, INDEX_BYTES, "build record").decode()
@@ -57,9 +62,12 @@ def admit_cmd(bundle: str, build_dir: Path, seed: int | None, as_json: bool) -> 
         artifacts = {k["cubin"]: read_input(build_dir / Path(k["cubin"]).name, MAX_CUBIN_BYTES, "cubin") for k in names}
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise InputError(f"{build_dir}: not a readable build directory: {e}") from None
-    report = admit(open_bundle(bundle), load_build(evidence, artifacts), seed=seed)
+    record = load_build(evidence, artifacts)
+    built = Outcome(record.status, list(record.reasons), record, dict(record.cubins))
+    options = StageConfig(device=resolve_device(device)).verify_options(seed)
+    outcome = admit_stage(open_bundle(bundle), built, options)
     if as_json:
-        emit_json(report.model_dump(mode="json"))
+        emit_json({"status": outcome.status.value, "reasons": outcome.reasons, **outcome.evidence.model_dump(mode="json")})
     else:
-        table(f"admission {report.status.value} on {report.device}", ["reason"], [(r,) for r in report.reasons])
-    exit_with(report.status)
+        table(f"admission {outcome.status.value} on {options.device}", ["reason"], [(r,) for r in outcome.reasons])
+    exit_with(outcome.status)

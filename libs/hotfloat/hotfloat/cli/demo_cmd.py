@@ -55,8 +55,6 @@ def demo(handicap: int, workdir: Path | None, examples: Path | None, seed: int |
 
 
 def _summary(outcome) -> None:
-    from ..qualify.rule import NOT_SHOWN  # the qualify package is the demo's to load, not start-up's
-
     width = min(shutil.get_terminal_size((100, 24)).columns, 120)
     table(f"hotfloat demo: the arena in {outcome.seconds:.0f}s", ["uid", "miner", *STAGES, "crown", "weight", "expected"],
           [(r.uid, r.miner, *(r.stages.get(s, "") for s in STAGES), r.crown, f"{r.weight:.2f}",
@@ -66,7 +64,7 @@ def _summary(outcome) -> None:
         first, *more = r.reason.split("; ")  # a failed stage lists every failing row; the first says enough here
         why = first + (f" (and {len(more)} more)" if more and r.state == "failed" else "; ".join(["", *more]))
         click.echo(textwrap.fill(f"{line}. {why}", width, subsequent_indent="    "))
-        if r.state == "failed" and NOT_SHOWN in r.reason:
+        if r.state == "failed" and r.not_shown:
             click.echo(textwrap.fill("    This CPU's run-to-run noise hid the difference within the rounds the rule "
                                      "allows, and the burden of proof is the candidate's; on a quiet GPU host the "
                                      "same rule resolves 2% (docs/qualification.md).", width, subsequent_indent="    "))

@@ -3,22 +3,22 @@ weights when given a network), and the ledger's view of both."""
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import threading
 import time
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from ..bundle import load_bundle, pack
 from ..chain.weights import WEIGHTS_EVERY
 from ..errors import InputError
 from ..ledger import ORDER, Ledger, State
-from ..validator import Pipeline
+from ..validator.config import load_config
 from ..validator.standings import crowns, scores
 from .chain_cmd import wallet_options
-from .options import DEVICES, ledger_option, read_archive, resolve_device, writable_ledger
+from .options import DEVICES, ledger_option, read_archive, writable_ledger
 from .output import emit_json, json_option, table
 
 LEDGER = ledger_option()
@@ -53,8 +53,12 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 
 
 @validator.command("run")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="A TOML file of these settings (docs/services.md); flags given on the command line override it.")
 @LEDGER
 @click.option("--spawn", is_flag=True, help="Start the services as local processes on private Unix sockets.")
+@click.option("--local", is_flag=True, help="Run the stages in this process, without services (candidate code still "
+              "runs only in sandboxed children).")
 @click.option("--compiler", help="Compiler address: socket path, unix:PATH, HOST:PORT or dns:///NAME:PORT (beyond loopback only with --tls-*).")
 @click.option("--admission", multiple=True, help="Admission worker address (repeatable: calls go to the least busy; "
               "a dns:/// name is balanced over all its addresses by gRPC).")
@@ -67,11 +71,12 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Client certificate for mutual TLS.")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="Client key for mutual TLS.")
 @click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
-              help="Device of the spawned admission worker; auto = cuda when a GPU is visible, else cpu.")
-@click.option("--quick", is_flag=True, help="Spawned admission verifies one shape per op in fp32 (smoke runs only).")
+              help="Device of spawned or local admission and qualification; auto = cuda when a GPU is visible, else cpu.")
+@click.option("--quick", is_flag=True, help="Spawned or local admission verifies one shape per op in fp32 (smoke runs only).")
 @click.option("--rule-from", "rule_from", type=click.Path(dir_okay=False),
               help="With --spawn: spawn the qualification service too, deciding with the rule this calibration record "
-              "chose (as `hotfloat serve qualification --rule-from`), e.g. docs/calibration-h200.json.")
+              "chose (as `hotfloat serve qualification --rule-from`), e.g. docs/calibration-h200.json; with --local: "
+              "qualify with that rule.")
 @click.option("--through", type=click.Choice(THROUGH), help="Last state to reach (default: scored with a "
               "qualification service, else admitted).")
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Submissions worked at once.")
@@ -87,78 +92,49 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 @click.option("--cafile", type=click.Path(exists=True, dir_okay=False), help="Extra CA bundle to trust for archive origins.")
 @click.option("--allow-private", is_flag=True, help="Allow archive origins on private or loopback addresses (tests only).")
 @json_option
-def run(ledger_path, spawn, compiler, admission, qualification, token_file, tls_ca, tls_cert, tls_key, device, quick,
-        rule_from, through, workers, max_attempts, follow, network, netuid, wallet_name, hotkey, wallet_path, weights_every, cafile, allow_private, as_json) -> None:
+def run(config_path, as_json, **flags) -> None:
     """Work the ledger's queue: resume interrupted submissions, then every received one, to a final state."""
-    from hotfloat_services.common.auth import load_token
-    from hotfloat_services.common.transport import Tls
-    from hotfloat_services.validator.clients import StageClients
-    from hotfloat_services.validator.spawn import spawned
+    from hotfloat_services.validator.node import Validator
 
-    if spawn == bool(compiler and admission):
-        raise InputError("give either --spawn or both --compiler and --admission")
-    tls_parts = (tls_ca, tls_cert, tls_key)
-    if any(tls_parts) and (spawn or not all(tls_parts)):
-        raise InputError("mutual TLS needs all of --tls-ca, --tls-cert and --tls-key, and applies to given addresses, not --spawn")
-    if network is None and (netuid is not None or cafile or allow_private):
-        raise InputError("--netuid, --cafile and --allow-private apply only with --chain")
-    if network is not None and netuid is None:
-        raise InputError("--chain needs --netuid")
-    if rule_from and (not spawn or qualification):
-        raise InputError("--rule-from applies only with --spawn and no --qualification (a running service has its own rule)")
-    if rule_from:
-        from ..qualify.calibrate import load_rule
-
-        load_rule(rule_from)  # the spawned service reads it the same way; a bad record is refused before any start
+    ctx = click.get_current_context()
+    given = {k: v for k, v in flags.items() if ctx.get_parameter_source(k) is not ParameterSource.DEFAULT}
+    config = load_config(config_path, _settings(given), defaults={"ledger": flags["ledger_path"]})
     start = time.monotonic()
-    writable_ledger(ledger_path)
-    with contextlib.ExitStack() as stack:
-        if spawn:
-            names = ("compiler", "admission", "qualification") if rule_from else ("compiler", "admission")
-            click.echo(f"starting {', '.join(names[:-1])} and {names[-1]} services ...", err=True)
-            targets, token = stack.enter_context(spawned(names, device=resolve_device(device), quick=quick,
-                                                         rule_from=rule_from))
-            compiler, admission = targets["compiler"], targets["admission"]
-            qualification = targets.get("qualification", qualification)
-        else:
-            token = load_token(token_file)
-        clients = StageClients(compiler, admission, qualification, token=token, tls=Tls.load(*tls_parts) if tls_ca else None)
-        stack.callback(clients.close)
-        if network is None:
-            led, cycle = stack.enter_context(Ledger(ledger_path)), None
-        else:
-            led, cycle = _chain_cycle(stack, ledger_path, network, netuid, (wallet_name, hotkey, wallet_path),
-                                      weights_every, cafile, allow_private)
-        goal = State(through or ("scored" if qualification else "admitted"))
-        pipeline = Pipeline(led, clients, through=goal, workers=workers, max_attempts=max_attempts,
-                            on_event=lambda sid, stage, msg: click.echo(f"#{sid} {stage}: {msg}", err=True))
+    writable_ledger(config.ledger)
+    node = Validator(config, on_event=lambda sid, stage, msg: click.echo(f"#{sid} {stage}: {msg}", err=True),
+                     report=lambda msg: click.echo(msg, err=True))
+    with node:
         stop = threading.Event()  # SIGTERM: schedule nothing new, finish what is in flight, stop the services
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        counts = pipeline.run(drain=not follow, stop=stop, cycle=cycle)
+        counts = node.run(stop)
     if as_json:
         emit_json({"counts": counts, "seconds": round(time.monotonic() - start, 3)})
     else:
-        click.echo(f"ledger: {ledger_path}")  # on its own line: a table title would break the path mid-word
+        click.echo(f"ledger: {config.ledger}")  # on its own line: a table title would break the path mid-word
         table(None, ["state", "submissions"], [(s, n) for s, n in counts.items() if n])
 
 
-def _chain_cycle(stack: contextlib.ExitStack, ledger_path: str, network: str, netuid: int, wallet: tuple,
-                 weights_every: int, cafile: str | None, allow_private: bool):
-    """The ledger with the chain tables, and the checked intake-and-weights step the pipeline runs each cycle."""
-    from ..chain.client import Chain, load_wallet
-    from ..chain.cycle import ChainCycle
-    from ..chain.fetch import FetchPolicy
-    from ..chain.tables import open_ledger
+CHAIN = {"network": "network", "netuid": "netuid", "wallet_name": "wallet", "hotkey": "hotkey", "wallet_path": "wallet_path",
+         "weights_every": "weights_every", "cafile": "cafile", "allow_private": "allow_private"}
+"""`validator run` flags that set the config's [chain] table, by the key each sets."""
+RENAMED = {"ledger_path": "ledger", "spawn": None, "local": None}
 
-    signer = load_wallet(*wallet)
-    client = Chain(network)
-    stack.callback(client.close)
-    led = stack.enter_context(open_ledger(ledger_path))
-    cycle = ChainCycle(client, led, netuid, signer, weights_every=weights_every,
-                       policy=FetchPolicy(cafile=cafile, allow_private=allow_private),
-                       report=lambda msg: click.echo(msg, err=True))
-    cycle.check()
-    return led, cycle
+
+def _settings(flags: dict) -> dict:
+    """The config keys and tables the given flags set (`ValidatorConfig`'s names)."""
+    out = {RENAMED.get(k, k): v for k, v in flags.items() if k not in CHAIN and not k.startswith("tls_")}
+    out.pop(None, None)
+    for name, stages in (("spawn", "spawned"), ("local", "local")):
+        if flags.get(name):
+            out["stages"] = stages
+    for name in ("admission", "qualification"):
+        if name in out:
+            out[name] = list(out[name])
+    if tls := {k.removeprefix("tls_"): v for k, v in flags.items() if k.startswith("tls_")}:
+        out["tls"] = tls
+    if chain := {key: flags[k] for k, key in CHAIN.items() if k in flags}:
+        out["chain"] = chain
+    return out
 
 
 @validator.command("status")

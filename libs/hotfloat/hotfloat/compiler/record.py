@@ -70,17 +70,23 @@ class BuildRecord(Record):
     def artifact_digests(self) -> dict[str, str]:
         return {k.cubin: k.cubin_sha256 for k in self.kernels}
 
+    def with_cubins(self, artifacts: Mapping[str, bytes]) -> BuildRecord:
+        """This record with its cubins' bytes, every digest re-checked; artifacts that are not its own are refused."""
+        expected = self.artifact_digests()
+        if set(artifacts) != set(expected):
+            raise InputError(f"build artifacts {sorted(artifacts)} do not match the record's {sorted(expected)}")
+        for name, data in artifacts.items():
+            if hashlib.sha256(data).hexdigest() != expected[name]:
+                raise InputError(f"build artifact {name}: digest does not match the record")
+        return self.model_copy(update={"cubins": dict(artifacts)})
 
-def load_build(evidence_json: str | bytes, artifacts: Mapping[str, bytes]) -> BuildRecord:
-    """Rebuilds a record received from elsewhere, re-checking every artifact digest; a mismatch is refused."""
+
+def load_build(evidence: str | bytes | Mapping, artifacts: Mapping[str, bytes]) -> BuildRecord:
+    """Rebuilds a record received from elsewhere (its JSON, or the object already parsed from it), re-checking every
+    artifact digest; a mismatch is refused."""
     try:
-        record = BuildRecord.model_validate_json(evidence_json)
+        record = (BuildRecord.model_validate(evidence) if isinstance(evidence, Mapping)
+                  else BuildRecord.model_validate_json(evidence))
     except ValidationError as e:
         raise InputError(f"build record: {first_error(e, 'record')}") from None
-    expected = record.artifact_digests()
-    if set(artifacts) != set(expected):
-        raise InputError(f"build artifacts {sorted(artifacts)} do not match the record's {sorted(expected)}")
-    for name, data in artifacts.items():
-        if hashlib.sha256(data).hexdigest() != expected[name]:
-            raise InputError(f"build artifact {name}: digest does not match the record")
-    return record.model_copy(update={"cubins": dict(artifacts)})
+    return record.with_cubins(artifacts)

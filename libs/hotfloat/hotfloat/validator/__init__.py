@@ -8,10 +8,11 @@ kept in the ledger (`standings`). Services and the CLI are adapters around it; i
 """
 
 from .crowns import CHALLENGE_MARGIN, RUNNER_UP_SHARE, WINNER_SHARE, Crown, crown
-from .evidence import Admission, Admitted, Qualified, Run, ScoreEvidence, StageEvidence
+from .evidence import Admitted, Qualified, Run, ScoreEvidence, StageEvidence
+from .local import LocalStages, StageConfig
 from .pipeline import Pipeline
 from .settle import Attempt, Settled, settle
 from .stages import OnProgress, Outcome, StageRefused, Stages
 
-__all__ = ["CHALLENGE_MARGIN", "RUNNER_UP_SHARE", "WINNER_SHARE", "Admission", "Admitted", "Attempt", "Crown",
-           "OnProgress", "Outcome", "Pipeline", "Qualified", "Run", "ScoreEvidence", "Settled", "StageEvidence", "StageRefused", "Stages", "crown", "settle"]
+__all__ = ["CHALLENGE_MARGIN", "RUNNER_UP_SHARE", "WINNER_SHARE", "Admitted", "Attempt", "Crown", "LocalStages",
+           "OnProgress", "Outcome", "Pipeline", "Qualified", "Run", "ScoreEvidence", "Settled", "StageConfig", "StageEvidence", "StageRefused", "Stages", "crown", "settle"]

@@ -9,8 +9,12 @@ from typing import Annotated, Generic, TypeVar
 from pydantic import BaseModel, Field
 
 from ..admission import AdmissionReport
+from ..compiler import BuildRecord
+from ..errors import InfrastructureError
+from ..ledger import NEXT, Transition
 from ..qualify import Evidence
 from ..record import Record
+from ..scan import ScanReport
 from ..verdict import Status
 from ..verify import VerifyReport
 from .settle import Settled
@@ -19,17 +23,13 @@ SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 R = TypeVar("R", bound=BaseModel)
 
 
-class Admission(Record):
-    """Both admission checks: the verify protocol on the bundle's ops, and the Driver-API load of built cubins."""
+class Admitted(Record):
+    """Both admission checks (the verify protocol on the bundle's ops, the Driver-API load of built cubins) and the
+    device they ran on."""
 
     verify: VerifyReport
     native: AdmissionReport | None = None
     """None when the build produced no cubins."""
-
-
-class Admitted(Admission):
-    """The admission service's reports with the device its reply named."""
-
     device: str
 
 
@@ -76,3 +76,22 @@ class ScoreEvidence(StageEvidence[Qualified]):
     settled: Settled | None = None
     slot_set: str | None = None
     """The pool the bundle competes in, recorded with its score."""
+
+
+EVIDENCE: dict[str, type[StageEvidence]] = {
+    "scan": StageEvidence[ScanReport], "build": StageEvidence[BuildRecord], "admit": StageEvidence[Admitted],
+    "qualify": StageEvidence[Qualified], "score": ScoreEvidence,
+}
+"""The evidence each stage records with the state it moves a submission to (forward, failed or undecided)."""
+
+
+def recorded(transition: Transition) -> StageEvidence | None:
+    """A transition's evidence as the record its stage wrote (None: a decision without a stage's reply, such as
+    no decision after failed tries); one that is not that record is a corrupt ledger."""
+    if transition.from_state is None or transition.evidence is None:
+        return None
+    try:
+        return EVIDENCE[NEXT[transition.from_state][0]].model_validate(transition.evidence)
+    except ValueError as e:
+        raise InfrastructureError(f"ledger evidence of submission {transition.submission_id} at "
+                                  f"{transition.to_state.value}: {str(e).splitlines()[0]}") from None
