@@ -109,3 +109,16 @@ def test_records_import_only_the_vocabulary():
              for m in imports(p) if (t := top(m)) and t not in VOCABULARY}
     assert found - KNOWN_RECORD_IMPORTS == set(), sorted(found - KNOWN_RECORD_IMPORTS)
     assert KNOWN_RECORD_IMPORTS <= found, f"fixed, so remove from KNOWN_RECORD_IMPORTS: {KNOWN_RECORD_IMPORTS - found}"
+
+
+def test_grpc_is_imported_by_the_services_alone():
+    """The wire is the services' business: the library (its CLI reaches grpc only through `hotfloat_services`, inside
+    the commands that start or dial them), the tools and the engine payload speak records, never grpc."""
+    root = LIB.parents[2]
+    bad = []
+    for path in sorted(p for d in ("libs", "tools", "engine", "deploy", "images") for p in (root / d).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            bad += [f"{path.relative_to(root)} imports {n}" for n in names if n == "grpc" or n.startswith("grpc.")]
+    assert not bad, bad
