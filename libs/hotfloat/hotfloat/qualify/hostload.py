@@ -10,7 +10,11 @@ calibration (the raw record keeps them per pass), never inputs to a verdict, and
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+
+from ..sandbox import gpus
 
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
@@ -91,19 +95,30 @@ _NVML: list = []
 
 
 def sm_clock_mhz() -> float:
-    """GPU 0's current SM clock through NVML (nvidia-ml-py); 0 where NVML is absent."""
+    """The SM clock of the GPU this process's CUDA device 0 is, through NVML (nvidia-ml-py); 0 where NVML is absent
+    or the GPU cannot be placed."""
     if not _NVML:
         try:
             import pynvml
 
             pynvml.nvmlInit()
-            _NVML.append((pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)))
+            _NVML.append((pynvml, nvml_handle(pynvml)))
         except Exception:  # no NVML library, no GPU, no permission: the reading is simply unavailable
             _NVML.append(None)
-    if _NVML[0] is None:
+    if _NVML[0] is None or _NVML[0][1] is None:
         return 0.0
     nvml, handle = _NVML[0]
     try:
         return float(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM))
     except Exception:
         return 0.0
+
+
+def nvml_handle(nvml, env: Mapping[str, str] = os.environ, root: Path = gpus.PROC_GPUS):
+    """NVML's handle on CUDA's device 0. NVML numbers GPUs physically and CUDA after CUDA_VISIBLE_DEVICES, so a
+    process restricted to some GPUs (`serve --gpu N`) finds its GPU by UUID; without the variable it is NVML's GPU 0
+    (the same GPU on a one-GPU host or pod); None where the variable's GPU cannot be placed."""
+    if "CUDA_VISIBLE_DEVICES" not in env:
+        return nvml.nvmlDeviceGetHandleByIndex(0)
+    chosen = gpus.visible(env, gpus.installed(root))
+    return nvml.nvmlDeviceGetHandleByUUID(chosen[0].uuid) if chosen else None

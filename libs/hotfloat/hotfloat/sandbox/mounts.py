@@ -6,7 +6,6 @@ private, size-bounded tmpfs and its environment is rebuilt from an allowlist.
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import site
@@ -14,12 +13,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .gpus import device_nodes
 from .policy import SandboxPolicy
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_ALLOWLIST = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime")
 """The dynamic loader's configuration and compiler alternatives (Triton JIT needs gcc on GPUs); no passwd, hosts or keys."""
-NVIDIA_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
 
 
 @dataclass(frozen=True)
@@ -78,8 +77,8 @@ def bwrap_argv(policy: SandboxPolicy, argv: list[str], *, binds: list[Bind], env
         cmd += ["--ro-bind-try", p, p]
     for d in python_runtime_dirs():
         cmd += ["--ro-bind", d, d]
-    if policy.gpu:
-        for dev in (*sorted(glob.glob("/dev/nvidia[0-9]*")), *NVIDIA_DEVICES):
+    if policy.gpu:  # only the GPUs this process may use (`serve --gpu N`): a candidate cannot touch a neighbour's
+        for dev in device_nodes():
             cmd += ["--dev-bind-try", dev, dev]
         cmd += ["--ro-bind-try", "/sys", "/sys"]
     for b in binds:

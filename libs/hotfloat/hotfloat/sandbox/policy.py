@@ -30,7 +30,8 @@ class SandboxPolicy(Record):
     tmp_bytes: Annotated[int, Field(ge=MiB)] = 512 * MiB
     """Size of the private tmpfs mounted at /tmp inside the sandbox."""
     gpu: bool = False
-    """Expose the NVIDIA device nodes and /sys (read-only) so CUDA works inside."""
+    """Expose the NVIDIA device nodes (of the GPUs CUDA_VISIBLE_DEVICES leaves, `sandbox.gpus`) and /sys (read-only)
+    so CUDA works inside."""
     writable_dev: bool = True
     """False mounts /dev (and /dev/shm with it) read-only, for a sandbox that must carry no state in shared memory
     (collectives and engines need it writable)."""
