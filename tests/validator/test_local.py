@@ -13,7 +13,8 @@ from hotfloat.errors import InputError
 from hotfloat.ledger import Ledger, State
 from hotfloat.qualify import Evidence, QualifyResult
 from hotfloat.validator import LocalStages, Outcome, Pipeline, StageConfig, StageEvidence, local
-from hotfloat.validator.evidence import Admitted
+from hotfloat.scan import ScanReport
+from hotfloat.validator.evidence import EVIDENCE, Admitted, ScoreEvidence
 from hotfloat.validator.standings import scores
 from hotfloat.verdict import Status
 
@@ -51,7 +52,7 @@ def test_the_pipeline_runs_in_this_process_through_scored(make_bundle, tmp_path,
     """Scan refuses one bundle, the wrong kernel fails verification, the good one is admitted, qualified twice (the
     reproduction independent of the first run) and scored: the services' verdicts, with no service."""
     events = []
-    with Ledger(tmp_path / "l.db") as led:
+    with Ledger(tmp_path / "l.db", evidence=EVIDENCE) as led:
         ids = {name: led.receive(pack(load_bundle(make_bundle(kernel, name=name))), source=name)[0].id
                for name, kernel in (("good", GOOD), ("wrong", "def run(x, out):\n    out.zero_()\n"), ("banned", BANNED))}
         Pipeline(led, LocalStages(QUICK), through=State.SCORED, workers=1, backoff_s=0,
@@ -59,11 +60,15 @@ def test_the_pipeline_runs_in_this_process_through_scored(make_bundle, tmp_path,
         subs = {name: led.get(sid) for name, sid in ids.items()}
         assert subs["good"].state is State.SCORED, subs["good"].reason
         assert scores(led)[ids["good"]][1] == 0.04 and stand_in == ["cpu", "cpu"]
-        admitted = led.evidence(ids["good"], State.ADMITTED, StageEvidence[Admitted])
-        assert admitted.status is Status.PASS and admitted.record.device == "cpu" and admitted.record.verify.rows
+        admitted = led.evidence(ids["good"], State.ADMITTED)  # the ledger reads each state's evidence as its record
+        assert isinstance(admitted, StageEvidence[Admitted]) and admitted.status is Status.PASS and admitted.record.device == "cpu" and admitted.record.verify.rows
         assert subs["wrong"].state is State.FAILED and subs["wrong"].reason.startswith("admit: activation.silu_and_mul")
         assert subs["banned"].state is State.FAILED and "socket" in subs["banned"].reason
         assert [t.to_state for t in led.transitions(ids["banned"])] == [State.RECEIVED, State.FAILED]
+        refused = led.transitions(ids["banned"])[-1].evidence
+        assert isinstance(refused, StageEvidence[ScanReport]) and not refused.record.clean and refused.reasons
+        scored = led.transitions(ids["good"])[-1].evidence
+        assert isinstance(scored, ScoreEvidence) and scored.settled.score == 0.04 and len(scored.runs) == 2
     assert any(stage == "score" and msg.startswith("PASS -> scored") for _, stage, msg in events)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from hotfloat.ledger import Ledger, State
 from hotfloat.validator import LocalStages, Pipeline, StageConfig, Stages
 from hotfloat.validator.config import ValidatorConfig
+from hotfloat.validator.evidence import EVIDENCE
 from hotfloat.validator.pipeline import OnEvent
 
 from ..common.auth import load_token
@@ -85,7 +86,7 @@ class Validator:
         """The plain ledger, or with a network the ledger with the chain tables and the checked chain cycle."""
         c, chain = self.config, self.config.chain
         if chain.network is None:
-            return self._stack.enter_context(Ledger(c.ledger))
+            return self._stack.enter_context(Ledger(c.ledger, evidence=EVIDENCE))
         from hotfloat.chain.client import Chain, load_wallet
         from hotfloat.chain.cycle import ChainCycle
         from hotfloat.chain.fetch import FetchPolicy

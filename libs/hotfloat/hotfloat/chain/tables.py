@@ -9,6 +9,7 @@ that takes one weight vector through intent -> sent -> confirmed (or expired / f
 from __future__ import annotations
 
 from ..ledger import Ledger, Migration
+from ..validator.evidence import EVIDENCE
 
 CHAIN_MIGRATIONS: tuple[Migration, ...] = (
     Migration("chain_0001_intake", (
@@ -48,5 +49,5 @@ CHAIN_MIGRATIONS: tuple[Migration, ...] = (
 
 
 def open_ledger(path: str) -> Ledger:
-    """The validator ledger with the chain tables migrated in."""
-    return Ledger(path, migrations=CHAIN_MIGRATIONS)
+    """The validator ledger with the chain tables migrated in, its transitions' evidence read as the stages' records."""
+    return Ledger(path, migrations=CHAIN_MIGRATIONS, evidence=EVIDENCE)

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..ledger import NEXT
-from ..validator.evidence import recorded
 from .miners import MINERS, Miner, bundle_of
 
 NETUID = 7
@@ -221,7 +220,7 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
             row.state, row.reason, row.score = sub.state.value, sub.reason, kept.get(sub.identity)
             row.crown = held.get(sub.identity) or ""
             for t in led.transitions(sub.id)[1:]:
-                evidence, stage = recorded(t), NEXT[t.from_state][0]
+                evidence, stage = t.evidence, NEXT[t.from_state][0]
                 decided = {"failed": "FAIL", "no_decision": "NO_DECISION"}.get(t.to_state.value)
                 row.stages[stage] = decided or evidence.status.value  # a build of python-only ops is N/A
                 row.not_shown = row.not_shown or (stage == "qualify" and evidence is not None and _not_shown(evidence))

@@ -16,6 +16,7 @@ from ..chain.weights import WEIGHTS_EVERY
 from ..errors import InputError
 from ..ledger import ORDER, Ledger, State
 from ..validator.config import load_config
+from ..validator.evidence import EVIDENCE
 from ..validator.standings import crowns, scores
 from .chain_cmd import wallet_options
 from .options import DEVICES, ledger_option, read_archive, writable_ledger
@@ -146,7 +147,7 @@ def status(submission, ledger_path, as_json) -> None:
     transitions and attempts."""
     if not Path(ledger_path).exists():
         raise InputError(f"{ledger_path}: no ledger here (run `hotfloat validator submit` first)")
-    with Ledger(ledger_path) as led:
+    with Ledger(ledger_path, evidence=EVIDENCE) as led:
         if submission is not None:
             _show_one(led, submission, as_json)
             return

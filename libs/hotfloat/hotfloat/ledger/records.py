@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from pydantic import Field, SerializeAsAny
+
 from ..record import Record
 
 
@@ -67,8 +69,9 @@ class Transition(Record):
     from_state: State | None
     to_state: State
     reason: str
-    evidence: dict | None
-    """The stage's evidence as its JSON object, for display; the pipeline reads it typed (`Ledger.evidence`)."""
+    evidence: SerializeAsAny[Record] | dict | None = Field(union_mode="left_to_right")
+    """The evidence the stage that left `from_state` wrote, read as its record by the ledger's table of stage
+    records (`Ledger(evidence=...)`, the validator's `EVIDENCE`); its JSON object in a ledger opened without one."""
     at: float
 
 

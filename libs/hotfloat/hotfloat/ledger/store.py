@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -43,8 +43,12 @@ class LedgerBusy(InfrastructureError):
 class Ledger:
     """One SQLite database in WAL mode; safe to share between threads of one process and readers in others."""
 
-    def __init__(self, path: str | os.PathLike, migrations: tuple[Migration, ...] = ()):
+    def __init__(self, path: str | os.PathLike, migrations: tuple[Migration, ...] = (),
+                 evidence: Mapping[str, type[Record]] | None = None):
+        """`evidence`: stage -> the record its evidence is (the validator's `EVIDENCE`), so each transition's evidence
+        and `evidence()` read back as that record; without it they are JSON objects."""
         self.path = Path(path)
+        self._kinds = dict(evidence or {})
         self._lock = threading.RLock()
         try:
             self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
@@ -211,11 +215,13 @@ class Ledger:
             rows = self._conn.execute("SELECT submission_id, from_state, to_state, reason, evidence, at FROM transitions"
                                       " WHERE submission_id = ? ORDER BY id", (sid,)).fetchall()
         return [self._row(Transition, submission_id=r[0], from_state=r[1], to_state=r[2], reason=r[3],
-                          evidence=r[4], at=r[5]) for r in rows]
+                          evidence=self._typed(r[1], r[4]), at=r[5]) for r in rows]
 
-    def evidence(self, sid: int, state: State, kind: type[R]) -> R | None:
-        """The evidence recorded when the submission entered `state`, read back as the record `kind` it was written
-        as (e.g. the build's for BUILT); a row that is not one is a corrupt ledger."""
+    def evidence(self, sid: int, state: State, kind: type[R] | None = None) -> R | None:
+        """The evidence recorded when the submission entered `state`, read back as the record it was written as
+        (`kind`, by default the ledger's record for the stage that enters `state`, e.g. the build's for BUILT); a row
+        that is not one is a corrupt ledger."""
+        kind = kind or self._kinds[next(stage for stage, to in NEXT.values() if to is state)]
         with self._lock:
             row = self._conn.execute("SELECT evidence FROM transitions WHERE submission_id = ? AND to_state = ?"
                                      " ORDER BY id LIMIT 1", (sid, state.value)).fetchone()
@@ -239,6 +245,15 @@ class Ledger:
                 f" FROM submissions {where} ORDER BY id", args).fetchall()
         keys = ("id", "identity", "bundle_id", "submitter", "source", "state", "reason", "archive_sha256", "created_at", "updated_at")
         return [self._row(Submission, **dict(zip(keys, r, strict=False))) for r in rows]
+
+    def _typed(self, from_state: str | None, text: str | None) -> Record | str | None:
+        """A transition's evidence JSON as the record of the stage that left `from_state`; left as text (a JSON object
+        for `_row`) when the ledger has no record for that stage."""
+        try:
+            kind = self._kinds.get(NEXT[State(from_state)][0]) if from_state and text else None
+            return text if kind is None else kind.model_validate_json(text)
+        except (ValueError, KeyError) as e:
+            raise InfrastructureError(f"ledger {self.path}: corrupt transition evidence: {str(e).splitlines()[0]}") from None
 
     def _row(self, kind: type[R], **fields) -> R:
         """A row as its record; one that is not (edited by hand, written by a newer hotfloat) is a corrupt ledger."""

@@ -10,8 +10,6 @@ from pydantic import BaseModel, Field
 
 from ..admission import AdmissionReport
 from ..compiler import BuildRecord
-from ..errors import InfrastructureError
-from ..ledger import NEXT, Transition
 from ..qualify import Evidence
 from ..record import Record
 from ..scan import ScanReport
@@ -78,20 +76,11 @@ class ScoreEvidence(StageEvidence[Qualified]):
     """The pool the bundle competes in, recorded with its score."""
 
 
-EVIDENCE: dict[str, type[StageEvidence]] = {
-    "scan": StageEvidence[ScanReport], "build": StageEvidence[BuildRecord], "admit": StageEvidence[Admitted],
-    "qualify": StageEvidence[Qualified], "score": ScoreEvidence,
-}
-"""The evidence each stage records with the state it moves a submission to (forward, failed or undecided)."""
-
-
-def recorded(transition: Transition) -> StageEvidence | None:
-    """A transition's evidence as the record its stage wrote (None: a decision without a stage's reply, such as
-    no decision after failed tries); one that is not that record is a corrupt ledger."""
-    if transition.from_state is None or transition.evidence is None:
-        return None
-    try:
-        return EVIDENCE[NEXT[transition.from_state][0]].model_validate(transition.evidence)
-    except ValueError as e:
-        raise InfrastructureError(f"ledger evidence of submission {transition.submission_id} at "
-                                  f"{transition.to_state.value}: {str(e).splitlines()[0]}") from None
+# The evidence each stage records with the state it moves a submission to (forward, failed or undecided): the table
+# a ledger reads it back by (`Ledger(path, evidence=EVIDENCE)`). One generic per statement: pydantic reads the source
+# line of each parametrized record for its field docstrings, and a multi-line literal breaks that.
+EVIDENCE: dict[str, type[StageEvidence]] = {"score": ScoreEvidence}
+EVIDENCE["scan"] = StageEvidence[ScanReport]
+EVIDENCE["build"] = StageEvidence[BuildRecord]
+EVIDENCE["admit"] = StageEvidence[Admitted]
+EVIDENCE["qualify"] = StageEvidence[Qualified]
