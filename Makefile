@@ -69,8 +69,10 @@ images-lock: setup image-deps
 	$(MAKE) images
 	$(BIN)/hotfloat image check --update $(IMAGE_LAYOUTS)
 
+## make up GPUS=N FLAVOR=cuda: one qualification service per GPU (--gpu i, its own socket), the validator given all.
+GPUS ?= 0
 up: images
-	$(BIN)/hotfloat image up
+	$(BIN)/hotfloat image up --gpus $(GPUS)
 
 down: setup
 	$(BIN)/hotfloat image down

@@ -104,10 +104,13 @@ def check_cmd(lock: Path, update: bool, layouts: tuple[Path, ...], as_json: bool
 @click.option("--images", "images_dir", type=_PATH, default=inspect.OUT, show_default=True, help="Built layouts.")
 @click.option("--state", type=_PATH, default=compose.STATE, show_default=True, help="Sockets, ledger and logs.")
 @click.option("--quick", is_flag=True, help="Admission verifies one fp32 shape per op (CPU demos and tests).")
+@click.option("--gpus", type=click.IntRange(0), default=0, show_default=True,
+              help="One qualification container per GPU (0..N-1, the worker image's cuda flavour), all given to the validator.")
 @json_option
-def up_cmd(images_dir: Path, state: Path, quick: bool, as_json: bool) -> None:
-    """Start compiler, admission (worker image) and validator containers sharing a Unix-socket folder."""
-    started = compose.up(images_dir, state, quick=quick)
+def up_cmd(images_dir: Path, state: Path, quick: bool, gpus: int, as_json: bool) -> None:
+    """Start compiler, admission (worker image), with --gpus one qualification service per GPU, and validator
+    containers sharing a Unix-socket folder."""
+    started = compose.up(images_dir, state, quick=quick, gpus=gpus)
     if as_json:
         emit_json(started)
     else:

@@ -1,4 +1,4 @@
-"""The three services as containers (`make up`), and the miner's check inside the compiler image (`make miner`)."""
+"""The services as containers (`make up`, one qualification service per GPU with `GPUS=N`), and the miner's check inside the compiler image (`make miner`)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import os
 import secrets
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ExitCode, HotfloatError, InfrastructureError
@@ -22,12 +23,41 @@ infrastructure, NO_DECISION."""
 STATE = Path("out/run")
 """Host folder for the shared socket directory, the validator's ledger, and container logs."""
 SOCKETS_INSIDE = "/run/hotfloat"
-_SERVICES = (  # container, image, network, socket it serves
-    ("hotfloat-compiler", "compiler", False, "compiler.sock"),
-    ("hotfloat-admission", "worker", False, "admission.sock"),
-    ("hotfloat-validator", "validator", True, None),
-)
 _READY_S = 180.0
+GPU_LIMITS = {"memory_bytes": 96 << 30, "pids": 32768}
+"""A qualification container's bounds: its engines' processes and threads (memory as the Kubernetes pods request)."""
+QUICK_ADMISSION = ("--verify-max-shapes", "1", "--verify-dtype", "fp32")
+"""Admission options for demos and tests on CPU: one shape in fp32 instead of the full verification."""
+
+
+@dataclass(frozen=True)
+class Service:
+    """One container `up` starts."""
+
+    name: str
+    image: str
+    socket: str | None = None
+    """The socket it serves in the shared folder; None for the validator, which dials them."""
+    network: bool = False
+    argv: tuple[str, ...] = ()
+    """The command, when not the image's entrypoint."""
+    extra: tuple[str, ...] = ()
+    """Options after the image's entrypoint."""
+    gpu: bool = False
+
+
+def services(gpus: int = 0, *, quick: bool = False) -> list[Service]:
+    """Compiler, admission, then with `gpus` one qualification service per GPU (the worker image's cuda flavour,
+    each pinned with --gpu i on its own socket, so no two A/Bs share a GPU), and the validator dialling every one."""
+    token = f"{SOCKETS_INSIDE}/token"
+    qualifiers = [Service(f"hotfloat-qualification-{i}", "worker", f"qualification-{i}.sock", gpu=True,
+                          argv=("hotfloat", "serve", "qualification", "--socket", f"{SOCKETS_INSIDE}/qualification-{i}.sock",
+                                "--token-file", token, "--device", "cuda", "--gpu", str(i)))
+                  for i in range(gpus)]
+    dial = tuple(a for q in qualifiers for a in ("--qualification", f"{SOCKETS_INSIDE}/{q.socket}"))
+    return [Service("hotfloat-compiler", "compiler", "compiler.sock"),
+            Service("hotfloat-admission", "worker", "admission.sock", extra=QUICK_ADMISSION if quick else ()),
+            *qualifiers, Service("hotfloat-validator", "validator", network=True, extra=dial)]
 
 
 def _owned_dir(path: Path, uid: int) -> Path:
@@ -40,11 +70,7 @@ def _image_user(layout: Path) -> int:
     return int(str((Layout(layout).config().get("config") or {}).get("User", "10001")).split(":")[0])
 
 
-QUICK_ADMISSION = ("--verify-max-shapes", "1", "--verify-dtype", "fp32")
-"""Admission options for demos and tests on CPU: one shape in fp32 instead of the full verification."""
-
-
-def up(images: Path, state: Path, *, quick: bool = False) -> list[dict]:
+def up(images: Path, state: Path, *, quick: bool = False, gpus: int = 0) -> list[dict]:
     """Starts the services in dependency order and waits until each socket answers; returns what runs where."""
     uid = _image_user(images / "compiler")
     sockets = _owned_dir(state / "sockets", uid)
@@ -55,19 +81,21 @@ def up(images: Path, state: Path, *, quick: bool = False) -> list[dict]:
         os.chown(token, uid, uid)
         token.chmod(0o400)
     started = []
-    for name, image, network, socket in _SERVICES:
-        mounts = (Mount(sockets, SOCKETS_INSIDE, readonly=False),) + ((Mount(work, "/work", readonly=False),) if network else ())
-        layout = Layout(images / image)
+    plan = services(gpus, quick=quick)
+    (state / "containers.json").write_text(json.dumps([s.name for s in plan]))
+    for s in plan:
+        mounts = (Mount(sockets, SOCKETS_INSIDE, readonly=False),) + ((Mount(work, "/work", readonly=False),) if s.network else ())
+        layout = Layout(images / s.image)
         digest = layout.manifest_digest()
-        args = tuple(layout.config()["config"]["Entrypoint"]) + QUICK_ADMISSION if quick and image == "worker" else ()
-        container = Container(name=name, image=images / image, mounts=mounts, network=network, args=args,
-                              env={"HOTFLOAT_IMAGE_DIGEST": digest})
-        log = state / f"{name}.log"
+        args = s.argv or ((*layout.config()["config"]["Entrypoint"], *s.extra) if s.extra else ())
+        container = Container(name=s.name, image=images / s.image, mounts=mounts, network=s.network, args=args,
+                              env={"HOTFLOAT_IMAGE_DIGEST": digest}, gpu=s.gpu, **(GPU_LIMITS if s.gpu else {}))
+        log = state / f"{s.name}.log"
         runtime.start(container, log)
-        if socket:
-            _wait_for(sockets / socket, log)
-        started.append({"name": name, "image": f"{image}@{digest}", "network": "host" if network else "none",
-                        "socket": str(sockets / socket) if socket else "", "log": str(log)})
+        if s.socket:
+            _wait_for(sockets / s.socket, log)
+        started.append({"name": s.name, "image": f"{s.image}@{digest}", "network": "host" if s.network else "none",
+                        "socket": str(sockets / s.socket) if s.socket else "", "log": str(log)})
     return started
 
 
@@ -82,8 +110,9 @@ def _wait_for(socket: Path, log: Path) -> None:
 
 
 def down(state: Path) -> list[str]:
-    """Stops every service container (whether or not it is still running); returns their names."""
-    names = [name for name, *_ in reversed(_SERVICES)]
+    """Stops every service container the last `up` planned (whether or not it is still running); returns their names."""
+    recorded = state / "containers.json"
+    names = [*reversed(json.loads(recorded.read_text()) if recorded.exists() else [s.name for s in services()])]
     for name in names:
         runtime.stop(name)
     return names

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,27 @@ class Container:
     memory_bytes: int = 4 << 30
     pids: int = 512
     env: dict[str, str] = field(default_factory=dict)
+    gpu: bool = False
+    """Every NVIDIA device node and the host driver's compute libraries (`nvidia_host`), for a service that pins one
+    GPU itself (`serve --gpu N`) and shows its sandboxes only that one."""
+
+
+DRIVER_LIBRARIES = ("libcuda.so", "libnvidia-ml.so", "libnvidia-ptxjitcompiler.so", "libnvidia-nvvm.so",
+                    "libnvidia-gpucomp.so")
+"""The driver's user-space half CUDA and NVML load; it must match the host's kernel module, so it comes from the
+host, never from the image."""
+
+
+def nvidia_host(dev: Path = Path("/dev")) -> tuple[list[tuple[str, int, int]], list[str]]:
+    """The host's NVIDIA character devices (path, major, minor) and driver libraries (paths `ldconfig -p` lists)."""
+    nodes = [(str(p), os.major(st.st_rdev), os.minor(st.st_rdev)) for p in sorted(dev.glob("nvidia*"))
+             if stat.S_ISCHR((st := p.stat()).st_mode)]
+    listed = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout.splitlines()
+    libs = sorted({line.rpartition("=> ")[2].strip() for line in listed
+                   if "x86-64" in line and line.strip().startswith(DRIVER_LIBRARIES)})
+    if not nodes or not libs:
+        raise InfrastructureError("no NVIDIA driver on this host (no /dev/nvidia* or no libcuda in ldconfig)")
+    return nodes, libs
 
 
 def _runc() -> str:
@@ -95,6 +117,9 @@ def _config(c: Container, image_config: dict) -> dict:
     ]
     mounts += [{"destination": m.inside, "type": "bind", "source": str(m.host),
                 "options": ["rbind", "nosuid", "nodev", "ro" if m.readonly else "rw"]} for m in c.mounts]
+    nodes, libs = nvidia_host() if c.gpu else ([], [])
+    mounts += [{"destination": lib, "type": "bind", "source": lib, "options": ["bind", "nosuid", "nodev", "ro"]}
+               for lib in libs]
     namespaces = [{"type": t} for t in ("pid", "ipc", "uts", "mount", *(() if c.network else ("network",)))]
     return {
         "ociVersion": "1.0.2",
@@ -110,7 +135,11 @@ def _config(c: Container, image_config: dict) -> dict:
         "mounts": mounts,
         "linux": {
             "namespaces": namespaces,
-            "resources": {"memory": {"limit": c.memory_bytes}, "pids": {"limit": c.pids}},
+            "resources": {"memory": {"limit": c.memory_bytes}, "pids": {"limit": c.pids},
+                          **({"devices": [{"allow": True, "type": "c", "major": ma, "minor": mi, "access": "rw"}
+                                          for _, ma, mi in nodes]} if nodes else {})},
+            **({"devices": [{"path": p, "type": "c", "major": ma, "minor": mi, "fileMode": 0o666, "uid": 0, "gid": 0}
+                            for p, ma, mi in nodes]} if nodes else {}),
             "cgroupsPath": f"/hotfloat/{c.name}",
         },
     }
@@ -126,6 +155,10 @@ def prepare(c: Container) -> Path:
     rootfs = bundle / "rootfs"
     rootfs.mkdir(parents=True)
     options = "lowerdir=" + ":".join(str(d) for d in reversed(lowers))
+    if c.gpu:  # the driver's libraries are bound where the host has them: runc makes those mount points in an upper
+        for d in ("upper", "overlay-work"):  # layer of this container's own; the root is read-only once they are made
+            (bundle / d).mkdir()
+        options += f",upperdir={bundle / 'upper'},workdir={bundle / 'overlay-work'}"
     done = subprocess.run(["mount", "-t", "overlay", "overlay", "-o", options, str(rootfs)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
