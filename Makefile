@@ -69,10 +69,12 @@ images-lock: setup image-deps
 	$(MAKE) images
 	$(BIN)/hotfloat image check --update $(IMAGE_LAYOUTS)
 
-## make up GPUS=N FLAVOR=cuda: one qualification service per GPU (--gpu i, its own socket), the validator given all.
+## make up GPUS=N [ADMISSION_GPU=K] FLAVOR=cuda: one qualification service per GPU 0..N-1 (--gpu i, its own socket),
+## the validator given all; admission on GPU K (not one of those) or, by default, on CPU (docs/services.md).
 GPUS ?= 0
+ADMISSION_GPU ?=
 up: images
-	$(BIN)/hotfloat image up --gpus $(GPUS)
+	$(BIN)/hotfloat image up --gpus $(GPUS) $(if $(ADMISSION_GPU),--admission-gpu $(ADMISSION_GPU))
 
 down: setup
 	$(BIN)/hotfloat image down

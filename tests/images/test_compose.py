@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hotfloat.errors import InfrastructureError
+from hotfloat.errors import InfrastructureError, InputError
 from hotfloat.image import compose, runtime
 from hotfloat.image.runtime import Container
 
@@ -32,6 +32,13 @@ def test_gpus_add_one_pinned_qualification_service_each_and_the_validator_dials_
     validator = plan[-1]
     assert validator.name == "hotfloat-validator" and [plan.index(q) for q in quals] == [2, 3, 4]
     assert validator.extra == tuple(a for i in range(3) for a in ("--qualification", f"/run/hotfloat/qualification-{i}.sock"))
+
+
+def test_admission_may_have_a_gpu_of_its_own_but_not_a_qualifications():
+    plan = compose.services(7, admission_gpu=7)
+    assert plan[1].gpu and plan[1].extra == ("--device", "cuda", "--gpu", "7")
+    with pytest.raises(InputError, match="share it with a timed qualification"):
+        compose.services(7, admission_gpu=3)
 
 
 def test_a_gpu_container_gets_the_nodes_their_cgroup_rules_and_the_drivers_libraries(monkeypatch, tmp_path):

@@ -106,11 +106,13 @@ def check_cmd(lock: Path, update: bool, layouts: tuple[Path, ...], as_json: bool
 @click.option("--quick", is_flag=True, help="Admission verifies one fp32 shape per op (CPU demos and tests).")
 @click.option("--gpus", type=click.IntRange(0), default=0, show_default=True,
               help="One qualification container per GPU (0..N-1, the worker image's cuda flavour), all given to the validator.")
+@click.option("--admission-gpu", type=click.IntRange(0), help="Admission verifies on this GPU (--device cuda), one "
+              "that no qualification service uses; default: on CPU.")
 @json_option
-def up_cmd(images_dir: Path, state: Path, quick: bool, gpus: int, as_json: bool) -> None:
+def up_cmd(images_dir: Path, state: Path, quick: bool, gpus: int, admission_gpu: int | None, as_json: bool) -> None:
     """Start compiler, admission (worker image), with --gpus one qualification service per GPU, and validator
     containers sharing a Unix-socket folder."""
-    started = compose.up(images_dir, state, quick=quick, gpus=gpus)
+    started = compose.up(images_dir, state, quick=quick, gpus=gpus, admission_gpu=admission_gpu)
     if as_json:
         emit_json(started)
     else:

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ExitCode, HotfloatError, InfrastructureError
+from ..errors import ExitCode, HotfloatError, InfrastructureError, InputError
 from ..verdict import Status
 from . import runtime
 from .oci import Layout
@@ -25,7 +25,7 @@ STATE = Path("out/run")
 SOCKETS_INSIDE = "/run/hotfloat"
 _READY_S = 180.0
 GPU_LIMITS = {"memory_bytes": 96 << 30, "pids": 32768}
-"""A qualification container's bounds: its engines' processes and threads (memory as the Kubernetes pods request)."""
+"""A GPU container's bounds: a qualification's engine processes and threads (memory as its Kubernetes pod requests)."""
 QUICK_ADMISSION = ("--verify-max-shapes", "1", "--verify-dtype", "fp32")
 """Admission options for demos and tests on CPU: one shape in fp32 instead of the full verification."""
 
@@ -46,17 +46,22 @@ class Service:
     gpu: bool = False
 
 
-def services(gpus: int = 0, *, quick: bool = False) -> list[Service]:
-    """Compiler, admission, then with `gpus` one qualification service per GPU (the worker image's cuda flavour,
-    each pinned with --gpu i on its own socket, so no two A/Bs share a GPU), and the validator dialling every one."""
+def services(gpus: int = 0, *, quick: bool = False, admission_gpu: int | None = None) -> list[Service]:
+    """Compiler, admission (on CPU, or on `admission_gpu` with --device cuda), then with `gpus` one qualification
+    service per GPU 0..gpus-1 (the worker image's cuda flavour, each pinned with --gpu i on its own socket, so no two
+    A/Bs share a GPU), and the validator dialling every one."""
+    if admission_gpu is not None and admission_gpu < gpus:
+        raise InputError(f"admission on GPU {admission_gpu} would share it with a timed qualification (GPUs 0-{gpus - 1})")
     token = f"{SOCKETS_INSIDE}/token"
+    on_gpu = () if admission_gpu is None else ("--device", "cuda", "--gpu", str(admission_gpu))
     qualifiers = [Service(f"hotfloat-qualification-{i}", "worker", f"qualification-{i}.sock", gpu=True,
                           argv=("hotfloat", "serve", "qualification", "--socket", f"{SOCKETS_INSIDE}/qualification-{i}.sock",
                                 "--token-file", token, "--device", "cuda", "--gpu", str(i)))
                   for i in range(gpus)]
     dial = tuple(a for q in qualifiers for a in ("--qualification", f"{SOCKETS_INSIDE}/{q.socket}"))
     return [Service("hotfloat-compiler", "compiler", "compiler.sock"),
-            Service("hotfloat-admission", "worker", "admission.sock", extra=QUICK_ADMISSION if quick else ()),
+            Service("hotfloat-admission", "worker", "admission.sock", gpu=bool(on_gpu),
+                    extra=(*(QUICK_ADMISSION if quick else ()), *on_gpu)),
             *qualifiers, Service("hotfloat-validator", "validator", network=True, extra=dial)]
 
 
@@ -70,7 +75,7 @@ def _image_user(layout: Path) -> int:
     return int(str((Layout(layout).config().get("config") or {}).get("User", "10001")).split(":")[0])
 
 
-def up(images: Path, state: Path, *, quick: bool = False, gpus: int = 0) -> list[dict]:
+def up(images: Path, state: Path, *, quick: bool = False, gpus: int = 0, admission_gpu: int | None = None) -> list[dict]:
     """Starts the services in dependency order and waits until each socket answers; returns what runs where."""
     uid = _image_user(images / "compiler")
     sockets = _owned_dir(state / "sockets", uid)
@@ -81,7 +86,7 @@ def up(images: Path, state: Path, *, quick: bool = False, gpus: int = 0) -> list
         os.chown(token, uid, uid)
         token.chmod(0o400)
     started = []
-    plan = services(gpus, quick=quick)
+    plan = services(gpus, quick=quick, admission_gpu=admission_gpu)
     (state / "containers.json").write_text(json.dumps([s.name for s in plan]))
     for s in plan:
         mounts = (Mount(sockets, SOCKETS_INSIDE, readonly=False),) + ((Mount(work, "/work", readonly=False),) if s.network else ())
