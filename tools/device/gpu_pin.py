@@ -28,7 +28,7 @@ CHILD = textwrap.dedent("""
 """)
 
 ONE = textwrap.dedent("""
-    import json, sys, pynvml
+    import json, subprocess, sys, pynvml
     from hotfloat.qualify import hostload
     from hotfloat.sandbox import SandboxPolicy, child_env, spawn
     from hotfloat.sandbox.gpus import device_nodes, pin
@@ -39,10 +39,13 @@ ONE = textwrap.dedent("""
     gpu = pin(index)
     proc = spawn([sys.executable, "-I", "-c", child], SandboxPolicy(gpu=True, address_space_bytes=None), sandboxed=True,
                  binds=[], env=child_env({}, home="/tmp"), cwd="/tmp", stdout=subprocess.PIPE)
-    out = proc.popen.communicate(timeout=120)[0].decode()
+    try:
+        out = proc.popen.communicate(timeout=120)[0].decode()
+    finally:
+        proc.kill()
     print(json.dumps({"index": index, "nvml_bus": want, "pinned": gpu.__dict__, "nodes": device_nodes(),
                       "child": out.strip(), "sm_mhz": hostload.sm_clock_mhz()}))
-""").replace("import json, sys, pynvml", "import json, subprocess, sys, pynvml")
+""")
 
 
 def _bus(pci: str) -> str:
@@ -69,7 +72,8 @@ def main() -> int:
             continue
         seen = re.search(r"bus=(\S+)", r["child"])
         same = seen is not None and _bus(r["nvml_bus"]) == _bus(r["pinned"]["bus"]) == _bus(seen.group(1))
-        alone = "count=1" in r["child"] and f"nodes=/dev/nvidia{r['pinned']['minor']}" in r["child"]
+        nodes = re.search(r"nodes=(\S*)", r["child"])
+        alone = "count=1 " in r["child"] and nodes is not None and nodes.group(1) == f"/dev/nvidia{r['pinned']['minor']}"
         rows.append({"check": f"gpu {index}", "ok": same and alone and r["sm_mhz"] > 0, "detail": r})
     bad = subprocess.run([sys.executable, "-m", "hotfloat.cli", "serve", "qualification", "--device", "cuda",
                           "--gpu", str(count), "--socket", "/tmp/gpu-pin.sock"], capture_output=True, text=True, timeout=60)
