@@ -15,10 +15,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "new": ("new_cmd:new", "Write a new bundle into DIRECTORY: manifest, a plain-torch kernel with the slot's exact "
             "signature, metadata and a README; it passes `hotfloat scan` and `hotfloat verify` as written."),
     "bundle": ("bundle_cmd:bundle", "The bundle format: its JSON Schema, and importing bundles written for Cacheon."),
-    "build": ("build_cmd:build", "Compile BUNDLE's triton/cute kernels to cubins without a GPU, in a sandbox; exit 0 "
-              "PASS, 1 FAIL."),
-    "admit": ("build_cmd:admit_cmd", "Gate, load (Driver API) and verify BUNDLE's built cubins; without a GPU the "
-              "verdict says the load was skipped."),
+    "build": ("build_cmd:build", "Scan BUNDLE, then compile its triton/cute kernels to cubins without a GPU, in a "
+              "sandbox; exit 0 PASS, 1 FAIL."),
+    "admit": ("build_cmd:admit_cmd", "Verify BUNDLE's ops, then gate, load (Driver API) and verify its built cubins, as "
+              "the admission service does; without a GPU the verdict says the load was skipped."),
     "bench": ("bench_cmd:bench", "Time BUNDLE's kernels on each slot's shapes beside the stock kernels, checking "
               "outputs before and after."),
     "slots": ("slots_cmd:slots", "List the registered slots: the call your entry receives (arguments in order), what "
