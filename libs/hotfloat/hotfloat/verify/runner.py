@@ -42,6 +42,8 @@ def verify_bundle(bundle: Bundle, options: VerifyOptions, on_row: OnRow | None =
     try:
         if runnable:
             ahead[runnable[0]] = _launch(bundle, options)
+        env = _environment()  # probed while the first child starts, not after the last op
+        if runnable:
             from .calls import verify_op  # imports torch while the first child starts (see the module docstring)
         for index, op in enumerate(ops):
             if early[index] is not None:
@@ -59,7 +61,7 @@ def verify_bundle(bundle: Bundle, options: VerifyOptions, on_row: OnRow | None =
             child.close()
     return VerifyReport(bundle_id=bundle.manifest.bundle_id, identity=bundle.identity, seed=seed,
                         device=options.device, arch=arch, sandboxed=options.sandboxed, bounds=sorted(bounds),
-                        rows=rows, seconds=round(time.monotonic() - started, 3), env=_environment())
+                        rows=rows, seconds=round(time.monotonic() - started, 3), env=env)
 
 
 def _launch(bundle: Bundle, options: VerifyOptions) -> ChildSession:
