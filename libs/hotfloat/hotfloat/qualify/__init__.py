@@ -8,6 +8,12 @@
     recompute(load_evidence("evidence.json"))      # -> Decision, from the evidence alone
 
 The candidate's code runs only in forked engine processes (hotfloat.qualify.worker); this process never imports it.
+
+The stages, a module each: `api` (the options; their defaults read from the calibration record on CUDA) ->
+`pipeline` (stage the bundles, run the protocol, form the evidence) -> `protocol` (B, C, B' and the twin over rounds,
+on `fleet`: the one rounds loop over resident engines, which calibration collection runs too) -> `rule` and `gate`
+(speed and correctness, combined by `decision`) -> `records` and `evidence` (what is kept, and recomputed) ->
+`calibrate*` (collection through `fleet` on the device; records and statistics anywhere).
 """
 
 from .api import QualifyOptions

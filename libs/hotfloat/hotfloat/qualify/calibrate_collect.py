@@ -93,10 +93,10 @@ def collect(options, out: Path, *, stock: int = 3, handicap: dict[float, int] | 
         idents = {booted[n].identity for n in names}
         if len(idents) != 1:
             raise RuntimeError(f"the engines report different identities: {sorted(i[:12] for i in idents)}")
-        env = environment().model_dump(mode="json")
+        env = environment()
         raw = CalibrationRaw(
             started=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            device=env.get("gpu_model") or engine.device, engine=engine, engine_identity=booted["B1"].identity,
+            device=env.gpu_model or engine.device, engine=engine, engine_identity=booted["B1"].identity,
             engine_info=booted["B1"].info, workload=workload, stock=names[:stock], handicap=handicapped,
             handicap_us=delay, candidates={n: b.identity for n, b in bundles.items() if n in names},
             boot_s={n: booted[n].boot_s for n in names}, kept=list(keep), kept_rounds=keep_rounds,

@@ -55,7 +55,7 @@ def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions |
         out = Protocol(engine, workload, options, arms, progress, declared).run()
     evidence = Evidence(bundle_identity=bundles["c"].identity, baseline_identity=bundles["b"].identity if baseline else None,
                         engine=engine, engine_identity=out.identity or "unknown", engine_info=out.info,
-                        workload=workload, order=out.order, rule=options.rule, env=environment().model_dump(mode="json"),
+                        workload=workload, order=out.order, rule=options.rule, env=environment(),
                         sandboxed=options.sandboxed, frames=out.frames, twin=out.twin, isolation=out.isolation,
                         audit=out.audit, decision=out.decision, started=started, seconds=time.monotonic() - t0)
     d = out.decision
