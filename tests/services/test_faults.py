@@ -1,5 +1,5 @@
-"""Faults: a worker killed mid-verification is retried or ends NO_DECISION (never FAIL, never lost), and a
-validator killed mid-pipeline resumes where it was without redoing committed stages."""
+"""Faults: a worker killed mid-verification costs one try and its submission waits for a worker (never FAIL, never
+lost), and a validator killed mid-pipeline resumes where it was without redoing committed stages."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from hotfloat.bundle import load_bundle, pack
@@ -44,19 +45,29 @@ def _killer(worker, then=None):
     return on_progress, fired
 
 
-def test_worker_killed_mid_verification_ends_no_decision(services, token, token_file, sockdir, make_bundle, tmp_path):
+def test_a_killed_worker_costs_one_try_and_the_submission_waits_unjudged_until_one_serves(
+        services, token, token_file, sockdir, make_bundle, tmp_path):
+    """The only admission worker dies mid-verification and stays dead: its try is one retry, the endpoint is down,
+    and the submission waits at BUILT without spending its other tries (health checks fail every cool-off); once a
+    worker serves again it is admitted."""
     compiler = services("compiler")["compiler"]
     with _worker(sockdir, token_file) as worker, Ledger(tmp_path / "l.db") as led:
         sid = led.receive(pack(load_bundle(make_bundle(GOOD))))[0].id
         on_progress, fired = _killer(worker)
-        clients = StageClients(compiler, worker.target, None, token=token)
-        Pipeline(led, clients, max_attempts=2, backoff_s=0.1, on_progress=on_progress).run()
+        clients = StageClients(compiler, worker.target, None, token=token, cool_off_s=0.3)
+        run = threading.Thread(target=Pipeline(led, clients, max_attempts=2, backoff_s=0.1, on_progress=on_progress).run)
+        run.start()
+        deadline = time.monotonic() + 300
+        while not any(a.outcome == "retry" for a in led.attempts(sid)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(3)  # ten cool-offs, each ending in a failed health check
+        attempts = [(a.stage, a.outcome) for a in led.attempts(sid) if a.stage == "admit"]
+        assert fired and attempts == [("admit", "retry")] and led.get(sid).state is State.BUILT, attempts
+        worker.start()
+        run.join(300)
         clients.close()
-        sub = led.get(sid)
-        assert fired and sub.state is State.NO_DECISION
-        assert sub.reason.startswith("admit: no decision after 2 failed attempts (last: UNAVAILABLE")
-        assert [(a.stage, a.outcome) for a in led.attempts(sid) if a.stage == "admit"] == [("admit", "retry")] * 2
-        assert State.FAILED not in [t.to_state for t in led.transitions(sid)]
+        assert led.get(sid).state is State.ADMITTED
+        assert [a.outcome for a in led.attempts(sid) if a.stage == "admit"] == ["retry", "done"]
 
 
 def test_worker_killed_mid_verification_is_retried_after_restart(services, token, token_file, sockdir, make_bundle,
@@ -65,7 +76,7 @@ def test_worker_killed_mid_verification_is_retried_after_restart(services, token
     with _worker(sockdir, token_file) as worker, Ledger(tmp_path / "l.db") as led:
         sid = led.receive(pack(load_bundle(make_bundle(GOOD))))[0].id
         on_progress, fired = _killer(worker, then=worker.start)
-        clients = StageClients(compiler, worker.target, None, token=token)
+        clients = StageClients(compiler, worker.target, None, token=token, cool_off_s=0.3)
         Pipeline(led, clients, max_attempts=3, backoff_s=0.1, on_progress=on_progress).run()
         clients.close()
         assert fired and led.get(sid).state is State.ADMITTED
