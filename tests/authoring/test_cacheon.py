@@ -219,3 +219,19 @@ def test_a_hotfloat_bundle_imports_unchanged(tmp_path):
     (tmp_path / "b.tar.gz").write_bytes(pack(bundle))
     result = import_cacheon(tmp_path / "b.tar.gz", tmp_path / "out")
     assert result.changes == [] and result.identity == bundle.identity
+
+
+@pytest.mark.parametrize("source", [(TRITON_SILU + "\ndef (:\n").encode(), b"\xff\xfe" + TRITON_SILU.encode()])
+def test_a_kernel_that_does_not_parse_keeps_its_gpus_and_scan_names_it(tmp_path, source):
+    """Import reads sources without running them: a file it cannot parse (bad syntax, not UTF-8) gets no cpu and no
+    traceback, and the scan the import's next step names refuses that file."""
+    src = write_layout(tmp_path / "silu_triton", CACHEON_OP.format(
+        id="silu-triton", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul",
+        extra='architectures = ["sm90"]\n'), {})
+    (src / "kernels").mkdir()
+    (src / "kernels" / "silu.py").write_bytes(source)
+    import_cacheon(src, tmp_path / "out")
+    bundle = load_bundle(tmp_path / "out")
+    assert bundle.ops[0].entry.architectures == ["sm_90"]
+    report = scan_bundle(bundle)
+    assert not report.clean and any("silu.py" in f for o in report.ops for f in o.findings), report
