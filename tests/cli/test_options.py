@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from hotfloat.cli.main import cli
-from hotfloat.cli.options import read_archive, read_input, resolve_device
+from hotfloat.cli.options import read_archive, read_input
+from hotfloat.devices import resolve_device
 from hotfloat.errors import InputError
 
 GPU_ONLY = ('bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'

@@ -10,7 +10,8 @@ import click
 
 from ..errors import ExitCode
 from ..slots import DTYPES
-from .options import bundle_argument, device_option, open_bundle, resolve_device
+from ..devices import resolve_device
+from .options import bundle_argument, device_option, open_bundle
 from .output import emit_json, fit, json_option, progress, table, wide_option
 
 SETS = ("bench", "decode", "all")

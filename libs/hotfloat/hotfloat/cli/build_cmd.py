@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
-from .options import bundle_argument, device_option, open_bundle, read_input, resolve_device
+from ..devices import resolve_device
+from .options import bundle_argument, device_option, open_bundle, read_input
 from .output import emit_json, exit_with, json_option, table
 
 INDEX = "index.json"

@@ -65,15 +65,6 @@ def device_option(help_text: str):
                         help=f"{help_text} auto = cuda when a GPU is visible, else cpu.")
 
 
-def resolve_device(device: str) -> str:
-    """auto -> cuda or cpu; asking for cuda without a GPU is left to the command, which says so."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def default_ledger() -> str:
     """$HOTFLOAT_LEDGER, else $XDG_DATA_HOME/hotfloat/ledger.db (~/.local/share/hotfloat/ledger.db): per user, never
     whatever directory the command happens to run in."""

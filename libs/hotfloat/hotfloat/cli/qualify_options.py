@@ -8,7 +8,8 @@ import logging
 import click
 
 from ..errors import InputError
-from .options import DEVICES, resolve_device
+from ..devices import resolve_device
+from .options import DEVICES
 from .output import table
 
 

@@ -9,7 +9,8 @@ import textwrap
 import click
 
 from ..slots import DTYPES
-from .options import bundle_argument, device_option, open_bundle, resolve_device
+from ..devices import resolve_device
+from .options import bundle_argument, device_option, open_bundle
 from .output import emit_json, exit_with, json_option, stderr_is_tty, table
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from ..bundle.bounded import load_toml, read_file
+from ..devices import resolve_device
 from ..errors import InputError
 from ..record import Record, first_error
 
@@ -106,12 +107,8 @@ class ValidatorConfig(Record):
         return self
 
     def stage_device(self) -> str:
-        """`device` with auto resolved (cuda when a GPU is visible, else cpu), for local or spawned stages."""
-        if self.device != "auto":
-            return self.device
-        import torch  # only a run that starts its own stages pays for it
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        """`device` with auto resolved, for local or spawned stages (only a run that starts its own pays for torch)."""
+        return resolve_device(self.device)
 
     @property
     def qualifies(self) -> bool:
