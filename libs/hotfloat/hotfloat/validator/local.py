@@ -143,12 +143,16 @@ class LocalStages:
                 avoid: str | None = None) -> Outcome[Qualified]:
         """`avoid` names another endpoint; this process is the only one, so it qualifies here once the host is free."""
         bundle = bundle_of(archive, identity)
-        on_progress("qualify", "waiting for the host: another qualification is timing")
-        with self._timing:
+        if not self._timing.acquire(blocking=False):
+            on_progress("qualify", "waiting for the host: another qualification is timing")
+            self._timing.acquire()
+        try:
             on_progress("qualify", "starting")  # a caller that left while this run waited is not timed at all
             if on_start is not None:
                 on_start("")
             return qualify_stage(bundle, self.config.qualify_options(), on_progress)
+        finally:
+            self._timing.release()
 
 
 def _findings(report: ScanReport) -> list[str]:
