@@ -112,3 +112,41 @@ def test_a_configured_rule_sets_only_what_it_names_over_the_devices_defaults():
     got = StageConfig(qualify_rule=record).qualify_options().rule
     assert (got.gate_slack, got.audit_slack) == (cpu.gate_slack, cpu.audit_slack) and got.look_rounds == record.look_rounds
 
+
+
+def test_qualify_says_it_waits_only_while_another_qualification_holds_the_host():
+    import threading
+
+    class Stop(Exception):
+        """Ends a call at its first progress note, before any engine boots."""
+
+    archive = pack(load_bundle(EXAMPLES / "silu_torch"))
+    identity = load_bundle(EXAMPLES / "silu_torch").identity
+    stages, holding, release, first = LocalStages(), threading.Event(), threading.Event(), []
+
+    def hold(stage, message):
+        first.append(message)
+        holding.set()
+        release.wait(30)
+        raise Stop
+
+    def stop_at(seen):
+        def note(stage, message):
+            seen.append(message)
+            raise Stop
+        return note
+
+    holder = threading.Thread(target=lambda: pytest.raises(Stop, stages.qualify, archive, identity, hold))
+    holder.start()
+    assert holding.wait(30)
+    waiting: list[str] = []
+    threading.Timer(0.5, release.set).start()
+    with pytest.raises(Stop):
+        stages.qualify(archive, identity, stop_at(waiting))
+    holder.join(30)
+    assert first == ["starting"], "the host was free: nothing to wait for"
+    assert waiting[0].startswith("waiting for the host"), waiting
+    free: list[str] = []
+    with pytest.raises(Stop):
+        stages.qualify(archive, identity, stop_at(free))
+    assert free == ["starting"], "a host released by a run that raised is free again"
