@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from hotfloat.errors import InfrastructureError, SandboxUnavailable
 from hotfloat.sandbox import process as spawn_module
 from hotfloat.verdict import Status
 from hotfloat.verify import VerifyOptions, verify_bundle
+from hotfloat.verify import launcher as launcher_module
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -92,10 +95,19 @@ def test_missing_sandbox_fails_closed(monkeypatch, tmp_path):
         spawn_module._probe.cache_clear()
 
 
-def test_a_child_that_cannot_start_is_an_infrastructure_error():
-    with pytest.raises(InfrastructureError, match="did not start"):
+@pytest.mark.parametrize("body, why", [("import time\ntime.sleep(60)\n", "deadline passed"),
+                                       ("raise SystemExit(3)\n", "peer closed")])
+def test_a_child_that_cannot_start_is_an_infrastructure_error(monkeypatch, tmp_path, body, why):
+    """A child that never says hello (one that hangs, one that dies first) stops the run as an infrastructure error,
+    within the startup bound plus the one-second grace, not after the op's timeout."""
+    (tmp_path / "child.py").write_text(body)
+    (tmp_path / "wire.py").write_text("")
+    monkeypatch.setattr(launcher_module, "HERE", tmp_path)
+    started = time.monotonic()
+    with pytest.raises(InfrastructureError, match="did not start") as info:
         verify_bundle(load_bundle(EXAMPLES / "silu_torch"),
-                      VerifyOptions(dtypes=["fp32"], max_shapes=1, startup_timeout_s=0.001))
+                      VerifyOptions(dtypes=["fp32"], max_shapes=1, startup_timeout_s=0.5))
+    assert time.monotonic() - started < 30 and re.search(why, str(info.value), re.I)
 
 
 def test_scan_is_the_first_gate_and_nothing_runs_after_a_finding():
