@@ -17,13 +17,13 @@ def test_the_handicap_is_sized_per_activation_call_so_c_saves_the_effect():
 
 def test_a_stock_engines_caches_are_exported_and_a_missing_cache_is_said(tmp_path):
     class Engine:
-        name, _dir = "B1", tmp_path / "engine"
+        name, workdir = "B1", tmp_path / "engine"
 
         def pids(self):
             return [(1 << 22) + 1]  # above any pid_max: no such process
 
-    (Engine._dir / "cache" / "triton" / "k").mkdir(parents=True)
-    (Engine._dir / "cache" / "triton" / "k" / "kernel.cubin").write_bytes(b"x")
+    (Engine.workdir / "cache" / "triton" / "k").mkdir(parents=True)
+    (Engine.workdir / "cache" / "triton" / "k" / "kernel.cubin").write_bytes(b"x")
     said = export(Engine(), tmp_path / "seed", sandboxed=False)
     assert (tmp_path / "seed" / "triton" / "k" / "kernel.cubin").read_bytes() == b"x" and "B1's 3 cache files" in said
     assert "has no cache" in export(Engine(), tmp_path / "seed2", sandboxed=True)

@@ -151,7 +151,7 @@ def export(e, dest: Path, sandboxed: bool) -> str:
     """Copies a stock engine's JIT caches (its private /tmp/cache, reached through /proc while it lives) to `dest`,
     so engines booted later (seeded from $HOTFLOAT_ENGINE_ROOT/cache, hotfloat.qualify.host) skip the compilation.
     Only a stock engine's: no candidate code ever ran in its sandbox, so nothing it wrote can reach another engine."""
-    roots = [Path(f"/proc/{p}/root{CACHE}") for p in reversed(e.pids())] if sandboxed else [e._dir / "cache"]
+    roots = [Path(f"/proc/{p}/root{CACHE}") for p in reversed(e.pids())] if sandboxed else [e.workdir / "cache"]
     src = next((r for r in roots if os.path.isdir(r)), None)  # isdir says False where /proc refuses us
     try:
         if src is None:

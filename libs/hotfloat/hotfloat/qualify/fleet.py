@@ -12,46 +12,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 from ..errors import InfrastructureError
 from .checkpoint import model_dir
 from .host import model_view
 from .isolation import Isolation
 from .records import EngineSpec, IsolationRecord, Workload
-from .resident import EngineFault, ResidentEngine
+from .resident import Counts, EngineFault, Ready, ResidentEngine, Served
 from .workload import kv_cap, prompts
 
 OnFault = Callable[[str, EngineFault], bool]
 """on_fault(name of the engine at fault, its fault) -> whether the round goes on to the next engine."""
-
-
-@dataclass(frozen=True)
-class Ready:
-    """What an engine reported once booted, and how long its boot took."""
-
-    identity: str
-    info: dict[str, str]
-    boot_s: float
-
-
-@dataclass(frozen=True)
-class Served:
-    """One engine's pass: its seconds on the validator's clock, each request's latency and completion, and (when the
-    fleet reads the host) what the host did meanwhile (hotfloat.qualify.hostload)."""
-
-    seconds: float
-    latency_s: list[float]
-    outputs: list[dict]
-    host: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Counts:
-    """Seam calls an engine routed to its bundle and to the stock kernels, per slot, over its lifetime."""
-
-    routed: dict[str, int]
-    stock: dict[str, int]
 
 
 class Fleet:
@@ -110,10 +81,9 @@ class Fleet:
         def ready(name: str) -> Ready | EngineFault:
             e = self.engines[name]
             try:
-                identity, info = e.ready(deadline)
+                return e.ready(deadline)
             except EngineFault as f:
                 return EngineFault(f"at boot: {f}", kind=f.kind, who=name)
-            return Ready(identity, info, e.boot_s)
 
         with ThreadPoolExecutor(max(1, len(self.engines))) as pool:
             out.update(zip(self.engines, pool.map(ready, list(self.engines)), strict=True))
@@ -144,10 +114,10 @@ class Fleet:
             with self.iso.alone(list(self.engines.values()), e):
                 deadline = time.monotonic() + allowed
                 for ps, mx in batches:
-                    s, got = e.serve(ps, mx, deadline - time.monotonic())
-                    total += s
-                    lat += [x for x, _ in got]
-                    outs += [o for _, o in got]
+                    got = e.serve(ps, mx, deadline - time.monotonic())
+                    total += got.seconds
+                    lat += got.latency_s
+                    outs += got.outputs
         except EngineFault as f:
             who = f.who if f.who in self.engines else name
             why = str(f)
@@ -176,7 +146,7 @@ class Fleet:
         out: dict[str, Counts | EngineFault] = {}
         for name in names:
             try:
-                out[name] = Counts(*self.engines[name].stop(timeout_s))
+                out[name] = self.engines[name].stop(timeout_s)
             except EngineFault as f:
                 out[name] = f
         return out

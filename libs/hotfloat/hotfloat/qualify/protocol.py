@@ -196,7 +196,7 @@ class Protocol:
         if t not in self.fleet.engines or self.failed:
             return
         try:
-            routed, _ = self.fleet[self.names[1]].counts(self.options.batch_timeout_s)
+            routed = self.fleet[self.names[1]].counts(self.options.batch_timeout_s).routed
         except EngineFault as f:
             self.accs[1].fail(f"reporting its counts: {f}", f.kind)
             return
@@ -212,7 +212,8 @@ class Protocol:
                 if t not in served:
                     return
                 acc.add(served[t])
-            acc.routed, acc.stock = self.fleet[t].stop(self.options.batch_timeout_s)
+            counts = self.fleet[t].stop(self.options.batch_timeout_s)
+            acc.routed, acc.stock = counts.routed, counts.stock
         except EngineFault as f:
             acc.fail(str(f), f.kind)
         finally:

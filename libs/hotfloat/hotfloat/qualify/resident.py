@@ -23,6 +23,7 @@ import signal
 import socket
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import hostload, messages, wire
@@ -53,20 +54,48 @@ def is_dumpable() -> bool:
     return libc.prctl(3, 0, 0, 0, 0) == 1  # PR_GET_DUMPABLE
 
 
+@dataclass(frozen=True)
+class Ready:
+    """What an engine reported once booted, and how long its boot took."""
+
+    identity: str
+    info: dict[str, str]
+    boot_s: float
+
+
+@dataclass(frozen=True)
+class Served:
+    """One engine's pass (or one batch of it): its seconds on the validator's clock, each request's latency and
+    completion, and (when the fleet reads the host) what the host did meanwhile (hotfloat.qualify.hostload)."""
+
+    seconds: float
+    latency_s: list[float]
+    outputs: list[dict]
+    host: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Seam calls an engine routed to its bundle and to the stock kernels, per slot, over its lifetime."""
+
+    routed: dict[str, int]
+    stock: dict[str, int]
+
+
 class ResidentEngine:
     """One engine process for a whole qualification: `start`, `ready`, then `serve` passes, then `stop`/`close`."""
 
     def __init__(self, name: str, spec: dict, *, device: str, kind: str, sandboxed: bool, model_dir: str | None):
         self.name, self.spec = name, spec
-        self._dir = Path(tempfile.mkdtemp(prefix=f"hotfloat-engine-{name}-"))
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"hotfloat-engine-{name}-"))
         self.conn, theirs = socket.socketpair()
         self.started = time.monotonic()
         try:
             self.proc = spawn_engine(device, kind, sandboxed=sandboxed, model_dir=model_dir, conn_fd=theirs.fileno(),
-                                     log_path=self._dir / "engine.log", workdir=self._dir)
+                                     log_path=self.workdir / "engine.log", workdir=self.workdir)
         except BaseException:
             self.conn.close()
-            shutil.rmtree(self._dir, ignore_errors=True)
+            shutil.rmtree(self.workdir, ignore_errors=True)
             raise
         finally:
             theirs.close()
@@ -77,14 +106,14 @@ class ResidentEngine:
             self.close()
             raise
 
-    def ready(self, deadline: float) -> tuple[str, dict[str, str]]:
-        """Waits for the engine's ready message; returns the identity and info it reports about itself."""
+    def ready(self, deadline: float) -> Ready:
+        """Waits for the engine's ready message: the identity and info it reports about itself."""
         msg = self._expect(deadline, "ready")
         self.boot_s = time.monotonic() - self.started
-        return msg.identity, dict(msg.info)
+        return Ready(msg.identity, dict(msg.info), self.boot_s)
 
-    def serve(self, prompts: list[list[int]], max_new: list[int], timeout_s: float) -> tuple[float, list[tuple[float, dict]]]:
-        """Sends one batch; returns (seconds until its last completion, [(latency, completion)] per request)."""
+    def serve(self, prompts: list[list[int]], max_new: list[int], timeout_s: float) -> Served:
+        """Sends one batch: seconds until its last completion, and each request's latency and completion in order."""
         collecting = gc.isenabled()
         gc.disable()
         try:
@@ -100,7 +129,8 @@ class ResidentEngine:
         finally:
             if collecting:
                 gc.enable()
-        return max(s for s, _ in done.values()), [done[i] for i in range(len(prompts))]
+        got = [done[i] for i in range(len(prompts))]
+        return Served(max(s for s, _ in got), [s for s, _ in got], [c for _, c in got])
 
     def pids(self) -> list[int]:
         """Every live process of this engine's sandbox (its launcher first)."""
@@ -145,18 +175,18 @@ class ResidentEngine:
         """The host counters for this engine's process tree (calibration diagnostics; read outside timed windows)."""
         return hostload.read(self.proc.pid)
 
-    def stop(self, timeout_s: float) -> tuple[dict[str, int], dict[str, int]]:
+    def stop(self, timeout_s: float) -> Counts:
         """Ends serving; returns the routed and stock seam counts the engine reports."""
         return self._counts("stop", timeout_s)
 
-    def counts(self, timeout_s: float) -> tuple[dict[str, int], dict[str, int]]:
+    def counts(self, timeout_s: float) -> Counts:
         """The routed and stock seam counts so far, without stopping (which slots the candidate really used)."""
         return self._counts("counts", timeout_s)
 
-    def _counts(self, op: str, timeout_s: float) -> tuple[dict[str, int], dict[str, int]]:
+    def _counts(self, op: str, timeout_s: float) -> Counts:
         self._send({"op": op})
         msg = self._expect(time.monotonic() + timeout_s, "counts")
-        return dict(msg.routed), dict(msg.stock)
+        return Counts(dict(msg.routed), dict(msg.stock))
 
     def twin_slots(self, slots: list[str], timeout_s: float) -> None:
         """A twin perturbs exactly these slots from now on; returns once the engine says it applied them."""
@@ -177,7 +207,7 @@ class ResidentEngine:
     def log_tail(self) -> str:
         from ..sandbox import log_tail
 
-        return log_tail(self._dir / "engine.log")
+        return log_tail(self.workdir / "engine.log")
 
     def close(self) -> None:
         """Kills the engine's whole sandbox (every process it started) and removes its working directory; with
@@ -186,8 +216,8 @@ class ResidentEngine:
         self.proc.kill()
         keep = os.environ.get("HOTFLOAT_ENGINE_LOG_DIR")
         if keep:
-            shutil.copy(self._dir / "engine.log", Path(keep) / f"engine-{self.name}-{os.getpid()}.log")
-        shutil.rmtree(self._dir, ignore_errors=True)
+            shutil.copy(self.workdir / "engine.log", Path(keep) / f"engine-{self.name}-{os.getpid()}.log")
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
     @property
     def lifetime_s(self) -> float:
