@@ -219,9 +219,12 @@ def test_the_handicap_delays_every_silu_call():
     t0 = time.perf_counter()
     router.silu_and_mul(torch.randn(2, 16), stock=stock_silu)
     assert time.perf_counter() - t0 >= 0.02
-    t0 = time.perf_counter()
-    router.rmsnorm(torch.randn(2, 16), torch.ones(16), 1e-6, stock=stock_norm)
-    assert time.perf_counter() - t0 < 0.02
+    fastest = float("inf")
+    for _ in range(5):  # the fastest of five: a loaded CI host may stall any single call past the handicap
+        t0 = time.perf_counter()
+        router.rmsnorm(torch.randn(2, 16), torch.ones(16), 1e-6, stock=stock_norm)
+        fastest = min(fastest, time.perf_counter() - t0)
+    assert fastest < 0.02
 
 
 def test_twin_of_an_armed_baseline_nudges_the_baselines_outputs():
