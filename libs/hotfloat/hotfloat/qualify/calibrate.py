@@ -151,6 +151,16 @@ class ProcessModel(Record):
     """Simulated at tau_upper_95, the conservative side."""
 
 
+class RobustModel(ProcessModel):
+    """The same model fitted with each boot's far passes winsorized (hotfloat.qualify.calibrate_robust), so that one
+    pass cannot set sigma and tau; its simulation still resamples the raw residuals, far passes included."""
+
+    cut: float
+    """Robust s.d. of its boot's residuals beyond which a pass was pulled in."""
+    winsorized: int
+    """Passes pulled in, of `passes`."""
+
+
 class Preregistration(Record):
     """The rule fixed before the data that scores it, and on what it was fixed."""
 
@@ -189,6 +199,9 @@ class CalibrationRecord(Record):
     injected: list[Rates]
     """Secondary: the null units with C's pass times scaled by (1 - effect), a model of a faster kernel."""
     model: ProcessModel
+    """The moment fit: every pass weighs its square, so one far pass can set it (docs/qualification.md, influence)."""
+    robust_model: RobustModel | None = None
+    """The robust fit, the one the docs' model-based statements use (None: analysed before it existed)."""
     units: list[Unit]
     minutes_per_qualification: float
     """The slowest boot of three engines plus the mean rounds of a 2%-better C (positive control, else injected)."""

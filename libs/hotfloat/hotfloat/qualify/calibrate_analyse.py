@@ -12,8 +12,9 @@ Secondary, and labelled so: every role permutation over back-to-back blocks of r
 and rounds); the null units with C's pass times scaled by (1 - effect) (`injected`, which assumes a faster kernel
 keeps the stock engine's noise); and a hierarchical model of the stock engines' log pass times, round effect +
 persistent process offset (s.d. tau) + per-pass noise (s.d. sigma), fitted by the method of moments on each boot's
-two-way round x process layout (ANOVA mean squares pooled over boots), under which the rule is simulated. The rule
-is not chosen here: it is pre-registered, and units from the collections it was fixed on are also reported apart.
+two-way round x process layout (ANOVA mean squares pooled over boots), and again on the layouts with each far pass
+winsorized (`calibrate_robust`: one pass must not set it), under which the rule is simulated. The rule is not
+chosen here: it is pre-registered, and units from the collections it was fixed on are also reported apart.
 """
 
 from __future__ import annotations
@@ -27,13 +28,17 @@ from pathlib import Path
 import numpy as np
 
 from .calibrate import (TARGET_CONTROLS, TARGET_FALSE_PASS, TARGET_MINUTES, TARGET_POWER, CalibrationRaw,
-                        CalibrationRecord, Preregistration, ProcessModel, Rates, Unit, clopper_pearson_upper)
+                        CalibrationRecord, Preregistration, ProcessModel, Rates, RobustModel, Unit,
+                        clopper_pearson_upper)
+from .calibrate_robust import CUT, winsorize
 from .records import RuleConfig
 from .rule import decide, trimmed_mean
 
 EFFECTS = (0.01, 0.02, 0.05)
 Z95 = 1.6449
 """One-sided 95% normal quantile (tau's upper bound, through the Wilson-Hilferty chi-square approximation)."""
+ANOVA = ("two-way round x process ANOVA of the stock engines' log pass times per boot, mean squares pooled over boots; "
+         "tau's bound by the chi-square (Wilson-Hilferty) quantile")
 WAVE_ENGINES = 6
 """Six 8B engines of about 22 GB fit one H200: two disjoint null triples per boot."""
 
@@ -102,30 +107,37 @@ class Fit:
     """The moment estimate of the process offsets' s.d., truncated at 0."""
     tau_upper: float
     resid: np.ndarray
-    """The residuals scaled to sigma, for resampling."""
+    """The residuals, scaled up for the fit's degrees of freedom, for resampling. The robust fit's are its raw ones,
+    far passes as they were: those are part of what the rule meets; only sigma and tau are estimated without them."""
     processes: int
     passes: int
+    cut: float | None = None
+    """The robust fit's bound in robust s.d. (None: the moment fit)."""
+    winsorized: int = 0
 
 
-def fit(raws: list[CalibrationRaw]) -> Fit:
+def fit(raws: list[CalibrationRaw], cut: float | None = None) -> Fit:
     """The hierarchical model on the stock engines' log pass times: sigma, tau and tau's upper 95% bound. Per boot, the
     round means are removed (they cancel in the rule's ratios) and E[SS between processes] = (J - 1)(sigma^2 +
-    R tau^2) against the residual mean square sigma^2."""
+    R tau^2) against the residual mean square sigma^2. With `cut`, the robust fit: the same equations on each boot's
+    table winsorized at `cut` robust s.d. (`calibrate_robust.winsorize`)."""
     sse = dfe = ssg = dfg = w = 0.0
-    resid, procs, passes = [], 0, 0
+    resid, procs, passes, pulled = [], 0, 0, 0
     for raw in (r for r in raws if len(r.stock) > 1):
-        z = np.log(series(raw, raw.stock))
-        z -= z.mean(axis=1, keepdims=True)
+        logs = np.log(series(raw, raw.stock))
+        z, n = winsorize(logs, cut) if cut else (logs, 0)
+        off, pulled = logs - z, pulled + n  # what winsorizing took off each pass, put back into the resampled residuals
+        z = z - z.mean(axis=1, keepdims=True)
         n_r, n_j = z.shape
         m = z.mean(axis=0)
         e = z - m
         sse, dfe, ssg, dfg = sse + (e**2).sum(), dfe + (n_r - 1) * (n_j - 1), ssg + n_r * (m**2).sum(), dfg + n_j - 1
         w, procs, passes = w + (n_j - 1) * n_r, procs + n_j, passes + n_r * n_j
-        resid.append(e.ravel() * math.sqrt(n_r * n_j / ((n_r - 1) * (n_j - 1))))
+        resid.append((e + off).ravel() * math.sqrt(n_r * n_j / ((n_r - 1) * (n_j - 1))))
     s2 = sse / dfe
     q = dfg * (1 - 2 / (9 * dfg) - Z95 * math.sqrt(2 / (9 * dfg))) ** 3  # 5% quantile of chi-square(dfg)
     tau, upper = (math.sqrt(max(0.0, v)) for v in ((ssg - dfg * s2) / w, (ssg / q - s2) * dfg / w))
-    return Fit(math.sqrt(s2), tau, upper, np.concatenate(resid), procs, passes)
+    return Fit(math.sqrt(s2), tau, upper, np.concatenate(resid), procs, passes, cut, pulled)
 
 
 def simulate(resid: np.ndarray, tau: float, rule: RuleConfig, effect: float, sims: int, rng) -> float:
@@ -137,6 +149,20 @@ def simulate(resid: np.ndarray, tau: float, rule: RuleConfig, effect: float, sim
         lk = decide(x[:, 0], x[:, 1] * (1 - effect), x[:, 2], rule)
         passes += lk is not None and lk.status == "PASS"
     return passes / sims if sims else float("nan")
+
+
+def process_model(f: Fit, rule: RuleConfig, sims: int, seed: int) -> ProcessModel:
+    """A fit and the rule simulated under it; each fit starts its own generator at `seed`, so the moment and robust
+    models meet the same random stream and differ by their fits alone."""
+    rng = np.random.default_rng(seed)
+    common = dict(processes=f.processes, passes=f.passes, sigma=f.sigma, tau=f.tau, tau_upper_95=f.tau_upper, sims=sims,
+                  false_pass=simulate(f.resid, f.tau, rule, 0.0, sims, rng),
+                  false_pass_at_tau_upper=simulate(f.resid, f.tau_upper, rule, 0.0, sims, rng),
+                  power_at_2pct=simulate(f.resid, f.tau_upper, rule, 0.02, sims, rng))
+    if f.cut is None:
+        return ProcessModel(method=f"method of moments: {ANOVA}", **common)
+    return RobustModel(method=f"method of moments on each boot's table winsorized at {f.cut:g} robust s.d. (Huber "
+                              f"fit, MAD scale; raw residuals resampled): {ANOVA}", cut=f.cut, winsorized=f.winsorized, **common)
 
 
 def noise(raws: list[CalibrationRaw]) -> dict[str, float]:
@@ -224,15 +250,7 @@ def analyse(raws: list[CalibrationRaw], prereg: Preregistration, *, sims: int = 
             got.append((lk.status if lk else None, lk.rounds if lk else 0))
         injected.append(rates(e, got))
     pooled = [s for raw in raws for b, c, b2 in assignments(raw.stock) for s, _ in walk(*series(raw, [b, c, b2]).T, rule)]
-    f = fit(raws)
-    rng = np.random.default_rng(seed)
-    model = ProcessModel(
-        method="method of moments: two-way round x process ANOVA of the stock engines' log pass times per boot, mean "
-               "squares pooled over boots; tau's bound by the chi-square (Wilson-Hilferty) quantile",
-        processes=f.processes, passes=f.passes, sigma=f.sigma, tau=f.tau, tau_upper_95=f.tau_upper, sims=sims,
-        false_pass=simulate(f.resid, f.tau, rule, 0.0, sims, rng),
-        false_pass_at_tau_upper=simulate(f.resid, f.tau_upper, rule, 0.0, sims, rng),
-        power_at_2pct=simulate(f.resid, f.tau_upper, rule, 0.02, sims, rng))
+    model, robust = process_model(fit(raws), rule, sims, seed), process_model(fit(raws, CUT), rule, sims, seed)
     nz = noise(raws)
     two = next((r for r in controls if r.effect == 0.02 and r.qualifications), injected[1])
     minutes = (nz["boot_s_max"] + (two.mean_rounds or rule.max_rounds) * 3 * nz["engine_round_s"]) / 60
@@ -256,7 +274,7 @@ def analyse(raws: list[CalibrationRaw], prereg: Preregistration, *, sims: int = 
         independent_draws=n, false_passes_independent=k, false_pass_upper_95=upper, held_out_draws=len(held),
         held_out_false_passes=k_held, held_out_upper_95=clopper_pearson_upper(k_held, len(held)),
         pooled_draws=len(pooled), pooled_false_passes=pooled.count("PASS"), positive_control=controls,
-        injected=injected, model=model, units=every, minutes_per_qualification=minutes, preregistration=prereg,
+        injected=injected, model=model, robust_model=robust, units=every, minutes_per_qualification=minutes, preregistration=prereg,
         rule=rule, noise=nz, measured_candidate=measured_candidate(raws, rule.trim), meets_targets=not short,
         shortfall=short, path_to_300=dict(units_needed=need, units_now=n, units_per_wave=WAVE_ENGINES // 3,
                                           wave_minutes=wave_s / 60, waves=waves, device_hours=waves * wave_s / 3600),
