@@ -118,7 +118,9 @@ def test_cli_analyse_writes_the_record_with_the_preregistered_rule(tmp_path, cap
     assert e.value.code in (0, None)
     rec = CalibrationRecord.model_validate_json(out.read_text())
     assert rec.independent_draws == 2 and rec.rule == RULE and rec.selection == "pre-registered" and rec.model.sims == 20
-    assert "null (independent)" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "null (independent)" in printed and "process model: sigma" in printed
+    assert f"robust model: sigma {rec.robust_model.sigma:.2%}" in printed and "passes winsorized" in printed
 
 
 def test_the_committed_record_reproduces_from_the_committed_raw_files_and_sets_the_cuda_default():

@@ -103,7 +103,7 @@ def analyse_cmd(raw, prereg_path, out_path, sims, as_json):
     if as_json:
         emit_json(record.model_dump(mode="json"))
         return
-    r, m = record, record.model
+    r = record
     table("calibration: the pre-registered rule on independent units", ["qualifications", "effect", "n", "PASS", "FAIL",
                                                                         "mean rounds", "realised"], [
         ("null (independent)", "0", r.independent_draws, r.false_passes_independent, "", "",
@@ -114,9 +114,14 @@ def analyse_cmd(raw, prereg_path, out_path, sims, as_json):
         *(("injected (model)", f"{c.effect:.0%}", c.qualifications, c.passes, c.fails, f"{c.mean_rounds:.1f}", "")
           for c in r.injected),
         ("pooled (correlated)", "0", r.pooled_draws, r.pooled_false_passes, "", "", "")])
-    click.echo(f"process model: sigma {m.sigma:.2%} per pass, tau {m.tau:.3%} (upper 95% {m.tau_upper_95:.3%}) over "
-               f"{m.processes} processes; simulated false PASS {m.false_pass:.2%} ({m.false_pass_at_tau_upper:.2%} at "
-               f"the upper tau), power at 2% {m.power_at_2pct:.1%}; {r.minutes_per_qualification:.1f} min per qualification")
+    for label, m in (("process model", r.model), ("robust model", r.robust_model)):
+        if m is None:
+            continue
+        clipped = f", {m.winsorized} of {m.passes} passes winsorized" if label == "robust model" else ""
+        click.echo(f"{label}: sigma {m.sigma:.2%} per pass, tau {m.tau:.3%} (upper 95% {m.tau_upper_95:.3%}) over "
+                   f"{m.processes} processes{clipped}; simulated false PASS {m.false_pass:.2%} "
+                   f"({m.false_pass_at_tau_upper:.2%} at the upper tau), power at 2% {m.power_at_2pct:.1%}")
+    click.echo(f"{r.minutes_per_qualification:.1f} min per qualification")
     click.echo("meets the targets" if r.meets_targets else "targets not met: " + "; ".join(r.shortfall))
 
 
