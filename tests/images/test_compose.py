@@ -18,7 +18,7 @@ def test_without_gpus_up_starts_what_it_always_did():
         ("hotfloat-compiler", "compiler", "compiler.sock", False, (), (), False),
         ("hotfloat-admission", "worker", "admission.sock", False, (), (), False),
         ("hotfloat-validator", "validator", None, True, (), (), False)]
-    assert compose.services(quick=True)[1].extra == compose.QUICK_ADMISSION
+    assert compose.services(quick=True)[1].extra == compose.QUICK_ADMISSION.flags()
 
 
 def test_gpus_add_one_pinned_qualification_service_each_and_the_validator_dials_them_all():

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from hotfloat.bundle import load_bundle, pack
+from hotfloat.compiler import BuildRecord
+from hotfloat.ledger import Ledger, State
+from hotfloat.qualify import Decision, EngineSpec, Evidence, QualifyResult, RuleConfig
+from hotfloat.qualify.workload import make_workload
+from hotfloat.scan import ScanReport
+from hotfloat.validator import Admitted, Outcome, Pipeline, local
+from hotfloat.validator.config import QUICK_ADMISSION
+from hotfloat.verdict import Status
+from hotfloat.verify import VerifyReport
+from hotfloat_services.serve import start as start_service
 
 TOKEN = "hotfloat-test-token-0123456789"
-QUICK = {"verify_max_shapes": 1, "verify_dtypes": ("fp32",)}
+QUICK = QUICK_ADMISSION.stage_kwargs()
 """Admission in tests verifies one shape in one dtype: the protocol is verify's to test, the wiring is ours."""
 
 
@@ -64,3 +76,70 @@ def packed(make_bundle):
         return pack(bundle), bundle.identity
 
     return pack_dir
+
+
+STAND_IN_S = 1.5
+"""Wall time of one stand-in qualification."""
+SEEDS = itertools.count(100)
+
+
+class Admitting:
+    """Scan, build and admission that pass at once, so the timed part of a run is qualification alone."""
+
+    def scan(self, archive, identity, on_progress):
+        return Outcome(Status.PASS, [], ScanReport(identity=identity, bundle_id="b", ops=[]))
+
+    def build(self, archive, identity, on_progress):
+        return Outcome(Status.N_A, ["nothing to build"],
+                       BuildRecord(bundle_identity=identity, arch="cpu", toolchain={}, status=Status.N_A, kernels=[]))
+
+    def admit(self, archive, identity, built, on_progress, *, on_start):
+        on_start("")
+        report = VerifyReport(bundle_id="b", identity=identity, seed=1, device="cpu", arch="cpu", sandboxed=True, rows=[])
+        return Outcome(Status.PASS, [], Admitted(verify=report, device="cpu"))
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    """Every in-process qualification server runs a PASS that takes STAND_IN_S seconds; returns the runs' log."""
+    runs: list[tuple[float, float]] = []
+
+    def qualify_bundle(bundle, options, progress):
+        start = time.monotonic()
+        time.sleep(STAND_IN_S)
+        runs.append((start, time.monotonic()))
+        evidence = Evidence(bundle_identity=bundle.identity, engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
+                            engine_identity="e" * 64, workload=make_workload("tiny", 512, seed=next(SEEDS)),
+                            rule=RuleConfig(), sandboxed=True, frames=[], started="2026-01-01T00:00:00+00:00",
+                            seconds=STAND_IN_S, decision=Decision(status="PASS", reason="stand-in", score=0.05, gate="PASS"))
+        return QualifyResult(status="PASS", score=0.05, reason="stand-in PASS", evidence=evidence)
+
+    monkeypatch.setattr(local, "qualify_bundle", qualify_bundle)
+    return runs
+
+
+@pytest.fixture
+def qualifiers(sockdir, token):
+    """start(n) -> n running qualification services on their own sockets."""
+    running = []
+
+    def start(n):
+        new = [start_service("qualification", str(sockdir / f"q{len(running) + i}.sock"), token=token, concurrency=1)
+               for i in range(n)]
+        running.extend(new)
+        return new
+
+    yield start
+    for r in running:
+        r.stop(0)
+
+
+def admitted(db, make_bundle, n) -> Ledger:
+    """A ledger of `n` fresh submissions taken to ADMITTED by `Admitting`."""
+    led = Ledger(db)
+    for i in range(n):
+        name = f"{db.stem}{i}"
+        led.receive(pack(load_bundle(make_bundle(name=name))), source=name)
+    Pipeline(led, Admitting(), through=State.ADMITTED, workers=2, backoff_s=0).run()
+    assert led.counts()["admitted"] == n
+    return led

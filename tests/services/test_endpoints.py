@@ -10,89 +10,20 @@ here is the validator keeping several endpoints busy, not the engines.
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 
-import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from hotfloat.bundle import load_bundle, pack
-from hotfloat.compiler import BuildRecord
-from hotfloat.ledger import Ledger, State
-from hotfloat.qualify import Decision, EngineSpec, Evidence, QualifyResult, RuleConfig
-from hotfloat.qualify.workload import make_workload
-from hotfloat.scan import ScanReport
-from hotfloat.validator import Admitted, Outcome, Pipeline, Qualified, ScoreEvidence, StageEvidence, local
-from hotfloat.verdict import Status
-from hotfloat.verify import VerifyReport
+from hotfloat.ledger import State
+from hotfloat.validator import Pipeline, Qualified, ScoreEvidence, StageEvidence
 from hotfloat_services.serve import start as start_service
 from hotfloat_services.validator.clients import StageClients
 from hotfloat_services.validator.endpoints import Endpoints
 
-STAND_IN_S = 1.5
-"""Wall time of one stand-in qualification."""
-SEEDS = itertools.count(100)
+from .conftest import STAND_IN_S, admitted
 
-
-class Admitting:
-    """Scan, build and admission that pass at once, so the timed part of a run is qualification alone."""
-
-    def scan(self, archive, identity, on_progress):
-        return Outcome(Status.PASS, [], ScanReport(identity=identity, bundle_id="b", ops=[]))
-
-    def build(self, archive, identity, on_progress):
-        return Outcome(Status.N_A, ["nothing to build"],
-                       BuildRecord(bundle_identity=identity, arch="cpu", toolchain={}, status=Status.N_A, kernels=[]))
-
-    def admit(self, archive, identity, built, on_progress, *, on_start):
-        on_start("")
-        report = VerifyReport(bundle_id="b", identity=identity, seed=1, device="cpu", arch="cpu", sandboxed=True, rows=[])
-        return Outcome(Status.PASS, [], Admitted(verify=report, device="cpu"))
-
-
-@pytest.fixture
-def stand_in(monkeypatch):
-    """Every in-process qualification server runs a PASS that takes STAND_IN_S seconds; returns the runs' log."""
-    runs: list[tuple[float, float]] = []
-
-    def qualify_bundle(bundle, options, progress):
-        start = time.monotonic()
-        time.sleep(STAND_IN_S)
-        runs.append((start, time.monotonic()))
-        evidence = Evidence(bundle_identity=bundle.identity, engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
-                            engine_identity="e" * 64, workload=make_workload("tiny", 512, seed=next(SEEDS)),
-                            rule=RuleConfig(), sandboxed=True, frames=[], started="2026-01-01T00:00:00+00:00",
-                            seconds=STAND_IN_S, decision=Decision(status="PASS", reason="stand-in", score=0.05, gate="PASS"))
-        return QualifyResult(status="PASS", score=0.05, reason="stand-in PASS", evidence=evidence)
-
-    monkeypatch.setattr(local, "qualify_bundle", qualify_bundle)
-    return runs
-
-
-@pytest.fixture
-def qualifiers(sockdir, token):
-    """start(n) -> n running qualification services on their own sockets."""
-    running = []
-
-    def start(n):
-        new = [start_service("qualification", str(sockdir / f"q{len(running) + i}.sock"), token=token, concurrency=1)
-               for i in range(n)]
-        running.extend(new)
-        return new
-
-    yield start
-    for r in running:
-        r.stop(0)
-
-
-def _admitted(db, make_bundle, n) -> Ledger:
-    led = Ledger(db)
-    for i in range(n):
-        name = f"{db.stem}{i}"
-        led.receive(pack(load_bundle(make_bundle(name=name))), source=name)
-    Pipeline(led, Admitting(), through=State.ADMITTED, workers=2, backoff_s=0).run()
-    assert led.counts()["admitted"] == n
-    return led
+SERVING = health_pb2.HealthCheckResponse.SERVING
 
 
 def _score(led, sockdir, token, targets, **kwargs) -> tuple[float, list[str]]:
@@ -122,7 +53,7 @@ def test_three_endpoints_finish_a_queue_faster_than_one(stand_in, qualifiers, ma
     """Six submissions, twelve qualifications, the same three pipeline workers: one endpoint runs them one after
     another; three run three at once, each reproduction on another endpoint than its first run."""
     one, three = qualifiers(1), qualifiers(3)
-    slow_led, fast_led = _admitted(tmp_path / "one.db", make_bundle, 6), _admitted(tmp_path / "three.db", make_bundle, 6)
+    slow_led, fast_led = admitted(tmp_path / "one.db", make_bundle, 6), admitted(tmp_path / "three.db", make_bundle, 6)
     slow, _ = _score(slow_led, sockdir, token, [r.target for r in one], workers=3)
     fast, notes = _score(fast_led, sockdir, token, [r.target for r in three], workers=3)
     print(f"one endpoint {slow:.1f} s, three {fast:.1f} s: {slow / fast:.2f}x")
@@ -149,7 +80,7 @@ def test_a_run_whose_endpoint_dies_is_retried_on_another_and_recorded_once(stand
     is done again elsewhere, every submission is scored once with both runs on distinct live endpoints."""
     running = qualifiers(3)
     dead = running[0]
-    led = _admitted(tmp_path / "l.db", make_bundle, 4)
+    led = admitted(tmp_path / "l.db", make_bundle, 4)
     threading.Timer(STAND_IN_S / 3, lambda: dead.stop(0)).start()  # all three endpoints are busy by then
     _score(led, sockdir, token, [r.target for r in running], workers=3, max_attempts=3)
     retried = 0
@@ -225,7 +156,7 @@ def test_a_killed_endpoint_costs_one_try_and_tries_wait_for_an_endpoint(stand_in
     than there are live endpoints (a call waiting for an endpoint is no try)."""
     live, dead = qualifiers(2)
     dead.stop(0)
-    led = _admitted(tmp_path / "l.db", make_bundle, 3)
+    led = admitted(tmp_path / "l.db", make_bundle, 3)
     most, done = [0], threading.Event()
 
     def watch():
@@ -251,3 +182,35 @@ def test_a_killed_endpoint_costs_one_try_and_tries_wait_for_an_endpoint(stand_in
         assert sub.state is State.SCORED, sub.reason
         _recorded_once(led, sub.id)
     led.close()
+
+
+def test_an_endpoint_restarted_after_a_long_outage_serves_again_within_seconds(qualifiers, sockdir, token):
+    """The server behind an endpoint stops for 30 s (its channel's failed dials back off meanwhile) and starts again
+    on the same socket: the pool leases it again within seconds (1.9-3.7 s measured; with gRPC's default backoff,
+    which grows to 120 s, 11.2 and 15.1 s after this outage, and up to two minutes after a longer one)."""
+    server = qualifiers(1)[0]
+    pool = Endpoints([server.target], lambda ch: ch, per_endpoint=1, cool_off_s=0.3)
+    with pool.lease("a") as (_, ch):  # the channel is connected before the outage
+        assert health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=5).status == SERVING
+    server.stop(0)
+    pool.mark_down(server.target, "stopped")
+    back: list[float] = []
+
+    def lease():
+        with pool.lease("b") as (target, _):
+            back.append(time.monotonic())
+
+    waiter = threading.Thread(target=lease)
+    waiter.start()
+    time.sleep(30)  # the outage: every 0.3 s a health check fails on the backed-off channel
+    assert not back, "the pool leased an endpoint whose server was stopped"
+    restarted = start_service("qualification", server.target.removeprefix("unix:"), token=token, concurrency=1)
+    up = time.monotonic()
+    try:
+        waiter.join(120)
+        took = back[0] - up
+        print(f"leased again {took:.2f} s after the restart")
+        assert took < 8, took  # max backoff 5 s (+20% jitter) plus a 0.3 s cool-off; gRPC's default: up to 120 s
+    finally:
+        restarted.stop(0)
+        pool.close()

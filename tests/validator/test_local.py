@@ -14,6 +14,7 @@ from hotfloat.ledger import Ledger, State
 from hotfloat.qualify import Evidence, QualifyResult
 from hotfloat.validator import LocalStages, Outcome, Pipeline, StageConfig, StageEvidence, local
 from hotfloat.scan import ScanReport
+from hotfloat.validator.config import QUICK_ADMISSION
 from hotfloat.validator.evidence import EVIDENCE, Admitted, ScoreEvidence
 from hotfloat.validator.standings import scores
 from hotfloat.verdict import Status
@@ -29,7 +30,7 @@ def run(x, out):
     out.copy_((torch.nn.functional.silu(x[..., :d].float()) * x[..., d:].float()).to(out.dtype))
 """
 BANNED = "import socket\n\ndef run(x, out):\n    out.zero_()\n"
-QUICK = StageConfig(verify_max_shapes=1, verify_dtypes=("fp32",))
+QUICK = StageConfig(**QUICK_ADMISSION.stage_kwargs())
 
 
 @pytest.fixture

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from hashlib import sha256
@@ -105,3 +108,52 @@ def test_a_refusal_stops_the_run_with_nothing_judged(submitted):
         Pipeline(led, Scripted(scan=StageRefused("bad token")), through=State.SCANNED, backoff_s=0).run()
     assert led.get(sid).state is State.RECEIVED
     assert [(a.outcome, a.reason) for a in led.attempts(sid)] == [("refused", "bad token")]
+
+
+class Stopping(Scripted):
+    """Two qualification endpoints' worth of calls: the first runs until `release`; the second waits for an endpoint
+    until the pipeline's `on_stop` gives up its wait, and an endpoint then frees (it would start a call)."""
+
+    def __init__(self, outcome: Outcome):
+        super().__init__(outcome)
+        self.release, self.abandoned, self.calls, self.refused = threading.Event(), threading.Event(), [], []
+
+    def qualify(self, archive, identity, on_progress, *, on_start, avoid=None):
+        self.calls.append(identity)
+        if len(self.calls) > 1:
+            self.abandoned.wait(30)
+            try:
+                on_start("q1")
+            except InfrastructureError as e:
+                self.refused.append(str(e))
+                raise
+        on_start("q0")
+        self.release.wait(30)
+        return super().qualify(archive, identity, on_progress, on_start=on_start, avoid=avoid)
+
+
+def test_a_stop_starts_nothing_new_records_the_call_in_flight_and_nothing_for_a_wait(make_bundle, tmp_path,
+                                                                                    qualified_record):
+    led = Ledger(tmp_path / "l.db")
+    for name in "ab":
+        led.receive(pack(load_bundle(make_bundle(name=name))))
+    stages, stop = Stopping(Outcome(Status.PASS, [], qualified_record("PASS", 0.05, "PASS"))), threading.Event()
+    pipeline = Pipeline(led, stages, through=State.SCORED, workers=2, backoff_s=0, on_stop=stages.abandoned.set)
+    runner = threading.Thread(target=pipeline.run, kwargs={"drain": False, "poll_s": 0.05, "stop": stop})
+    runner.start()
+    deadline = time.monotonic() + 60
+    while len(stages.calls) < 2:
+        assert time.monotonic() < deadline and runner.is_alive()
+        time.sleep(0.02)
+    stop.set()
+    assert stages.abandoned.wait(5)  # the run gave up the waiting call's wait, with the first still in flight
+    stages.release.set()
+    runner.join(10)
+    assert not runner.is_alive()
+    ran, waited = stages.calls
+    assert {s.identity: s.state for s in led.submissions()} == {ran: State.QUALIFIED, waited: State.ADMITTED}
+    assert stages.refused == ["the validator is stopping: the call was not made"]  # and no reproduction started
+    tries = {s.identity: [(a.stage, a.outcome) for a in led.attempts(s.id) if a.stage in ("qualify", "score")]
+             for s in led.submissions()}
+    assert tries == {ran: [("qualify", "done")], waited: []}
+    led.close()

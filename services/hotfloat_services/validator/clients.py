@@ -18,9 +18,9 @@ from hotfloat.validator.stages import OnStart
 
 from .._proto import admission_pb2_grpc, compiler_pb2_grpc, qualification_pb2_grpc
 from ..common.auth import call_metadata
-from ..common.transport import Tls, channel
+from ..common.transport import Tls
 from . import convert
-from .endpoints import COOL_OFF_S, Endpoints
+from .endpoints import COOL_OFF_S, Endpoints, dial
 
 REFUSALS = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.UNIMPLEMENTED}
 """Codes that refuse the validator itself (a deployment fault); any other failure is transient and retried."""
@@ -62,13 +62,19 @@ class StageClients:
                  token: str, tls: Tls | None = None, deadlines: Deadlines = Deadlines(), cool_off_s: float = COOL_OFF_S):
         self._meta = call_metadata(token)
         self._deadlines = deadlines
-        self._channel = channel(compiler, tls)
+        self._channel = dial(compiler, tls)
         self._compiler = compiler_pb2_grpc.CompilerStub(self._channel)
         self._admission = Endpoints(_many(admission), admission_pb2_grpc.AdmissionStub, tls=tls, cool_off_s=cool_off_s)
         self._qualification = None
         if _many(qualification):
             self._qualification = Endpoints(_many(qualification), qualification_pb2_grpc.QualificationStub, tls=tls,
                                             per_endpoint=1, cool_off_s=cool_off_s)
+
+    def abandon(self) -> None:
+        """Calls waiting for an admission or qualification endpoint give up (the validator is stopping)."""
+        for pool in (self._admission, self._qualification):
+            if pool is not None:
+                pool.abandon()
 
     def close(self) -> None:
         self._channel.close()

@@ -5,7 +5,10 @@ another endpoint when there is one (the reproduction of a PASS, or a retry after
 An endpoint whose call failed in transport is down for every submission for a cool-off, then given calls again
 only once its health check says it serves: the other submissions do not spend their tries on it. With every
 endpoint down a lease waits; the pipeline records an attempt only once its call holds an endpoint, so waiting for
-the infrastructure costs no submission a try and judges nothing."""
+the infrastructure costs no submission a try and judges nothing; a validator that stops abandons those waits.
+
+The validator's channels (`dial`) come back quickly after an endpoint restarts: gRPC's default reconnect backoff
+grows to 120 s, so an endpoint back after a long outage could fail four health checks while it serves."""
 
 from __future__ import annotations
 
@@ -20,16 +23,35 @@ from typing import Generic, TypeVar
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from hotfloat.errors import InputError
+from hotfloat.errors import InfrastructureError, InputError
 
-from ..common.transport import Tls, channel
+from ..common.transport import BALANCED, CHANNEL_OPTIONS, Tls, address
 
 S = TypeVar("S")
 COOL_OFF_S = 30.0
 """How long an endpoint that failed in transport gets no call before its health is checked again."""
 PROBE_S = 2.0
 """Deadline of that health check."""
+DIAL_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 500),  # a restarted pod or service is dialled again soon (default 1 s)
+    ("grpc.max_reconnect_backoff_ms", 5_000),  # far under COOL_OFF_S, so the next health check finds it (default 120 s)
+    ("grpc.min_reconnect_backoff_ms", 5_000),  # one dial's deadline (default 20 s): TCP + TLS on a LAN take ms
+    ("grpc.keepalive_time_ms", 360_000),  # above servers' default 5 min floor: pinging more often gets a GOAWAY
+    ("grpc.keepalive_timeout_ms", 20_000),  # a host gone silent mid-call fails in ~6 min, not at the call's deadline
+    ("grpc.http2.max_pings_without_data", 0),  # a qualification may stream nothing for many minutes
+)
+"""The validator's channel options besides the servers' message bounds: a dead endpoint costs a dial per 5 s."""
 log = logging.getLogger("hotfloat.validator")
+
+
+def dial(target: str, tls: Tls | None = None) -> grpc.Channel:
+    """A channel to one service, as `transport.channel` makes it, with the validator's `DIAL_OPTIONS`."""
+    target = address(target, tls)
+    options = CHANNEL_OPTIONS + DIAL_OPTIONS + (BALANCED if target.startswith("dns:") else ())
+    if tls is None:
+        return grpc.insecure_channel(target, options=options)
+    creds = grpc.ssl_channel_credentials(root_certificates=tls.ca, private_key=tls.key, certificate_chain=tls.cert)
+    return grpc.secure_channel(target, creds, options=options)
 
 
 class Endpoints(Generic[S]):
@@ -39,7 +61,7 @@ class Endpoints(Generic[S]):
                  cool_off_s: float = COOL_OFF_S):
         if not targets or len(set(targets)) != len(targets):
             raise InputError(f"endpoints must be given, each once: {list(targets)}")
-        self._channels = {t: channel(t, tls) for t in targets}
+        self._channels = {t: dial(t, tls) for t in targets}
         self._stubs: dict[str, S] = {t: stub(c) for t, c in self._channels.items()}
         self._per, self._cool_off = per_endpoint, cool_off_s
         self._busy = dict.fromkeys(targets, 0)
@@ -50,6 +72,7 @@ class Endpoints(Generic[S]):
         self._down: dict[str, float] = {}
         """Endpoint -> the monotonic time its cool-off ends; it is up again once a health check after that passes."""
         self._probing: set[str] = set()
+        self._abandoned = False
         self._ticks = itertools.count(1)
         self._free = threading.Condition()
 
@@ -69,6 +92,13 @@ class Endpoints(Generic[S]):
                 log.warning("endpoint %s is down for %.0f s: %s", name, self._cool_off, why)
             self._down[name] = time.monotonic() + self._cool_off
 
+    def abandon(self) -> None:
+        """The validator is stopping: every call waiting for an endpoint, and any later one, raises at once; calls
+        that hold an endpoint go on."""
+        with self._free:
+            self._abandoned = True
+            self._free.notify_all()
+
     @contextlib.contextmanager
     def lease(self, identity: str, avoid: str | None = None) -> Iterator[tuple[str, S]]:
         """Waits for a free endpoint that is up and holds it for the call. It avoids `avoid` (the endpoint of the run
@@ -86,6 +116,8 @@ class Endpoints(Generic[S]):
     def _take(self, identity: str, avoid: str | None) -> str | None:
         """A free endpoint, now leased; None (after waiting for a change) when none is free and up."""
         with self._free:
+            if self._abandoned:
+                raise InfrastructureError("the validator is stopping: no endpoint was leased")
             up = [t for t in self._busy if t not in self._down]
             shunned = ({avoid, self._last.get(identity)}, {avoid}, set())
             eligible = next((e for e in ([t for t in up if t not in s] for s in shunned) if e), [])
@@ -105,7 +137,7 @@ class Endpoints(Generic[S]):
         that serves is up again, any other cools off once more."""
         with self._free:
             now = time.monotonic()
-            due = [t for t, end in self._down.items() if end <= now and t not in self._probing]
+            due = [] if self._abandoned else [t for t, end in self._down.items() if end <= now and t not in self._probing]
             self._probing.update(due)
         for name in due:
             serving = self._serving(name)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from hotfloat.ledger import Ledger, State
 from hotfloat.validator import LocalStages, Pipeline, StageConfig, Stages
-from hotfloat.validator.config import ValidatorConfig
+from hotfloat.validator.config import QUICK_ADMISSION, ValidatorConfig
 from hotfloat.validator.evidence import EVIDENCE
 from hotfloat.validator.pipeline import OnEvent
 
@@ -19,8 +19,11 @@ from ..common.transport import Tls
 from .clients import StageClients
 from .spawn import spawned
 
-QUICK = {"verify_max_shapes": 1, "verify_dtypes": ("fp32",)}
-"""Smoke-run admission in this process, as `spawn.QUICK` asks of a spawned one."""
+
+def stage_config(config: ValidatorConfig, rule=None) -> StageConfig:
+    """What stages in this process run with: the settings `spawned` gives its services as flags."""
+    quick = QUICK_ADMISSION.stage_kwargs() if config.quick else {}
+    return StageConfig(device=config.stage_device(), qualify_rule=rule, **quick)
 
 
 class Validator:
@@ -34,6 +37,7 @@ class Validator:
         self.ledger: Ledger | None = None
         self.cycle: Callable[[], None] | None = None
         self.pipeline: Pipeline | None = None
+        self._abandon: Callable[[], None] | None = None
 
     def __enter__(self) -> Validator:
         try:
@@ -47,7 +51,8 @@ class Validator:
         self._stack.close()
 
     def run(self, stop: threading.Event | None = None) -> dict[str, int]:
-        """Works the queue (resuming interrupted work first) until it is empty, or with `follow` until `stop` is set."""
+        """Works the queue (resuming interrupted work first) until it is empty, or with `follow` until `stop` is set;
+        a stop lets the calls in flight finish and abandons those still waiting for an endpoint."""
         return self.pipeline.run(drain=not self.config.follow, stop=stop, cycle=self.cycle)
 
     def _open(self) -> None:
@@ -61,12 +66,12 @@ class Validator:
         self.ledger = self._ledger()
         through = State(c.through or ("scored" if c.qualifies else "admitted"))
         self.pipeline = Pipeline(self.ledger, stages, through=through, workers=c.workers, max_attempts=c.max_attempts,
-                                 on_event=self._on_event)
+                                 on_event=self._on_event, on_stop=self._abandon)
 
     def _stages(self, rule) -> Stages:
         c = self.config
         if c.stages == "local":
-            return LocalStages(StageConfig(device=c.stage_device(), qualify_rule=rule, **(QUICK if c.quick else {})))
+            return LocalStages(stage_config(c, rule))
         if c.stages == "spawned":
             names = ("compiler", "admission", "qualification") if c.rule_from else ("compiler", "admission")
             self._report(f"starting {', '.join(names[:-1])} and {names[-1]} services ...")
@@ -80,6 +85,7 @@ class Validator:
         tls = Tls.load(c.tls.ca, c.tls.cert, c.tls.key) if c.tls else None
         clients = StageClients(compiler, admission, qualification, token=token, tls=tls)
         self._stack.callback(clients.close)
+        self._abandon = clients.abandon
         return clients
 
     def _ledger(self) -> Ledger:

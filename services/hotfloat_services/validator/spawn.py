@@ -8,10 +8,21 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from hotfloat.validator.config import QUICK_ADMISSION
+
 from ..common.process import ServiceProcess
 
-QUICK = ("--verify-max-shapes", "1", "--verify-dtype", "fp32")
-"""Smoke-run admission: one shape per op in fp32; the full protocol is the default."""
+QUICK = QUICK_ADMISSION.flags()
+"""Smoke-run admission as a spawned service's flags (what tools/loadtest.py starts its worker with)."""
+
+
+def service_args(name: str, *, quick: bool = False, rule_from: Path | None = None) -> tuple[str, ...]:
+    """The options `spawned` gives service `name` beyond its socket, token and device."""
+    if name == "admission" and quick:
+        return QUICK
+    if name == "qualification" and rule_from is not None:
+        return ("--rule-from", str(rule_from))
+    return ()
 
 
 @contextlib.contextmanager
@@ -27,10 +38,8 @@ def spawned(names: tuple[str, ...], *, device: str = "cpu", quick: bool = False,
         token_file.write_text(token)
         procs = []
         for name in names:
-            extra = QUICK if quick and name == "admission" else ()
-            if rule_from is not None and name == "qualification":
-                extra = ("--rule-from", str(rule_from))
-            proc = ServiceProcess(name, root / f"{name}.sock", token_file, device=device, extra=extra, log=root / f"{name}.log")
+            proc = ServiceProcess(name, root / f"{name}.sock", token_file, device=device,
+                                  extra=service_args(name, quick=quick, rule_from=rule_from), log=root / f"{name}.log")
             stack.callback(proc.stop)
             procs.append(proc.launch())
         yield {p.name: p.wait_ready().target for p in procs}, token

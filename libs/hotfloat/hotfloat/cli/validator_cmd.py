@@ -83,7 +83,8 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="Submissions worked at once.")
 @click.option("--max-attempts", type=click.IntRange(1, 20), default=3, show_default=True,
               help="Tries per stage after infrastructure faults before NO_DECISION.")
-@click.option("--follow", is_flag=True, help="Keep polling the ledger for new submissions until SIGINT/SIGTERM.")
+@click.option("--follow", is_flag=True, help="Keep polling the ledger for new submissions until SIGTERM (exit 0: calls "
+              "in flight finish and are recorded, calls waiting for an endpoint are dropped unrecorded) or SIGINT.")
 @click.option("--chain", "network", help="Take in commitments and set weights on this network each cycle: finney, test, "
               "local, a ws(s):// endpoint or standin:PATH. Without it the run works the ledger only.")
 @click.option("--netuid", type=click.IntRange(0, 65535), help="Subnet id (with --chain).")
@@ -104,9 +105,9 @@ def run(config_path, as_json, **flags) -> None:
     writable_ledger(config.ledger)
     node = Validator(config, on_event=lambda sid, stage, msg: click.echo(f"#{sid} {stage}: {msg}", err=True),
                      report=lambda msg: click.echo(msg, err=True))
+    stop = threading.Event()  # SIGTERM, also while starting: nothing new, calls in flight finish, waits are abandoned
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with node:
-        stop = threading.Event()  # SIGTERM: schedule nothing new, finish what is in flight, stop the services
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
         counts = node.run(stop)
     if as_json:
         emit_json({"counts": counts, "seconds": round(time.monotonic() - start, 3)})

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ExitCode, HotfloatError, InfrastructureError, InputError
+from ..validator.config import QUICK_ADMISSION
 from ..verdict import Status
 from . import runtime
 from .oci import Layout
@@ -26,8 +27,6 @@ SOCKETS_INSIDE = "/run/hotfloat"
 _READY_S = 180.0
 GPU_LIMITS = {"memory_bytes": 96 << 30, "pids": 32768}
 """A GPU container's bounds: a qualification's engine processes and threads (memory as its Kubernetes pod requests)."""
-QUICK_ADMISSION = ("--verify-max-shapes", "1", "--verify-dtype", "fp32")
-"""Admission options for demos and tests on CPU: one shape in fp32 instead of the full verification."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ def services(gpus: int = 0, *, quick: bool = False, admission_gpu: int | None = 
     dial = tuple(a for q in qualifiers for a in ("--qualification", f"{SOCKETS_INSIDE}/{q.socket}"))
     return [Service("hotfloat-compiler", "compiler", "compiler.sock"),
             Service("hotfloat-admission", "worker", "admission.sock", gpu=bool(on_gpu),
-                    extra=(*(QUICK_ADMISSION if quick else ()), *on_gpu)),
+                    extra=(*(QUICK_ADMISSION.flags() if quick else ()), *on_gpu)),
             *qualifiers, Service("hotfloat-validator", "validator", network=True, extra=dial)]
 
 

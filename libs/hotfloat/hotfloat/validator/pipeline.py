@@ -14,13 +14,15 @@ NO_DECISION: never FAILED, never lost. A try is recorded once its call holds an 
 waiting for a free or live endpoint costs no try, and the row names the endpoint it ran on. A service that refuses
 the validator itself (wrong token, a stage it does not offer: `StageRefused`) stops the run with nothing judged:
 that is a deployment fault, not a submission's.
+
+A stop (SIGTERM) starts nothing new: calls in flight finish and are recorded, calls still waiting for an endpoint are
+abandoned with nothing recorded, and every submission stays at its last committed state for the next run.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
@@ -49,45 +51,57 @@ class Pipeline:
 
     def __init__(self, ledger: Ledger, stages: Stages, *, through: State = State.ADMITTED, workers: int = 2,
                  max_attempts: int = 3, backoff_s: float = 0.5, on_event: OnEvent | None = None,
-                 on_progress: OnEvent | None = None):
+                 on_progress: OnEvent | None = None, on_stop: Callable[[], None] | None = None):
         if through not in (State.SCANNED, State.BUILT, State.ADMITTED, State.QUALIFIED, State.SCORED):
             raise InfrastructureError(f"a run can go through scanned, built, admitted, qualified or scored, not {through.value}")
         self.ledger, self.stages, self.through = ledger, stages, through
         self.workers, self.max_attempts, self.backoff_s = workers, max_attempts, backoff_s
         self.on_event = on_event or (lambda sid, stage, msg: log.info("#%d %s: %s", sid, stage, msg))
         self.on_progress = on_progress or (lambda sid, stage, msg: None)
+        self.on_stop = on_stop or (lambda: None)
+        """Called when a run stops with calls in flight: the stages give up their waits for an endpoint (gRPC:
+        `StageClients.abandon`), so a stop never waits for a dead endpoint to come back."""
+        self._halt = threading.Event()
+        """The running run's `stop`: once set, each submission ends its turn after the call it is in."""
 
     def run(self, *, drain: bool = True, poll_s: float = 1.0, stop: threading.Event | None = None,
             cycle: Callable[[], None] | None = None) -> dict[str, int]:
         """Works the queue (resuming interrupted work first) until it is empty (drain) or `stop` is set; `cycle`
-        runs at the top of every loop (the chain's intake and weights), in this thread."""
-        stop = stop or threading.Event()
+        runs at the top of every loop (the chain's intake and weights), in this thread. From the moment `stop` is
+        set no call starts; calls waiting for an endpoint are abandoned and those in flight finish. The run sets
+        `stop` itself when it ends otherwise (drained, or a fault), for its workers."""
+        stop = self._halt = stop or threading.Event()
         with self.ledger.exclusive():
             if n := self.ledger.recover():
                 log.warning("%d stage attempt(s) were interrupted by a previous stop; they count as failed tries", n)
             inflight: dict = {}
             with ThreadPoolExecutor(self.workers, thread_name_prefix="hotfloat-pipeline") as pool:
-                while not stop.is_set():
-                    if cycle is not None:
-                        cycle()
-                    for sub in self.ledger.pending(self.through):
-                        if sub.id not in inflight.values() and len(inflight) < self.workers:
-                            inflight[pool.submit(self.finish, sub.id)] = sub.id
-                    if not inflight:
-                        if drain:
-                            break
-                        stop.wait(poll_s)
-                        continue
-                    done, _ = wait(list(inflight), timeout=poll_s, return_when=FIRST_COMPLETED)
-                    for f in done:
-                        del inflight[f]
-                        f.result()
+                try:
+                    while not stop.is_set():
+                        if cycle is not None:
+                            cycle()
+                        for sub in self.ledger.pending(self.through):
+                            if sub.id not in inflight.values() and len(inflight) < self.workers:
+                                inflight[pool.submit(self.finish, sub.id)] = sub.id
+                        if not inflight:
+                            if drain:
+                                break
+                            stop.wait(poll_s)
+                            continue
+                        done, _ = wait(list(inflight), timeout=poll_s, return_when=FIRST_COMPLETED)
+                        for f in done:
+                            del inflight[f]
+                            f.result()
+                finally:
+                    stop.set()
+                    if inflight:
+                        self.on_stop()
         return self.ledger.counts()
 
     def finish(self, sid: int) -> Submission:
         """Runs stages for one submission until it is final or at `through`."""
         sub = self.ledger.get(sid)
-        while not sub.state.final and sub.state is not self.through:
+        while not sub.state.final and sub.state is not self.through and not self._halt.is_set():
             sub = self.step(sub)
         return sub
 
@@ -98,20 +112,25 @@ class Pipeline:
             return self._decide(sub, State.NO_DECISION, f"{stage}: no decision after {tries} failed attempts")
         begun: list[str] = []
 
-        def begin(where: str = "") -> None:
+        def begin(where: str = "", *, ran: bool = False) -> None:
             """Records the try once its call holds an endpoint: a call still waiting for one has cost nothing, and
-            a validator killed then leaves no try that never ran."""
-            if not begun:
-                self.ledger.begin_attempt(sub.id, stage, where)
-                begun.append(where)
-                self.on_event(sub.id, stage, f"started at {where}" if where else "started")
+            a validator killed then leaves no try that never ran. Once the run is stopped no call starts."""
+            if begun:
+                return
+            if not ran and self._halt.is_set():
+                raise InfrastructureError("the validator is stopping: the call was not made")
+            self.ledger.begin_attempt(sub.id, stage, where)
+            begun.append(where)
+            self.on_event(sub.id, stage, f"started at {where}" if where else "started")
 
         try:
             result = self._call(stage, sub, begin)
         except Exception as e:
-            begin()  # a call that failed before it held an endpoint (a configuration fault) is a try: tries stay bounded
+            if not begun and self._halt.is_set():  # stopped before the call held an endpoint: nothing ran
+                return sub
+            begin(ran=True)  # a call that failed before it held an endpoint (a configuration fault) is a try: tries stay bounded
             return self._failed(sub, stage, e)
-        begin()
+        begin(ran=True)
         return self._record(sub, stage, result)
 
     def _failed(self, sub: Submission, stage: str, e: Exception) -> Submission:
@@ -187,7 +206,7 @@ class Pipeline:
         self.on_event(sub.id, stage, f"attempt {tries} failed: {why}")
         if tries >= self.max_attempts:
             return self._decide(sub, State.NO_DECISION, f"{stage}: no decision after {tries} failed attempts (last: {why})")
-        time.sleep(self.backoff_s * tries)
+        self._halt.wait(self.backoff_s * tries)
         return self.ledger.get(sub.id)
 
     def _decide(self, sub: Submission, to: State, reason: str, evidence: StageEvidence | None = None) -> Submission:
