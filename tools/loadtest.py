@@ -32,8 +32,8 @@ from pathlib import Path
 from hotfloat.bundle import bundle_from_files, pack
 from hotfloat.errors import InputError
 from hotfloat.ledger import FINAL, Ledger, State
+from hotfloat.validator.config import QUICK_ADMISSION
 from hotfloat_services.common.process import ServiceProcess
-from hotfloat_services.validator.spawn import QUICK
 
 MANIFEST = """\
 bundle_id = "load-{i}"
@@ -163,7 +163,7 @@ def run(args) -> dict:
                     refused[reason] = refused.get(reason, 0) + 1
         intake_s = time.monotonic() - submitted
         compiler = ServiceProcess("compiler", root / "c.sock", token_file, concurrency=args.workers, log=root / "c.log")
-        admission = ServiceProcess("admission", root / "a.sock", token_file, concurrency=args.workers, extra=QUICK,
+        admission = ServiceProcess("admission", root / "a.sock", token_file, concurrency=args.workers, extra=QUICK_ADMISSION.flags(),
                                    log=root / "a.log")
         compiler.launch()
         admission.launch()

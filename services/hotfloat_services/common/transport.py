@@ -58,10 +58,11 @@ def address(where: str, tls: Tls | None = None) -> str:
     return where
 
 
-def channel(target: str, tls: Tls | None = None) -> grpc.Channel:
-    """A channel with the same message bounds as the servers; a DNS target balances over all its addresses."""
+def channel(target: str, tls: Tls | None = None, options: tuple = ()) -> grpc.Channel:
+    """A channel with the same message bounds as the servers, and `options` besides; a DNS target balances over all
+    its addresses."""
     target = address(target, tls)
-    options = CHANNEL_OPTIONS + (BALANCED if target.startswith("dns:") else ())
+    options = CHANNEL_OPTIONS + tuple(options) + (BALANCED if target.startswith("dns:") else ())
     if tls is None:
         return grpc.insecure_channel(target, options=options)
     creds = grpc.ssl_channel_credentials(root_certificates=tls.ca, private_key=tls.key, certificate_chain=tls.cert)

@@ -25,7 +25,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from hotfloat.errors import InfrastructureError, InputError
 
-from ..common.transport import BALANCED, CHANNEL_OPTIONS, Tls, address
+from ..common.transport import Tls, channel
 
 S = TypeVar("S")
 COOL_OFF_S = 30.0
@@ -45,13 +45,8 @@ log = logging.getLogger("hotfloat.validator")
 
 
 def dial(target: str, tls: Tls | None = None) -> grpc.Channel:
-    """A channel to one service, as `transport.channel` makes it, with the validator's `DIAL_OPTIONS`."""
-    target = address(target, tls)
-    options = CHANNEL_OPTIONS + DIAL_OPTIONS + (BALANCED if target.startswith("dns:") else ())
-    if tls is None:
-        return grpc.insecure_channel(target, options=options)
-    creds = grpc.ssl_channel_credentials(root_certificates=tls.ca, private_key=tls.key, certificate_chain=tls.cert)
-    return grpc.secure_channel(target, creds, options=options)
+    """A channel to one service with the validator's `DIAL_OPTIONS`."""
+    return channel(target, tls, DIAL_OPTIONS)
 
 
 class Endpoints(Generic[S]):

@@ -12,14 +12,10 @@ from hotfloat.validator.config import QUICK_ADMISSION
 
 from ..common.process import ServiceProcess
 
-QUICK = QUICK_ADMISSION.flags()
-"""Smoke-run admission as a spawned service's flags (what tools/loadtest.py starts its worker with)."""
-
-
 def service_args(name: str, *, quick: bool = False, rule_from: Path | None = None) -> tuple[str, ...]:
     """The options `spawned` gives service `name` beyond its socket, token and device."""
     if name == "admission" and quick:
-        return QUICK
+        return QUICK_ADMISSION.flags()
     if name == "qualification" and rule_from is not None:
         return ("--rule-from", str(rule_from))
     return ()
