@@ -45,8 +45,11 @@ def test_submit_then_status(capsys, make_bundle, tmp_path):
     db, bundle = str(tmp_path / "l.db"), str(make_bundle())
     code, out, _ = hotfloat(capsys, "validator", "submit", bundle, "--ledger", db, "--json")
     assert code == 0 and json.loads(out)[0]["state"] == "received" and json.loads(out)[0]["new"]
-    code, out, _ = hotfloat(capsys, "validator", "submit", bundle, "--ledger", db, "--json")
-    assert code == 0 and not json.loads(out)[0]["new"]
+    (Path(bundle) / ".git").mkdir()
+    (Path(bundle) / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    code, out, err = hotfloat(capsys, "validator", "submit", bundle, "--ledger", db, "--json")
+    assert code == 0 and not json.loads(out)[0]["new"], "a VCS folder is not part of the bundle: same identity"
+    assert f"note: ignored .git/ in {bundle}" in err
     code, out, _ = hotfloat(capsys, "validator", "status", "--ledger", db, "--json")
     status = json.loads(out)
     assert code == 0 and status["counts"]["received"] == 1 and status["submissions"][0]["bundle_id"] == "b"

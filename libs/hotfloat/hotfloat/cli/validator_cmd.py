@@ -19,7 +19,7 @@ from ..validator.config import load_config
 from ..validator.evidence import EVIDENCE
 from ..validator.standings import crowns, scores
 from .chain_cmd import wallet_options
-from .options import DEVICES, ledger_option, read_archive, writable_ledger
+from .options import DEVICES, ledger_option, note_ignored, read_archive, writable_ledger
 from .output import emit_json, json_option, table
 
 LEDGER = ledger_option()
@@ -42,7 +42,7 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
     with Ledger(writable_ledger(ledger_path)) as led:
         for path in bundles:
             p = Path(path)
-            archive = pack(load_bundle(p)) if p.is_dir() else read_archive(p)
+            archive = pack(note_ignored(load_bundle(p), path)) if p.is_dir() else read_archive(p)
             sub, created = led.receive(archive, submitter=submitter, source=str(p))
             rows.append({"id": sub.id, "identity": sub.identity, "bundle_id": sub.bundle_id, "state": sub.state.value,
                          "new": created})
