@@ -15,7 +15,7 @@ from hotfloat.ledger import Ledger, State
 from hotfloat.validator import Pipeline
 from hotfloat_services.common.process import ServiceProcess
 from hotfloat_services.validator.clients import StageClients
-from hotfloat_services.validator.spawn import QUICK
+from hotfloat.validator.config import QUICK_ADMISSION
 
 GOOD = """\
 import torch
@@ -28,7 +28,7 @@ def run(x, out):
 
 
 def _worker(sockdir, token_file):
-    return ServiceProcess("admission", sockdir / "admission.sock", token_file, extra=QUICK, log=sockdir / "admission.log")
+    return ServiceProcess("admission", sockdir / "admission.sock", token_file, extra=QUICK_ADMISSION.flags(), log=sockdir / "admission.log")
 
 
 def _killer(worker, then=None):

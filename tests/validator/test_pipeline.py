@@ -102,6 +102,17 @@ def test_a_fault_is_retried_then_undecided(submitted):
     assert [a.outcome for a in led.attempts(sid)] == ["retry", "retry"]
 
 
+def test_one_pipeline_runs_again_with_the_callers_stop_left_as_it_was(submitted, make_bundle):
+    """A run that drains (or ends in a fault) does not set the caller's `stop`: the same pipeline and event serve
+    the next run, which works the new submission through."""
+    led, sid = submitted
+    stop, pipeline = threading.Event(), Pipeline(led, Scripted(), through=State.ADMITTED, workers=1, backoff_s=0)
+    pipeline.run(stop=stop)
+    later, _ = led.receive(pack(load_bundle(make_bundle(name="b"))))
+    pipeline.run(stop=stop)
+    assert not stop.is_set() and led.get(sid).state is led.get(later.id).state is State.ADMITTED
+
+
 def test_a_refusal_stops_the_run_with_nothing_judged(submitted):
     led, sid = submitted
     with pytest.raises(InfrastructureError, match="scan: the service refused the validator: bad token"):

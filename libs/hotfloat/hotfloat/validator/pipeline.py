@@ -61,16 +61,18 @@ class Pipeline:
         self.on_stop = on_stop or (lambda: None)
         """Called when a run stops with calls in flight: the stages give up their waits for an endpoint (gRPC:
         `StageClients.abandon`), so a stop never waits for a dead endpoint to come back."""
-        self._halt = threading.Event()
-        """The running run's `stop`: once set, each submission ends its turn after the call it is in."""
+        self._stop, self._ended = threading.Event(), False
+        """The running run's `stop`, and whether that run has ended (a fault): either way each submission ends its
+        turn after the call it is in."""
 
     def run(self, *, drain: bool = True, poll_s: float = 1.0, stop: threading.Event | None = None,
             cycle: Callable[[], None] | None = None) -> dict[str, int]:
         """Works the queue (resuming interrupted work first) until it is empty (drain) or `stop` is set; `cycle`
         runs at the top of every loop (the chain's intake and weights), in this thread. From the moment `stop` is
-        set no call starts; calls waiting for an endpoint are abandoned and those in flight finish. The run sets
-        `stop` itself when it ends otherwise (drained, or a fault), for its workers."""
-        stop = self._halt = stop or threading.Event()
+        set no call starts; calls waiting for an endpoint are abandoned and those in flight finish. Submissions
+        still working when the run ends otherwise (a fault) stop after their current call too."""
+        stop = self._stop = stop or threading.Event()
+        self._ended = False
         with self.ledger.exclusive():
             if n := self.ledger.recover():
                 log.warning("%d stage attempt(s) were interrupted by a previous stop; they count as failed tries", n)
@@ -93,15 +95,18 @@ class Pipeline:
                             del inflight[f]
                             f.result()
                 finally:
-                    stop.set()
+                    self._ended = True
                     if inflight:
                         self.on_stop()
         return self.ledger.counts()
 
+    def _stopping(self) -> bool:
+        return self._stop.is_set() or self._ended
+
     def finish(self, sid: int) -> Submission:
         """Runs stages for one submission until it is final or at `through`."""
         sub = self.ledger.get(sid)
-        while not sub.state.final and sub.state is not self.through and not self._halt.is_set():
+        while not sub.state.final and sub.state is not self.through and not self._stopping():
             sub = self.step(sub)
         return sub
 
@@ -117,7 +122,7 @@ class Pipeline:
             a validator killed then leaves no try that never ran. Once the run is stopped no call starts."""
             if begun:
                 return
-            if not ran and self._halt.is_set():
+            if not ran and self._stopping():
                 raise InfrastructureError("the validator is stopping: the call was not made")
             self.ledger.begin_attempt(sub.id, stage, where)
             begun.append(where)
@@ -126,7 +131,7 @@ class Pipeline:
         try:
             result = self._call(stage, sub, begin)
         except Exception as e:
-            if not begun and self._halt.is_set():  # stopped before the call held an endpoint: nothing ran
+            if not begun and self._stopping():  # stopped before the call held an endpoint: nothing ran
                 return sub
             begin(ran=True)  # a call that failed before it held an endpoint (a configuration fault) is a try: tries stay bounded
             return self._failed(sub, stage, e)
@@ -206,7 +211,7 @@ class Pipeline:
         self.on_event(sub.id, stage, f"attempt {tries} failed: {why}")
         if tries >= self.max_attempts:
             return self._decide(sub, State.NO_DECISION, f"{stage}: no decision after {tries} failed attempts (last: {why})")
-        self._halt.wait(self.backoff_s * tries)
+        self._stop.wait(self.backoff_s * tries)
         return self.ledger.get(sub.id)
 
     def _decide(self, sub: Submission, to: State, reason: str, evidence: StageEvidence | None = None) -> Submission:
