@@ -30,14 +30,27 @@ CACHE = ROOT / ".cache/device-engine"
 """Downloaded wheels/.debs and the staged tree (ignored, never carried: only .device-carry/engine travels)."""
 OUT = ROOT / ".device-carry/engine"
 CHUNK = 60 * 2**20
-PLATFORMS = ("manylinux_2_34_x86_64", "manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_26_x86_64",
-             "manylinux_2_24_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux2010_x86_64",
-             "manylinux_2_12_x86_64", "manylinux_2_5_x86_64", "manylinux1_x86_64", "any")
+PLATFORMS = (
+    "manylinux_2_34_x86_64",
+    "manylinux_2_28_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_26_x86_64",
+    "manylinux_2_24_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux2010_x86_64",
+    "manylinux_2_12_x86_64",
+    "manylinux_2_5_x86_64",
+    "manylinux1_x86_64",
+    "any",
+)
 TARGET = ["--python-version", "3.12", "--implementation", "cp", "--only-binary=:all:"]
 TARGET += [a for p in PLATFORMS for a in ("--platform", p)]
-KERNEL_KEEP = re.compile(r"^(sgl_kernel/(?!sm100/|lib/|include/)[^/]+(/[^/]+)*\.py"
-                         r"|sgl_kernel/sm90/common_ops\.abi3\.so|sgl_kernel/spatial_ops\.abi3\.so"
-                         r"|triton_kernels/.*|sglang_kernel-[^/]+\.dist-info/(METADATA|top_level\.txt))$")
+KERNEL_KEEP = re.compile(
+    r"^(sgl_kernel/(?!sm100/|lib/|include/)[^/]+(/[^/]+)*\.py"
+    r"|sgl_kernel/sm90/common_ops\.abi3\.so|sgl_kernel/spatial_ops\.abi3\.so"
+    r"|triton_kernels/.*|sglang_kernel-[^/]+\.dist-info/(METADATA|top_level\.txt))$"
+)
 """sgl_kernel's Python files, the sm_90 ops and the dist-info sglang checks; FA3 (1 GB), sm100 and lib/ stay behind."""
 VERSIONS_SHOWN = ("sglang", "sglang-kernel", "flashinfer-python", "transformers")
 DROP = ("jedi/third_party",)
@@ -127,7 +140,9 @@ def fetch() -> tuple[list[Path], list[Path]]:
         name, digest = line.split()
         path = debs_dir / name
         if not path.exists():
-            run(["apt-get", "download", name.split("_")[0] + "=" + name.split("_")[1].replace("%3a", ":")], cwd=debs_dir)
+            run(
+                ["apt-get", "download", name.split("_")[0] + "=" + name.split("_")[1].replace("%3a", ":")], cwd=debs_dir
+            )
         if sha256(path) != digest:
             raise PayloadError(f"{name}: sha256 differs from {DEBS_LOCK.name}")
         debs.append(path)
@@ -141,8 +156,22 @@ def stage(wheels: list[Path], debs: list[Path], root: Path) -> None:
     for w in wheels:
         groups.setdefault(SEPARATE.get(wheel_dist(w), "site"), []).append(w)
     for folder in ("site", "hub"):
-        run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile", *TARGET,
-             "--target", str(root / folder), *map(str, groups[folder])])
+        run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--no-index",
+                "--no-compile",
+                *TARGET,
+                "--target",
+                str(root / folder),
+                *map(str, groups[folder]),
+            ]
+        )
     for folder in ("site", "hub"):
         shutil.rmtree(root / folder / "bin", ignore_errors=True)
     for rel in DROP:
@@ -165,8 +194,10 @@ def plugin_dist_info(site: Path) -> None:
     info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n")
-    eps = "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())
-                  for group, table in project["entry-points"].items())
+    eps = "".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in table.items())
+        for group, table in project["entry-points"].items()
+    )
     (info / "entry_points.txt").write_text(eps)
 
 
@@ -176,8 +207,22 @@ def pack(root: Path, out: Path) -> None:
     final, out = out, out.with_name(out.name + ".partial")
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    tar = subprocess.Popen(["tar", "--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner",
-                            "-C", str(root), "-cf", "-", "."], stdout=subprocess.PIPE)
+    tar = subprocess.Popen(
+        [
+            "tar",
+            "--sort=name",
+            "--mtime=@0",
+            "--owner=0",
+            "--group=0",
+            "--numeric-owner",
+            "-C",
+            str(root),
+            "-cf",
+            "-",
+            ".",
+        ],
+        stdout=subprocess.PIPE,
+    )
     xz = subprocess.Popen(["xz", "-6", "-T1", "-c"], stdin=tar.stdout, stdout=subprocess.PIPE)
     tar.stdout.close()
     index = 0
@@ -203,10 +248,15 @@ def build() -> None:
     size = sum(p.stat().st_size for p in OUT.glob("engine.tar.xz.*"))
     unpacked = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     names = sorted(f"{m.group(1)}=={m.group(2)}" for m in re.finditer(r"^(\S+)==(\S+) \\$", LOCK.read_text(), re.M))
-    (OUT / "MANIFEST.txt").write_text(f"payload {size / 2**20:.1f} MiB xz, {unpacked / 2**20:.0f} MiB unpacked\n"
-                                      + "\n".join(names + [d.name for d in debs]) + "\n")
-    print(f"{OUT.relative_to(ROOT)}: {len(list(OUT.glob('engine.tar.xz.*')))} chunk(s), {size / 2**20:.1f} MiB "
-          f"({unpacked / 2**20:.0f} MiB unpacked), {len(wheels)} wheels, {len(debs)} debs")
+    (OUT / "MANIFEST.txt").write_text(
+        f"payload {size / 2**20:.1f} MiB xz, {unpacked / 2**20:.0f} MiB unpacked\n"
+        + "\n".join(names + [d.name for d in debs])
+        + "\n"
+    )
+    print(
+        f"{OUT.relative_to(ROOT)}: {len(list(OUT.glob('engine.tar.xz.*')))} chunk(s), {size / 2**20:.1f} MiB "
+        f"({unpacked / 2**20:.0f} MiB unpacked), {len(wheels)} wheels, {len(debs)} debs"
+    )
 
 
 def main() -> int:

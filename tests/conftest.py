@@ -32,6 +32,7 @@ def _private_tmpdir():
     tempfile.tempdir = None
     shutil.rmtree(root, ignore_errors=True)
 
+
 def foreign_sqlite(path: Path, table: str) -> bytes:
     """Another program's SQLite database at `path` (one table); returns its bytes, to show a refusal left it alone."""
     conn = sqlite3.connect(path)
@@ -56,8 +57,15 @@ entry = "{entry}"
 def make_bundle(tmp_path):
     """Writes a bundle directory from a kernel source and optional extra files; returns its path."""
 
-    def make(kernel: str = "def run(x, out):\n    out.copy_(x[:, : x.shape[1] // 2])\n", *, slot="activation.silu_and_mul",
-             entry="run", manifest: str | None = None, files: dict[str, str | bytes] | None = None, name="b") -> Path:
+    def make(
+        kernel: str = "def run(x, out):\n    out.copy_(x[:, : x.shape[1] // 2])\n",
+        *,
+        slot="activation.silu_and_mul",
+        entry="run",
+        manifest: str | None = None,
+        files: dict[str, str | bytes] | None = None,
+        name="b",
+    ) -> Path:
         root = tmp_path / name
         (root / "kernels").mkdir(parents=True)
         (root / "manifest.toml").write_text(manifest or MANIFEST.format(bundle_id=name, slot=slot, entry=entry))
@@ -92,9 +100,18 @@ def qualified_record():
     from hotfloat.validator import Qualified
 
     def make(status: str = "PASS", score: float = 0.0, gate: str = "PASS", seed: int = 7):
-        return Qualified(bundle_identity="0" * 64, engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
-                         engine_identity="e" * 64, workload=make_workload("tiny", 512, seed=seed), rule=RuleConfig(),
-                         sandboxed=True, frames=[], started="2026-01-01T00:00:00+00:00", seconds=1.0, score=score,
-                         decision=Decision(status=status, reason=f"{status} run", score=score, gate=gate))
+        return Qualified(
+            bundle_identity="0" * 64,
+            engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
+            engine_identity="e" * 64,
+            workload=make_workload("tiny", 512, seed=seed),
+            rule=RuleConfig(),
+            sandboxed=True,
+            frames=[],
+            started="2026-01-01T00:00:00+00:00",
+            seconds=1.0,
+            score=score,
+            decision=Decision(status=status, reason=f"{status} run", score=score, gate=gate),
+        )
 
     return make

@@ -27,8 +27,12 @@ def imports(path: Path):
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = ".".join([*(package[: len(package) - node.level + 1] if node.level else []),
-                             *([node.module] if node.module else [])])
+            base = ".".join(
+                [
+                    *(package[: len(package) - node.level + 1] if node.level else []),
+                    *([node.module] if node.module else []),
+                ]
+            )
             yield from ([f"{base}.{a.name}" for a in node.names] if node.module is None else [base])
 
 
@@ -60,6 +64,7 @@ def graph() -> dict[str, set[str]]:
 
 def cycles(g: dict[str, set[str]]) -> set[frozenset]:
     """Pairs of packages that reach each other."""
+
     def reach(a: str) -> set[str]:
         seen, todo = set(), [a]
         while todo:
@@ -105,8 +110,13 @@ def test_the_library_imports_no_edge_but_the_clis_declared_one():
 
 
 def test_records_import_only_the_vocabulary():
-    found = {(str(p.relative_to(LIB)), t) for p in modules() if p.name in ("record.py", "records.py")
-             for m in imports(p) if (t := top(m)) and t not in VOCABULARY}
+    found = {
+        (str(p.relative_to(LIB)), t)
+        for p in modules()
+        if p.name in ("record.py", "records.py")
+        for m in imports(p)
+        if (t := top(m)) and t not in VOCABULARY
+    }
     assert found - KNOWN_RECORD_IMPORTS == set(), sorted(found - KNOWN_RECORD_IMPORTS)
     assert KNOWN_RECORD_IMPORTS <= found, f"fixed, so remove from KNOWN_RECORD_IMPORTS: {KNOWN_RECORD_IMPORTS - found}"
 
@@ -118,7 +128,10 @@ def test_grpc_is_imported_by_the_services_alone():
     bad = []
     for path in sorted(p for d in ("libs", "tools", "engine", "deploy", "images") for p in (root / d).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            )
             bad += [f"{path.relative_to(root)} imports {n}" for n in names if n == "grpc" or n.startswith("grpc.")]
     assert not bad, bad

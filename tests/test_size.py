@@ -5,13 +5,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 17_400
-"""Raised from 16,400 on 2026-12-04 (17,035 counted; 16,251 before issue 34) by issue 34: LocalStages, one
-ValidatorConfig and typed transition evidence (+267), the qualify pipeline's one rounds loop and its split (+92), the
-seven modules over 300 lines split by job, each new module with its own docstring and imports (+70), verify's parent
-starting the first child before torch (+102), and the bundle import's CPU architectures (+56); issue 36's endpoint
-pool (+16). Before: 14,800 -> 16,400 for issues 31-33 (GPU watchdog and isolation, the engine-message decoder, the
-in-engine audit, calibration by independent units). Raise it in the change that needs it, with the reason."""
+BUDGET = 21_300
+"""Raised from 17,400 on 2026-12-05 by `ruff format` (issue 34): the same code laid out one argument per line where a
+call does not fit, 17,139 -> 20,919 counted lines with nothing added (the formatting commit is in
+.git-blame-ignore-revs), plus the ten modules it pushed past MAX_MODULE_LINES split by job, each new module with its own
+docstring and imports. Before: 16,400 -> 17,400 by issue 34 (LocalStages, one ValidatorConfig, typed transition
+evidence, the qualify pipeline's one rounds loop, seven modules split) and issue 36's endpoint pool; 14,800 -> 16,400
+for issues 31-33. Raise it in the change that needs it, with the reason."""
 MAX_MODULE_LINES = 300
 """A module is one concept; past this it is two (house style: modules of 50-300 lines)."""
 ALLOWED: dict[str, int] = {}
@@ -41,8 +41,11 @@ def library_lines() -> int:
 def modules() -> dict[str, int]:
     """Physical lines of every Python module in libs/ and services/, generated gRPC stubs aside."""
     paths = [p for top in ("libs", "services") for p in (ROOT / top).rglob("*.py")]
-    return {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in paths
-            if "_proto" not in p.parts and not any(part.endswith(".egg-info") for part in p.parts)}
+    return {
+        str(p.relative_to(ROOT)): len(p.read_text().splitlines())
+        for p in paths
+        if "_proto" not in p.parts and not any(part.endswith(".egg-info") for part in p.parts)
+    }
 
 
 def test_the_library_stays_within_its_line_budget():

@@ -26,8 +26,15 @@ from hotfloat.qualify.audit import distance
 from hotfloat.slots import get_slot
 
 BF16 = torch.bfloat16
-H200 = {("silu", "stock"): 0.165, ("silu", "1 +- 0.5%"): 0.385, ("silu", "1 +- 1%"): 0.610, ("silu", "1 +- 3%"): 1.505,
-        ("fused", "stock"): 0.183, ("fused", "1 +- 0.5%"): 0.312, ("fused", "1 +- 1%"): 0.520}
+H200 = {
+    ("silu", "stock"): 0.165,
+    ("silu", "1 +- 0.5%"): 0.385,
+    ("silu", "1 +- 1%"): 0.610,
+    ("silu", "1 +- 3%"): 1.505,
+    ("fused", "stock"): 0.183,
+    ("fused", "1 +- 0.5%"): 0.312,
+    ("fused", "1 +- 1%"): 0.520,
+}
 """Median audited ratios the H200 ladder runs recorded (stock: B and B' of the same runs)."""
 
 
@@ -52,9 +59,14 @@ def fused_variants(x: torch.Tensor, r: torch.Tensor, w: torch.Tensor, eps: float
 
     s = x.float() + r.float()
     y = norm(s)
-    out = {"stock": y, "unfused (norm of the rounded residual)": norm(s.to(BF16).float()),
-           "bf16 intermediates": (s.to(BF16).float() * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps).to(BF16).float())
-           .to(BF16).float() * w.float()}
+    out = {
+        "stock": y,
+        "unfused (norm of the rounded residual)": norm(s.to(BF16).float()),
+        "bf16 intermediates": (s.to(BF16).float() * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps).to(BF16).float())
+        .to(BF16)
+        .float()
+        * w.float(),
+    }
     out |= {f"1 +- {p:g}%": y * (1 + p / 100 * _sign(y)) for p in (0.1, 0.25, 0.5, 1, 3)}
     return {k: v.to(BF16) for k, v in out.items()}
 
@@ -73,12 +85,21 @@ def table(calls: int, scale: float) -> list[dict]:
         want = fused.reference({"x": a, "residual": b, "weight": w, "eps": 1e-5})
         rout = (a.float() + b.float()).to(BF16)
         for k, v in fused_variants(a, b, w, 1e-5).items():
-            ratios.setdefault(("fused", k), []).append(distance(fused, "bf16", {"out": v, "residual_out": rout}, want)[1])
+            ratios.setdefault(("fused", k), []).append(
+                distance(fused, "bf16", {"out": v, "residual_out": rout}, want)[1]
+            )
     rows = []
     for (slot, k), rs in ratios.items():
         med, stock = statistics.median(rs), statistics.median(ratios[(slot, "stock")])
-        rows.append({"slot": slot, "kernel": k, "median_ratio": med, "times_stock": med / stock,
-                     "h200_median_ratio": H200.get((slot, k))})
+        rows.append(
+            {
+                "slot": slot,
+                "kernel": k,
+                "median_ratio": med,
+                "times_stock": med / stock,
+                "h200_median_ratio": H200.get((slot, k)),
+            }
+        )
     return rows
 
 

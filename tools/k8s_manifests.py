@@ -24,8 +24,10 @@ PROFILE = K8S / "seccomp" / "hotfloat-sandbox.json"
 OVERLAYS = ("base", "overlays/one-gpu", "overlays/eight-gpu")
 """Every directory `kubectl apply -k` may be pointed at."""
 
-IMAGE = re.compile(r"(?P<repo>[a-z0-9.-]+(?::\d+)?(?:/[a-z0-9._-]+)*/hotfloat/(?P<name>[a-z]+)-(?P<flavour>cpu|cuda))"
-                   r"(?:@sha256:[0-9a-f]{64})?")
+IMAGE = re.compile(
+    r"(?P<repo>[a-z0-9.-]+(?::\d+)?(?:/[a-z0-9._-]+)*/hotfloat/(?P<name>[a-z]+)-(?P<flavour>cpu|cuda))"
+    r"(?:@sha256:[0-9a-f]{64})?"
+)
 """An image reference the generator owns: REGISTRY/hotfloat/NAME-FLAVOUR, pinned or not; NAME:FLAVOUR is its key in
 digests.lock."""
 DIGEST_ENV = re.compile(r'(HOTFLOAT_IMAGE_DIGEST, value: )"[^"]*"')
@@ -55,7 +57,7 @@ def pin(text: str, lock: dict[str, str]) -> str:
             if key not in lock:
                 raise SystemExit(f"{m[0]}: no {key} in {LOCK.relative_to(ROOT)}")
             current = lock[key]
-            line = f"{line[:m.start()]}{m['repo']}@{current}{line[m.end():]}"
+            line = f"{line[: m.start()]}{m['repo']}@{current}{line[m.end() :]}"
         if DIGEST_ENV.search(line):
             if current is None:
                 raise SystemExit(f"HOTFLOAT_IMAGE_DIGEST before any image: {line.strip()}")
@@ -68,9 +70,11 @@ def seccomp_profile() -> dict:
     """The pod's filter: what the candidate's own filter denies, less what bubblewrap needs to build the sandbox."""
     from hotfloat.sandbox.seccomp import DENIED
 
-    return {"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64"],
-            "syscalls": [{"names": sorted(set(DENIED) - set(BWRAP_NEEDS)), "action": "SCMP_ACT_ERRNO",
-                          "errnoRet": 1}]}
+    return {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": [{"names": sorted(set(DENIED) - set(BWRAP_NEEDS)), "action": "SCMP_ACT_ERRNO", "errnoRet": 1}],
+    }
 
 
 def expected() -> dict[Path, str]:

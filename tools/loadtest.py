@@ -46,7 +46,7 @@ entry = "run"
 """
 KERNELS = {
     "good": "import torch\n\n\ndef run(x, out):\n    d = x.shape[-1] // 2\n"
-            "    out.copy_((torch.nn.functional.silu(x[..., :d].float()) * x[..., d:].float()).to(out.dtype))\n",
+    "    out.copy_((torch.nn.functional.silu(x[..., :d].float()) * x[..., d:].float()).to(out.dtype))\n",
     "wrong": "def run(x, out):\n    out.copy_(x[..., : x.shape[-1] // 2])\n",
     "banned": "import os\n\n\ndef run(x, out):\n    os.system('true')\n",
 }
@@ -72,8 +72,9 @@ def _longname_bomb() -> bytes:
     info.type, info.size = tarfile.GNUTYPE_LONGNAME, 1 << 30
     c = zlib.compressobj(9, zlib.DEFLATED, 31)
     block = bytes(1 << 20)
-    return b"".join([c.compress(info.tobuf(format=tarfile.USTAR_FORMAT)), *(c.compress(block) for _ in range(1024)),
-                     c.flush()])
+    return b"".join(
+        [c.compress(info.tobuf(format=tarfile.USTAR_FORMAT)), *(c.compress(block) for _ in range(1024)), c.flush()]
+    )
 
 
 def hostile(i: int, bomb: bytes) -> bytes:
@@ -84,8 +85,13 @@ def hostile(i: int, bomb: bytes) -> bytes:
         _tar_gz({"manifest.toml": b"x = " + b"[" * 100_000 + b"]" * 100_000, "kernels/k.py": kernel}),
         bomb,
         _tar_gz({"manifest.toml": manifest, "kernels/k.py": kernel, "kernels/k.py/evil.py": b"x = 1\n"}),
-        _tar_gz({"manifest.toml": manifest + b'metadata = "metadata/m.json"\n', "kernels/k.py": kernel,
-                 "metadata/m.json": b'{"min_num_tokens": 500000}'}),
+        _tar_gz(
+            {
+                "manifest.toml": manifest + b'metadata = "metadata/m.json"\n',
+                "kernels/k.py": kernel,
+                "metadata/m.json": b'{"min_num_tokens": 500000}',
+            }
+        ),
     ][i // len(KINDS) % 4]
 
 
@@ -98,7 +104,10 @@ def corpus(n: int) -> list[tuple[str, bytes]]:
         if kind == "hostile":
             out.append((kind, hostile(i, bomb)))
             continue
-        files = {"manifest.toml": MANIFEST.format(i=i).encode(), "kernels/k.py": f"{KERNELS[kind]}# load {i}\n".encode()}
+        files = {
+            "manifest.toml": MANIFEST.format(i=i).encode(),
+            "kernels/k.py": f"{KERNELS[kind]}# load {i}\n".encode(),
+        }
         out.append((kind, pack(bundle_from_files(files))))
     return out
 
@@ -108,15 +117,34 @@ class Validator:
 
     def __init__(self, root: Path, ledger: Path, compiler: str, admission: str, token_file: Path, workers: int):
         self.log = root / "validator.log"
-        self.argv = [sys.executable, "-m", "hotfloat.cli", "validator", "run", "--ledger", str(ledger), "--json",
-                     "--compiler", compiler, "--admission", admission, "--token-file", str(token_file),
-                     "--workers", str(workers), "--max-attempts", "10"]
+        self.argv = [
+            sys.executable,
+            "-m",
+            "hotfloat.cli",
+            "validator",
+            "run",
+            "--ledger",
+            str(ledger),
+            "--json",
+            "--compiler",
+            compiler,
+            "--admission",
+            admission,
+            "--token-file",
+            str(token_file),
+            "--workers",
+            str(workers),
+            "--max-attempts",
+            "10",
+        ]
         self.proc: subprocess.Popen | None = None
         self.starts = 0
 
     def start(self) -> None:
         with open(self.log, "a") as err:
-            self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True)
+            self.proc = subprocess.Popen(
+                self.argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True
+            )
         self.starts += 1
 
     def kill(self) -> None:
@@ -163,8 +191,14 @@ def run(args) -> dict:
                     refused[reason] = refused.get(reason, 0) + 1
         intake_s = time.monotonic() - submitted
         compiler = ServiceProcess("compiler", root / "c.sock", token_file, concurrency=args.workers, log=root / "c.log")
-        admission = ServiceProcess("admission", root / "a.sock", token_file, concurrency=args.workers, extra=QUICK_ADMISSION.flags(),
-                                   log=root / "a.log")
+        admission = ServiceProcess(
+            "admission",
+            root / "a.sock",
+            token_file,
+            concurrency=args.workers,
+            extra=QUICK_ADMISSION.flags(),
+            log=root / "a.log",
+        )
         compiler.launch()
         admission.launch()
         compiler.wait_ready()
@@ -203,14 +237,26 @@ def run(args) -> dict:
             compiler.stop()
             admission.stop()
         if validator.proc.returncode != 0:
-            verdict["problems"].append(f"validator exited {validator.proc.returncode}: "
-                                       f"{validator.log.read_text()[-1500:]}")
+            verdict["problems"].append(
+                f"validator exited {validator.proc.returncode}: {validator.log.read_text()[-1500:]}"
+            )
     final = sum(v for k, v in counts.items() if State(k) in DONE)
-    return {"n": args.n, "workers": args.workers, "in_ledger": len(kinds), "refused_at_intake": refused,
-            "intake_seconds": round(intake_s, 2), "seconds": round(seconds, 1), "final": final,
-            "per_minute": round(60 * final / seconds, 2), "counts": counts, "outcomes": verdict["outcomes"],
-            "faults": faults, "validator_starts": validator.starts, "interrupted_attempts": interrupted,
-            "problems": verdict["problems"]}
+    return {
+        "n": args.n,
+        "workers": args.workers,
+        "in_ledger": len(kinds),
+        "refused_at_intake": refused,
+        "intake_seconds": round(intake_s, 2),
+        "seconds": round(seconds, 1),
+        "final": final,
+        "per_minute": round(60 * final / seconds, 2),
+        "counts": counts,
+        "outcomes": verdict["outcomes"],
+        "faults": faults,
+        "validator_starts": validator.starts,
+        "interrupted_attempts": interrupted,
+        "problems": verdict["problems"],
+    }
 
 
 def main() -> int:
@@ -226,9 +272,11 @@ def main() -> int:
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
-        print(f"{result['final']}/{result['in_ledger']} ledger submissions final in {result['seconds']} s "
-              f"({result['per_minute']}/min, {args.workers} workers); refused at intake: {result['refused_at_intake']}; "
-              f"faults: {result['faults'] or 'none'}; outcomes: {result['outcomes']}; problems: {result['problems'] or 'none'}")
+        print(
+            f"{result['final']}/{result['in_ledger']} ledger submissions final in {result['seconds']} s "
+            f"({result['per_minute']}/min, {args.workers} workers); refused at intake: {result['refused_at_intake']}; "
+            f"faults: {result['faults'] or 'none'}; outcomes: {result['outcomes']}; problems: {result['problems'] or 'none'}"
+        )
     return 0 if not result["problems"] and result["final"] == result["in_ledger"] else 1
 
 

@@ -22,10 +22,16 @@ from hotfloat.qualify.rule import decide
 
 EFFECTS = (0.0, 0.005, 0.01, 0.02, 0.05)
 CASES = {
-    "C 0.4%": dict(c_sigma=0.004), "C 1%": dict(c_sigma=0.01), "C 2%": dict(c_sigma=0.02), "C 3%": dict(c_sigma=0.03),
-    "C t3 at 2%": dict(c_sigma=0.02, c_t3=True), "C t3 at 3%": dict(c_sigma=0.03, c_t3=True),
-    "C 0.4%, 5% stalled/sped": dict(c_tail=0.05), "C 2%, 5% stalled/sped": dict(c_sigma=0.02, c_tail=0.05),
-    "all 0.5%": dict(sigma=0.005), "all 0.4%, B stalls": dict(b_stall=0.05),
+    "C 0.4%": dict(c_sigma=0.004),
+    "C 1%": dict(c_sigma=0.01),
+    "C 2%": dict(c_sigma=0.02),
+    "C 3%": dict(c_sigma=0.03),
+    "C t3 at 2%": dict(c_sigma=0.02, c_t3=True),
+    "C t3 at 3%": dict(c_sigma=0.03, c_t3=True),
+    "C 0.4%, 5% stalled/sped": dict(c_tail=0.05),
+    "C 2%, 5% stalled/sped": dict(c_sigma=0.02, c_tail=0.05),
+    "all 0.5%": dict(sigma=0.005),
+    "all 0.4%, B stalls": dict(b_stall=0.05),
 }
 """Per-pass noise of C (B and B' at 0.4% unless said): normal, Student's t with 3 degrees of freedom at that s.d., or
 with 5% of C's passes stalled or sped by 10-30%."""
@@ -34,7 +40,9 @@ with 5% of C's passes stalled or sped by 10-30%."""
 def trials(rng, count, rounds, effect, sigma=0.004, c_sigma=None, tau=0.001, c_t3=False, c_tail=0.0, b_stall=0.0):
     """[qualification, round, (B, C, B')] pass times."""
     noise = rng.normal(0, 1, (count, rounds, 3)) * sigma
-    noise[:, :, 1] = (rng.standard_t(3, (count, rounds)) / np.sqrt(3) if c_t3 else noise[:, :, 1] / sigma) * (c_sigma or sigma)
+    noise[:, :, 1] = (rng.standard_t(3, (count, rounds)) / np.sqrt(3) if c_t3 else noise[:, :, 1] / sigma) * (
+        c_sigma or sigma
+    )
     hit = rng.random((count, rounds)) < c_tail
     noise[:, :, 1] += np.where(hit, np.log1p(rng.uniform(0.1, 0.3, hit.shape) * rng.choice([-1, 1], hit.shape)), 0)
     noise[:, :, [0, 2]] += np.where(rng.random((count, rounds, 2)) < b_stall, np.log(1.3), 0)
@@ -51,8 +59,10 @@ def table(draws: int, seed: int) -> list[dict]:
     for i, (case, noise) in enumerate(CASES.items()):
         for j, effect in enumerate(EFFECTS):
             x = trials(np.random.default_rng([seed, i, j]), draws, v2.max_rounds, effect, **noise)
-            rate = {v: float(np.mean([decide(q[:, 0], q[:, 1], q[:, 2], r).status == "PASS" for q in x]))
-                    for v, r in rules.items()}
+            rate = {
+                v: float(np.mean([decide(q[:, 0], q[:, 1], q[:, 2], r).status == "PASS" for q in x]))
+                for v, r in rules.items()
+            }
             rows.append(dict(case=case, effect=effect, draws=draws, v1=rate[1], v2=rate[2]))
     return rows
 
@@ -65,8 +75,7 @@ def main() -> int:
     args = ap.parse_args()
     rows = table(args.draws, args.seed)
     if args.json:
-        json.dump(dict(rule=default_rule("cuda").model_dump(exclude={"version"}), rows=rows), sys.stdout,
-                  indent=1)
+        json.dump(dict(rule=default_rule("cuda").model_dump(exclude={"version"}), rows=rows), sys.stdout, indent=1)
         print()
         return 0
     print(f"PASS rate, v1 -> v2, {args.draws} qualifications per cell (deployed CUDA rule: {default_rule('cuda')})")

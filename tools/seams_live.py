@@ -34,11 +34,19 @@ ARMS = (
     ArmSpec("missing-bundle", "/nonexistent/hotfloat-bundle", Expect.BOOT_FAILS),
 )
 ENGINE = dict(
-    skip_tokenizer_init=True, attention_backend="triton", sampling_backend="pytorch", grammar_backend="none",
-    disable_radix_cache=True, cuda_graph_max_bs=4, disable_piecewise_cuda_graph=True,
+    skip_tokenizer_init=True,
+    attention_backend="triton",
+    sampling_backend="pytorch",
+    grammar_backend="none",
+    disable_radix_cache=True,
+    cuda_graph_max_bs=4,
+    disable_piecewise_cuda_graph=True,
     # Boots share one GPU: SGLang sizes its KV pool from the memory free at its start, so a concurrent boot's
     # allocations would eat a small fraction; a roomy fraction plus a small token cap keeps each engine at ~1-2 GB.
-    mem_fraction_static=0.15, max_total_tokens=16384, random_seed=0, log_level="warning",
+    mem_fraction_static=0.15,
+    max_total_tokens=16384,
+    random_seed=0,
+    log_level="warning",
 )
 PROMPTS = ((1, 2, 3, 4, 5), tuple(range(100, 117)), tuple(range(7, 1000, 31)), (42,) * 9)
 
@@ -48,8 +56,15 @@ def make_tiny_qwen2(path: Path) -> None:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    cfg = Qwen2Config(hidden_size=256, intermediate_size=768, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2, vocab_size=1024, max_position_embeddings=2048)
+    cfg = Qwen2Config(
+        hidden_size=256,
+        intermediate_size=768,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=1024,
+        max_position_embeddings=2048,
+    )
     torch.manual_seed(0)
     Qwen2ForCausalLM(cfg).to(torch.bfloat16).save_pretrained(path)
 
@@ -58,8 +73,18 @@ def table(result) -> str:
     rows = [("arm", "expect", "status", "exit", "boot_s", "wall_s", "routed (silu/rms/fused)", "reason")]
     for a in result.arms:
         routed = "/".join(str(a.routed.get(s, "-")) for s in (SILU, RMS, FUSED))
-        rows.append((a.name, a.expect.value, a.status.value, str(a.returncode), str(a.boot_s or "-"), str(a.wall_s),
-                     routed, a.reason[:110]))
+        rows.append(
+            (
+                a.name,
+                a.expect.value,
+                a.status.value,
+                str(a.returncode),
+                str(a.boot_s or "-"),
+                str(a.wall_s),
+                routed,
+                a.reason[:110],
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] for r in rows)
 
@@ -81,15 +106,27 @@ def main() -> int:
     try:
         if args.tiny_model:
             make_tiny_qwen2(Path(args.tiny_model))
-        cfg = LiveConfig(engine_python=args.engine_python, model_path=args.model or args.tiny_model, arms=ARMS,
-                         engine=ENGINE, prompts=PROMPTS, max_new_tokens=16, boot_timeout_s=args.boot_timeout,
-                         parallel=1 if args.serial else len(ARMS), workdir=str(out / "arms"))
+        cfg = LiveConfig(
+            engine_python=args.engine_python,
+            model_path=args.model or args.tiny_model,
+            arms=ARMS,
+            engine=ENGINE,
+            prompts=PROMPTS,
+            max_new_tokens=16,
+            boot_timeout_s=args.boot_timeout,
+            parallel=1 if args.serial else len(ARMS),
+            workdir=str(out / "arms"),
+        )
         result = run_live(cfg)
     except HotfloatError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    report = {"status": result.status.value, "reason": result.reason, "engine": ENGINE,
-              "arms": [{**asdict(a), "expect": a.expect.value, "status": a.status.value} for a in result.arms]}
+    report = {
+        "status": result.status.value,
+        "reason": result.reason,
+        "engine": ENGINE,
+        "arms": [{**asdict(a), "expect": a.expect.value, "status": a.status.value} for a in result.arms],
+    }
     (out / "live.json").write_text(json.dumps(report, indent=1, default=str))
     print(table(result))
     print(f"LIVE {result.status.value}: {result.reason}")

@@ -22,7 +22,11 @@ from .qualification.servicer import QualificationServicer
 SERVICES = {
     "compiler": ("Compiler", compiler_pb2_grpc.add_CompilerServicer_to_server, CompilerServicer),
     "admission": ("Admission", admission_pb2_grpc.add_AdmissionServicer_to_server, AdmissionServicer),
-    "qualification": ("Qualification", qualification_pb2_grpc.add_QualificationServicer_to_server, QualificationServicer),
+    "qualification": (
+        "Qualification",
+        qualification_pb2_grpc.add_QualificationServicer_to_server,
+        QualificationServicer,
+    ),
 }
 
 
@@ -40,15 +44,24 @@ class Running:
         self.worker.shutdown()
 
 
-def start(name: str, where: str, *, token: str, config: StageConfig = StageConfig(), concurrency: int = 2,
-          tls: Tls | None = None) -> Running:
+def start(
+    name: str,
+    where: str,
+    *,
+    token: str,
+    config: StageConfig = StageConfig(),
+    concurrency: int = 2,
+    tls: Tls | None = None,
+) -> Running:
     """Starts one registered service on `where` (socket path, unix:PATH or loopback HOST:PORT)."""
     if name not in SERVICES:
         raise InputError(f"unknown service {name!r} (choose from {', '.join(SERVICES)})")
     service, add, make = SERVICES[name]
     worker = Worker(concurrency)
     servicer = make(worker, config)
-    server, target = create_server(service, lambda s: add(servicer, s), where, token=token, concurrency=concurrency, tls=tls)
+    server, target = create_server(
+        service, lambda s: add(servicer, s), where, token=token, concurrency=concurrency, tls=tls
+    )
     return Running(name, server, target, worker)
 
 

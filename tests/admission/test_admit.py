@@ -51,9 +51,12 @@ def test_cubin_with_an_undeclared_layout_fails(aot_builds):
     foreign = cute.cubins[cute.kernels[0].cubin]
     import hashlib
 
-    forged = record.model_copy(update={
-        "kernels": [k.model_copy(update={"cubin_sha256": hashlib.sha256(foreign).hexdigest()})],
-        "cubins": {k.cubin: foreign}})
+    forged = record.model_copy(
+        update={
+            "kernels": [k.model_copy(update={"cubin_sha256": hashlib.sha256(foreign).hexdigest()})],
+            "cubins": {k.cubin: foreign},
+        }
+    )
     report = admit(bundle, forged)
     assert report.status is Status.FAIL
     assert "not exactly the declared" in report.reasons[0]

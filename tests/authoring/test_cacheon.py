@@ -25,7 +25,9 @@ def test_import_converts_and_reports_every_change(tmp_path):
     assert changes[("manifest.toml", "ops[0].dtypes", "bfloat16")] == "bf16"
     assert changes[("manifest.toml", "ops[0].dtypes", "float32")] == "fp32"
     assert "removed" in changes[("manifest.toml", "ops[0].setup", "setup")]
-    assert "removed" in changes[("manifest.toml", "competition", '{"mode": "slot", "target": "activation.silu_and_mul"}')]
+    assert (
+        "removed" in changes[("manifest.toml", "competition", '{"mode": "slot", "target": "activation.silu_and_mul"}')]
+    )
     assert "no hotfloat slot 'moe.fused_experts'" in changes[("manifest.toml", "ops[1]", "slot 'moe.fused_experts'")]
     meta = "metadata/silu_and_mul.json"
     assert {k for (f, k, _) in changes if f == meta} == {"dtypes", "op", "capabilities", "notes"}
@@ -52,18 +54,26 @@ def test_architectures_are_respelled_and_unknown_ones_dropped(tmp_path):
 def test_nothing_importable_is_one_clear_error(tmp_path):
     src = tmp_path / "src"
     shutil.copytree(FIXTURE, src)
-    (src / "manifest.toml").write_text('bundle_id = "x"\nabi_version = "cacheon-op-abi-v0"\n[[ops]]\n'
-                                       'slot = "moe.fused_experts"\nsource = "kernels/silu_and_mul.py"\nentry = "f"\n')
+    (src / "manifest.toml").write_text(
+        'bundle_id = "x"\nabi_version = "cacheon-op-abi-v0"\n[[ops]]\n'
+        'slot = "moe.fused_experts"\nsource = "kernels/silu_and_mul.py"\nentry = "f"\n'
+    )
     with pytest.raises(InputError, match="no op of this bundle targets a hotfloat slot"):
         import_cacheon(src, tmp_path / "out")
 
 
-@pytest.mark.parametrize("manifest, says", [
-    ('bundle_id = "x"\nabi_version = "cacheon-op-abi-v0"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
-     'source = ["kernels/silu_and_mul.py"]\nentry = "silu_and_mul"\nsetup = "setup"\n', "source"),
-    ("a" + ".a" * 5000 + " = 1\n", "manifest.toml"),
-    ('bundle_id = "x"\n' + "[" * 100 + "\n", "manifest.toml"),
-])
+@pytest.mark.parametrize(
+    "manifest, says",
+    [
+        (
+            'bundle_id = "x"\nabi_version = "cacheon-op-abi-v0"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+            'source = ["kernels/silu_and_mul.py"]\nentry = "silu_and_mul"\nsetup = "setup"\n',
+            "source",
+        ),
+        ("a" + ".a" * 5000 + " = 1\n", "manifest.toml"),
+        ('bundle_id = "x"\n' + "[" * 100 + "\n", "manifest.toml"),
+    ],
+)
 def test_a_hostile_cacheon_manifest_is_one_clear_error(tmp_path, manifest, says):
     """A source that is not a path, a dotted key built to make the TOML parser quadratic, brackets past the depth
     bound: each is one error naming the problem, parsed under the bounds every manifest gets, never a traceback."""
@@ -75,17 +85,42 @@ def test_a_hostile_cacheon_manifest_is_one_clear_error(tmp_path, manifest, says)
 
 
 def test_cli_prints_the_changes_and_the_result_verifies(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "hotfloat.cli", "bundle", "import", str(FIXTURE), "--out",
-                        str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", "bundle", "import", str(FIXTURE), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     flat = " ".join(p.stdout.split())
     for text in ("cacheon-op-abi-v0", "hotfloat-op-abi-v1", "bfloat16", "setup", "capabilities", "changes; next:"):
         assert text in flat
-    v = subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(tmp_path / "out"), "--device", "cpu",
-                        "--dtype", "bf16", "--trials", "1", "--json"], capture_output=True, text=True, timeout=300)
+    v = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hotfloat.cli",
+            "verify",
+            str(tmp_path / "out"),
+            "--device",
+            "cpu",
+            "--dtype",
+            "bf16",
+            "--trials",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert v.returncode == 0 and json.loads(v.stdout)["status"] == "PASS", v.stdout + v.stderr
-    again = subprocess.run([sys.executable, "-m", "hotfloat.cli", "bundle", "import", str(FIXTURE), "--out",
-                            str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", "bundle", "import", str(FIXTURE), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 2 and "not an empty directory" in again.stderr
 
 
@@ -112,14 +147,18 @@ def write_layout(root: Path, manifest: str, files: dict[str, str]) -> Path:
     return root
 
 
-CACHEON_OP = ('bundle_id = "{id}"\nabi_version = "cacheon-op-abi-v0"\n\n[[ops]]\nslot = "{slot}"\n'
-              'source = "kernels/{src}.py"\nentry = "{entry}"\ndtypes = ["bfloat16"]\n{extra}')
+CACHEON_OP = (
+    'bundle_id = "{id}"\nabi_version = "cacheon-op-abi-v0"\n\n[[ops]]\nslot = "{slot}"\n'
+    'source = "kernels/{src}.py"\nentry = "{entry}"\ndtypes = ["bfloat16"]\n{extra}'
+)
 
 
 def test_an_entry_written_for_another_call_is_refused_naming_the_difference(tmp_path):
-    src = write_layout(tmp_path / "attention_decode_torch", CACHEON_OP.format(
-        id="attn", slot="attention.decode", src="attn", entry="decode", extra=""), {
-        "kernels/attn.py": "import torch\n\n\ndef decode(q, k, v, seq_lens, sm_scale, out):\n    out.zero_()\n"})
+    src = write_layout(
+        tmp_path / "attention_decode_torch",
+        CACHEON_OP.format(id="attn", slot="attention.decode", src="attn", entry="decode", extra=""),
+        {"kernels/attn.py": "import torch\n\n\ndef decode(q, k, v, seq_lens, sm_scale, out):\n    out.zero_()\n"},
+    )
     with pytest.raises(InputError) as e:
         import_cacheon(src, tmp_path / "out")
     message = str(e.value)
@@ -128,13 +167,19 @@ def test_an_entry_written_for_another_call_is_refused_naming_the_difference(tmp_
 
 
 def test_a_setup_hook_and_its_engine_patch_are_removed_so_the_import_scans_clean(tmp_path):
-    kernel = ("import torch\n\n\ndef silu_and_mul(x, out):\n    d = x.shape[-1] // 2\n"
-              "    out.copy_(torch.nn.functional.silu(x[..., :d].float()) * x[..., d:].float())\n\n\n"
-              "def setup(engine):\n    import sglang.srt.layers.activation as act\n\n"
-              "    act.SiluAndMul.forward_cuda = lambda self, x: x\n")
-    src = write_layout(tmp_path / "setup_demo", CACHEON_OP.format(
-        id="setup-demo", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul", extra='setup = "setup"\n'),
-        {"kernels/silu.py": kernel})
+    kernel = (
+        "import torch\n\n\ndef silu_and_mul(x, out):\n    d = x.shape[-1] // 2\n"
+        "    out.copy_(torch.nn.functional.silu(x[..., :d].float()) * x[..., d:].float())\n\n\n"
+        "def setup(engine):\n    import sglang.srt.layers.activation as act\n\n"
+        "    act.SiluAndMul.forward_cuda = lambda self, x: x\n"
+    )
+    src = write_layout(
+        tmp_path / "setup_demo",
+        CACHEON_OP.format(
+            id="setup-demo", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul", extra='setup = "setup"\n'
+        ),
+        {"kernels/silu.py": kernel},
+    )
     result = import_cacheon(src, tmp_path / "out")
     assert ("kernels/silu.py", "setup") in {(c.file, c.field) for c in result.changes}
     bundle = load_bundle(tmp_path / "out")
@@ -143,14 +188,25 @@ def test_a_setup_hook_and_its_engine_patch_are_removed_so_the_import_scans_clean
 
 
 def test_a_torch_op_built_for_sm90_imports_as_it_is_and_verify_says_how_to_run_it_here(tmp_path):
-    src = write_layout(tmp_path / "silu_torch", CACHEON_OP.format(
-        id="silu-torch", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul",
-        extra='architectures = ["sm90"]\n'), {"kernels/silu.py": "import torch\n\n\ndef silu_and_mul(x, out):\n"
-                                              "    out.copy_(x[..., : x.shape[-1] // 2])\n"})
+    src = write_layout(
+        tmp_path / "silu_torch",
+        CACHEON_OP.format(
+            id="silu-torch",
+            slot="activation.silu_and_mul",
+            src="silu",
+            entry="silu_and_mul",
+            extra='architectures = ["sm90"]\n',
+        ),
+        {"kernels/silu.py": "import torch\n\n\ndef silu_and_mul(x, out):\n    out.copy_(x[..., : x.shape[-1] // 2])\n"},
+    )
     import_cacheon(src, tmp_path / "out")
     assert load_bundle(tmp_path / "out").ops[0].entry.architectures == ["sm_90"], "only Triton is known to run on CPU"
-    v = subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(tmp_path / "out"), "--device", "cpu"],
-                       capture_output=True, text=True, timeout=300)
+    v = subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", "verify", str(tmp_path / "out"), "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert v.returncode == 4 and 'add "cpu" to its architectures' in " ".join(v.stdout.split()), v.stdout
 
 
@@ -182,30 +238,71 @@ def silu_and_mul(x, out):
 
 
 def test_a_triton_op_built_for_gpus_gets_cpu_in_one_line_and_verifies_here(tmp_path):
-    src = write_layout(tmp_path / "silu_triton", CACHEON_OP.format(
-        id="silu-triton", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul",
-        extra='architectures = ["sm90"]\n'), {"kernels/silu.py": TRITON_SILU})
-    p = subprocess.run([sys.executable, "-m", "hotfloat.cli", "bundle", "import", str(src), "--out",
-                        str(tmp_path / "out")], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "COLUMNS": "120"})
+    src = write_layout(
+        tmp_path / "silu_triton",
+        CACHEON_OP.format(
+            id="silu-triton",
+            slot="activation.silu_and_mul",
+            src="silu",
+            entry="silu_and_mul",
+            extra='architectures = ["sm90"]\n',
+        ),
+        {"kernels/silu.py": TRITON_SILU},
+    )
+    p = subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", "bundle", "import", str(src), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "120"},
+    )
     assert p.returncode == 0, p.stderr
     said = [line for line in p.stdout.splitlines() if "TRITON_INTERPRET" in line]
     assert len(said) == 1 and "ops[0].architectures: sm_90 -> cpu sm_90 (added" in said[0], p.stdout
     assert load_bundle(tmp_path / "out").ops[0].entry.architectures == ["cpu", "sm_90"]
-    v = subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(tmp_path / "out"), "--device", "cpu",
-                        "--trials", "1", "--json"], capture_output=True, text=True, timeout=300)
+    v = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hotfloat.cli",
+            "verify",
+            str(tmp_path / "out"),
+            "--device",
+            "cpu",
+            "--trials",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert v.returncode == 0 and json.loads(v.stdout)["status"] == "PASS", v.stdout + v.stderr
 
 
-@pytest.mark.parametrize("helper, says", [
-    ("@triton.jit\ndef _f(x):\n    return tl.inline_asm_elementwise('mov.b32 $0, $1;', '=r,r', [x], dtype=tl.int32,"
-     " is_pure=True, pack=1)\n", "kernels/silu.py uses inline assembly"),
-    ("from triton.language.extra import libdevice\n", "kernels/silu.py uses libdevice externs"),
-])
+@pytest.mark.parametrize(
+    "helper, says",
+    [
+        (
+            "@triton.jit\ndef _f(x):\n    return tl.inline_asm_elementwise('mov.b32 $0, $1;', '=r,r', [x], dtype=tl.int32,"
+            " is_pure=True, pack=1)\n",
+            "kernels/silu.py uses inline assembly",
+        ),
+        ("from triton.language.extra import libdevice\n", "kernels/silu.py uses libdevice externs"),
+    ],
+)
 def test_a_triton_op_the_interpreter_cannot_run_keeps_its_gpus_and_says_why(tmp_path, helper, says):
-    src = write_layout(tmp_path / "silu_triton", CACHEON_OP.format(
-        id="silu-triton", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul",
-        extra='architectures = ["sm90"]\n'), {"kernels/silu.py": TRITON_SILU + "\n\n" + helper})
+    src = write_layout(
+        tmp_path / "silu_triton",
+        CACHEON_OP.format(
+            id="silu-triton",
+            slot="activation.silu_and_mul",
+            src="silu",
+            entry="silu_and_mul",
+            extra='architectures = ["sm90"]\n',
+        ),
+        {"kernels/silu.py": TRITON_SILU + "\n\n" + helper},
+    )
     result = import_cacheon(src, tmp_path / "out")
     [change] = [c for c in result.changes if c.was == "sm_90"]
     assert change.field == "ops[0].architectures" and change.now.startswith(f"(cpu not added: {says}")
@@ -225,9 +322,17 @@ def test_a_hotfloat_bundle_imports_unchanged(tmp_path):
 def test_a_kernel_that_does_not_parse_keeps_its_gpus_and_scan_names_it(tmp_path, source):
     """Import reads sources without running them: a file it cannot parse (bad syntax, not UTF-8) gets no cpu and no
     traceback, and the scan the import's next step names refuses that file."""
-    src = write_layout(tmp_path / "silu_triton", CACHEON_OP.format(
-        id="silu-triton", slot="activation.silu_and_mul", src="silu", entry="silu_and_mul",
-        extra='architectures = ["sm90"]\n'), {})
+    src = write_layout(
+        tmp_path / "silu_triton",
+        CACHEON_OP.format(
+            id="silu-triton",
+            slot="activation.silu_and_mul",
+            src="silu",
+            entry="silu_and_mul",
+            extra='architectures = ["sm90"]\n',
+        ),
+        {},
+    )
     (src / "kernels").mkdir()
     (src / "kernels" / "silu.py").write_bytes(source)
     import_cacheon(src, tmp_path / "out")

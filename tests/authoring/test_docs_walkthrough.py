@@ -34,8 +34,15 @@ def test_every_walkthrough_command_runs(tmp_path):
 
 
 def test_slot_table_is_the_registry():
-    rows = {m.group(1): m.groups() for m in re.finditer(r"^\| `([a-z_.]+)` \| `([^`]+)` \| ([a-z_ ]+) \| ([a-z0-9 ]+) \| "
-                                                        r"(\d+) \|$", DOC, re.M)}
+    rows = {
+        m.group(1): m.groups()
+        for m in re.finditer(
+            r"^\| `([a-z_.]+)` \| `([^`]+)` \| ([a-z_ ]+) \| ([a-z0-9 ]+) \| "
+            r"(\d+) \|$",
+            DOC,
+            re.M,
+        )
+    }
     assert set(rows) == set(SLOTS)
     for name, spec in SLOTS.items():
         _, call, writes, dtypes, ranks = rows[name]

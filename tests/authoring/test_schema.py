@@ -45,8 +45,9 @@ def test_every_example_fits_the_schema(path):
 
 
 def test_cli_prints_both_schemas():
-    p = subprocess.run([sys.executable, "-m", "hotfloat.cli", "bundle", "schema"], capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", "bundle", "schema"], capture_output=True, text=True, timeout=120
+    )
     doc = json.loads(p.stdout)
     assert p.returncode == 0 and set(doc["properties"]) == {"manifest.toml", "metadata/*.json"}
     assert doc["properties"]["manifest.toml"]["properties"]["abi_version"]["const"] == "hotfloat-op-abi-v1"

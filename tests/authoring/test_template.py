@@ -18,8 +18,9 @@ from hotfloat.verdict import Status
 
 
 def hotfloat(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "hotfloat.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=600, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", *map(str, args)], capture_output=True, text=True, timeout=600, cwd=cwd
+    )
 
 
 def test_every_registered_slot_has_a_template():
@@ -50,7 +51,9 @@ def test_new_then_full_cli_verify_passes(tmp_path):
     made = hotfloat("new", tmp_path / "mine", "--slot", "norm.rmsnorm", "--json")
     assert made.returncode == 0, made.stderr
     assert sorted(json.loads(made.stdout)["files"]) == sorted(
-        str(tmp_path / "mine" / f) for f in ("manifest.toml", "kernels/rmsnorm.py", "metadata/rmsnorm.json", "README.md"))
+        str(tmp_path / "mine" / f)
+        for f in ("manifest.toml", "kernels/rmsnorm.py", "metadata/rmsnorm.json", "README.md")
+    )
     verified = hotfloat("verify", "mine", "--device", "cpu", cwd=tmp_path)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "PASS in" in verified.stdout
@@ -81,10 +84,14 @@ def test_slots_prints_the_call_each_entry_receives():
 def test_the_next_hint_and_every_readme_command_run(slot, tmp_path):
     made = hotfloat("new", "b", "--slot", slot, cwd=tmp_path)
     hint = made.stdout.strip().splitlines()[-1]
-    assert hint.startswith("next: hotfloat verify b") and ("--world-size 2" in hint) == (slot == "collective.all_reduce")
+    assert hint.startswith("next: hotfloat verify b") and ("--world-size 2" in hint) == (
+        slot == "collective.all_reduce"
+    )
     steps = re.findall(r"^    (hotfloat .+)$", (tmp_path / "b" / "README.md").read_text(), re.M)
     assert steps[0] == "hotfloat scan ." and steps[-1] == "hotfloat chain package ."
     for step in steps:
-        argv = shlex.split(step)[1:] + (["--device", "cpu", "--shape", "T=8,D=64"] if step == "hotfloat bench ." else [])
+        argv = shlex.split(step)[1:] + (
+            ["--device", "cpu", "--shape", "T=8,D=64"] if step == "hotfloat bench ." else []
+        )
         done = hotfloat(*argv, cwd=tmp_path / "b")
         assert done.returncode == 0, f"$ {step}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"

@@ -94,8 +94,12 @@ def test_example_fused_add_rmsnorm_checks_both_outputs_beside_the_unfused_torch_
     shapes = ({"T": 1, "H": 896}, {"T": 7, "H": 1536})
     opts = Options(device="cpu", dtypes=("bf16", "fp16"), shapes=shapes)
     r = run_bench(str(EXAMPLES / "fused_add_rmsnorm_triton"), opts)
-    assert r.status == "PASS" and [(row.dtype, row.tokens) for row in r.rows] == [("bf16", 1), ("bf16", 7),
-                                                                                   ("fp16", 1), ("fp16", 7)]
+    assert r.status == "PASS" and [(row.dtype, row.tokens) for row in r.rows] == [
+        ("bf16", 1),
+        ("bf16", 7),
+        ("fp16", 1),
+        ("fp16", 7),
+    ]
     for row in r.rows:
         assert [i.name for i in row.impls] == ["ours:default", "torch-eager", "torch add+rms_norm"]
         assert all(i.check == "PASS" for i in row.impls)
@@ -112,9 +116,15 @@ def test_a_fused_kernel_that_skips_residual_out_fails_on_that_output(make_bundle
 
 
 def test_wrong_raising_and_honest_only_when_checked_kernels_fail(make_bundle):
-    root = make_bundle(LAZY, manifest=MANIFEST, files={
-        "metadata/small.json": '{"max_num_tokens": 4}', "metadata/large.json": '{"min_num_tokens": 5, "max_num_tokens": 8}',
-        "metadata/huge.json": '{"min_num_tokens": 9}'})
+    root = make_bundle(
+        LAZY,
+        manifest=MANIFEST,
+        files={
+            "metadata/small.json": '{"max_num_tokens": 4}',
+            "metadata/large.json": '{"min_num_tokens": 5, "max_num_tokens": 8}',
+            "metadata/huge.json": '{"min_num_tokens": 9}',
+        },
+    )
     r = run_bench(str(root), Options(device="cpu", shapes=({"T": 2, "D": 64}, {"T": 8, "D": 64}, {"T": 16, "D": 64})))
     assert r.status == "FAIL"
     small, large, huge = (row.impls[0] for row in r.rows)
@@ -155,8 +165,9 @@ def run(x, out):
 """
 
 
-def test_the_child_sees_neither_host_files_nor_the_environment_and_cannot_write_the_bundle(make_bundle, tmp_path,
-                                                                                          monkeypatch):
+def test_the_child_sees_neither_host_files_nor_the_environment_and_cannot_write_the_bundle(
+    make_bundle, tmp_path, monkeypatch
+):
     secret = tmp_path / "secret"
     secret.write_text("key")
     monkeypatch.setenv("HOTFLOAT_TEST_SECRET", "1")

@@ -79,7 +79,8 @@ def test_in_place_stock_gets_fresh_copies_and_ratios_reach_json_table_and_plot(l
     reasons = {(s.slot, s.name): s.reason for s in r.skipped}
     assert reasons == {
         ("norm.fused_add_rmsnorm", "brokenstock"): "first call failed: RuntimeError: JIT build failed: nvcc not found",
-        ("norm.fused_add_rmsnorm", "hotfloat_no_such_library"): "not installed"}
+        ("norm.fused_add_rmsnorm", "hotfloat_no_such_library"): "not installed",
+    }
 
     spec = importlib.util.spec_from_file_location("bench_markdown", ROOT / "tools" / "bench_markdown.py")
     md = importlib.util.module_from_spec(spec)
@@ -94,7 +95,10 @@ def test_in_place_stock_gets_fresh_copies_and_ratios_reach_json_table_and_plot(l
 
 
 def test_stock_that_returns_outputs_joins_silu_and_rmsnorm(libraries):
-    for example, slot, dim in (("silu_triton", "activation.silu_and_mul", "D"), ("rmsnorm_triton", "norm.rmsnorm", "H")):
+    for example, slot, dim in (
+        ("silu_triton", "activation.silu_and_mul", "D"),
+        ("rmsnorm_triton", "norm.rmsnorm", "H"),
+    ):
         r = run_bench(str(EXAMPLES / example), Options(device="cpu", shapes=({"T": 2, dim: 256},), stock=libraries[:1]))
         assert r.status == "PASS" and r.skipped == []
         (row,) = r.rows
@@ -106,8 +110,21 @@ def test_cli_takes_stock_libraries_and_says_why_one_is_skipped(capsys):
     from hotfloat.cli.main import main
 
     with pytest.raises(SystemExit) as exit_:
-        main(["bench", str(EXAMPLES / "silu_triton"), "--device", "cpu", "--shape", "T=2,D=256", "--stock", "none",
-              "--stock", "hotfloat_no_such_library", "--wide"])  # the stock kernel's column is one of --wide's
+        main(
+            [
+                "bench",
+                str(EXAMPLES / "silu_triton"),
+                "--device",
+                "cpu",
+                "--shape",
+                "T=2,D=256",
+                "--stock",
+                "none",
+                "--stock",
+                "hotfloat_no_such_library",
+                "--wide",
+            ]
+        )  # the stock kernel's column is one of --wide's
     out = capsys.readouterr()
     assert exit_.value.code == 0, out.err
     assert "stock hotfloat_no_such_library skipped for activation.silu_and_mul: not installed" in out.err

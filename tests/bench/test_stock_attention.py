@@ -123,12 +123,21 @@ def standins(tmp_path, monkeypatch):
     """`sglang` (the decode kernel, its metadata kernel, ServerArgs) and `flashinfer` stand-ins on the path of this
     process and of the bench child."""
     ops = "sglang/srt/layers/attention/triton_ops"
-    _write(tmp_path, {
-        "sglang/__init__.py": "", "sglang/attend.py": ATTEND, "sglang/srt/__init__.py": "",
-        "sglang/srt/server_args.py": SGLANG_SERVER_ARGS, "sglang/srt/layers/__init__.py": "",
-        "sglang/srt/layers/attention/__init__.py": "", f"{ops}/__init__.py": "",
-        f"{ops}/decode_attention.py": SGLANG_DECODE, f"{ops}/metadata.py": SGLANG_METADATA,
-        "flashinfer/__init__.py": FLASHINFER})
+    _write(
+        tmp_path,
+        {
+            "sglang/__init__.py": "",
+            "sglang/attend.py": ATTEND,
+            "sglang/srt/__init__.py": "",
+            "sglang/srt/server_args.py": SGLANG_SERVER_ARGS,
+            "sglang/srt/layers/__init__.py": "",
+            "sglang/srt/layers/attention/__init__.py": "",
+            f"{ops}/__init__.py": "",
+            f"{ops}/decode_attention.py": SGLANG_DECODE,
+            f"{ops}/metadata.py": SGLANG_METADATA,
+            "flashinfer/__init__.py": FLASHINFER,
+        },
+    )
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{ROOT / 'libs' / 'hotfloat'}")
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in [m for m in sys.modules if m.split(".")[0] in ("sglang", "flashinfer")]:
@@ -189,18 +198,22 @@ def test_sglang_splits_at_the_maximum_without_a_core_count_and_shares_one_worksp
 def test_absent_or_broken_libraries_are_skipped_with_their_reason(standins, monkeypatch):
     (standins / "flashinfer" / "__init__.py").write_text("VERSION = 'no decode here'\n")
     (standins / "sglang/srt/layers/attention/triton_ops/decode_attention.py").write_text(
-        "raise ImportError('libcuda.so.1: cannot open shared object file')\n")
+        "raise ImportError('libcuda.so.1: cannot open shared object file')\n"
+    )
     found, skipped = stock_kernels("attention.decode", ("sgl_kernel", "sglang", "flashinfer", "elsewhere"))
     assert found == []
     assert skipped == {
         "sglang": "import failed: ImportError: libcuda.so.1: cannot open shared object file",
         "flashinfer": "import failed: AttributeError: module 'flashinfer' has no attribute "
-                      "'BatchDecodeWithPagedKVCacheWrapper'"}
+        "'BatchDecodeWithPagedKVCacheWrapper'",
+    }
     for name in [m for m in sys.modules if m.split(".")[0] in ("sglang", "flashinfer")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "path", [])  # a host where neither library is installed
-    assert stock_kernels("attention.decode", ("sglang", "flashinfer"))[1] == {"sglang": "not installed",
-                                                                             "flashinfer": "not installed"}
+    assert stock_kernels("attention.decode", ("sglang", "flashinfer"))[1] == {
+        "sglang": "not installed",
+        "flashinfer": "not installed",
+    }
 
 
 def test_engine_only_modules_stay_out_of_the_token_row_slots():

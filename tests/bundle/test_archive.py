@@ -44,12 +44,21 @@ def test_identity_independent_of_archive_format(make_bundle):
     assert unpack(other).identity == b.identity
 
 
-@pytest.mark.parametrize("kind,why", [("sym", "links and special files"), ("hard", "links and special files"),
-                                      ("dev", "links and special files"), ("fifo", "links and special files")])
+@pytest.mark.parametrize(
+    "kind,why",
+    [
+        ("sym", "links and special files"),
+        ("hard", "links and special files"),
+        ("dev", "links and special files"),
+        ("fifo", "links and special files"),
+    ],
+)
 def test_links_and_devices_refused(make_bundle, kind, why):
     b = load_bundle(make_bundle())
     info = tarfile.TarInfo("kernels/evil.py")
-    info.type = {"sym": tarfile.SYMTYPE, "hard": tarfile.LNKTYPE, "dev": tarfile.CHRTYPE, "fifo": tarfile.FIFOTYPE}[kind]
+    info.type = {"sym": tarfile.SYMTYPE, "hard": tarfile.LNKTYPE, "dev": tarfile.CHRTYPE, "fifo": tarfile.FIFOTYPE}[
+        kind
+    ]
     info.linkname = "/etc/passwd"
     members = [reg(p, d) for p, d in b.files.items()] + [(info, None)]
     with pytest.raises(BundleError, match=why):
@@ -153,8 +162,15 @@ def test_contiguous_and_sparse_members_are_refused(make_bundle, kind):
 
 def test_one_top_level_folder_is_the_bundle_root_and_vcs_paths_are_left_out(make_bundle):
     b = load_bundle(make_bundle())
-    nested = tar_gz([(directory("b/"), None), *(reg(f"b/{p}", d) for p, d in b.files.items()), reg("b/.git/HEAD"),
-                     reg("b/kernels/__pycache__/k.cpython-311.pyc"), reg("b/.gitignore")])
+    nested = tar_gz(
+        [
+            (directory("b/"), None),
+            *(reg(f"b/{p}", d) for p, d in b.files.items()),
+            reg("b/.git/HEAD"),
+            reg("b/kernels/__pycache__/k.cpython-311.pyc"),
+            reg("b/.gitignore"),
+        ]
+    )
     assert unpack(nested).identity == b.identity
     two = tar_gz([*(reg(f"b/{p}", d) for p, d in b.files.items()), reg("c/x.py")])
     with pytest.raises(BundleError, match="manifest.toml is missing"):

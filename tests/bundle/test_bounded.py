@@ -33,16 +33,19 @@ def test_valid_toml_parses_as_tomllib_reads_it(text):
     assert load_toml(text, max_chars=1 << 16) == tomllib.loads(text)
 
 
-@pytest.mark.parametrize("text,why", [
-    ("x = " + "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "nested deeper than"),
-    ("x = " + "{a=" * 40 + "1" + "}" * 40, "nested deeper than"),
-    ("[" + ".".join(["a"] * (MAX_KEY_PARTS + 1)) + "]", "dotted key"),
-    ("a" + ".a" * 30_000 + " = 1", "dotted key"),
-    ('a = "x" # "\nb = ' + "[" * 100 + "]" * 100, "nested deeper than"),
-    ("x = " + "9" * 5000, "not valid TOML"),
-    ("x = [", "not valid TOML"),
-    ("x" * 100, "over the 64-character limit"),
-])
+@pytest.mark.parametrize(
+    "text,why",
+    [
+        ("x = " + "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "nested deeper than"),
+        ("x = " + "{a=" * 40 + "1" + "}" * 40, "nested deeper than"),
+        ("[" + ".".join(["a"] * (MAX_KEY_PARTS + 1)) + "]", "dotted key"),
+        ("a" + ".a" * 30_000 + " = 1", "dotted key"),
+        ('a = "x" # "\nb = ' + "[" * 100 + "]" * 100, "nested deeper than"),
+        ("x = " + "9" * 5000, "not valid TOML"),
+        ("x = [", "not valid TOML"),
+        ("x" * 100, "over the 64-character limit"),
+    ],
+)
 def test_hostile_toml_refused_with_its_reason(text, why):
     with pytest.raises(ValueError, match=why):
         load_toml(text, max_chars=64 if why.startswith("over") else 1 << 20)
@@ -54,15 +57,18 @@ def test_valid_json_parses_and_strings_do_not_count():
     assert load_json("[NaN]", max_chars=16, allow_nan=True)[0] != 0
 
 
-@pytest.mark.parametrize("text,why", [
-    ("[" * 100_000 + "]" * 100_000, "nested deeper than"),
-    ('{"a": 1, "a": 2}', "duplicate key 'a'"),
-    ("[NaN]", "NaN is not a number"),
-    ("[-Infinity]", "Infinity is not a number"),
-    ("9" * 5000, "a number longer than 100 characters"),
-    ('[1e' + "9" * 200 + "]", "a number longer than 100 characters"),
-    ('{"a": ', "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text,why",
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than"),
+        ('{"a": 1, "a": 2}', "duplicate key 'a'"),
+        ("[NaN]", "NaN is not a number"),
+        ("[-Infinity]", "Infinity is not a number"),
+        ("9" * 5000, "a number longer than 100 characters"),
+        ("[1e" + "9" * 200 + "]", "a number longer than 100 characters"),
+        ('{"a": ', "not valid JSON"),
+    ],
+)
 def test_hostile_json_refused_with_its_reason(text, why):
     with pytest.raises(ValueError, match=why):
         load_json(text, max_chars=1 << 20)
@@ -94,13 +100,16 @@ def test_load_record_reads_a_record_back_with_nan_and_long_strings(tmp_path):
     assert math.isnan(back.x) and back.tags[1] == "[" * 100
 
 
-@pytest.mark.parametrize("text,why", [
-    ('{"x": 1, "nested": ' + "[" * 40 + "]" * 40 + "}", "nested deeper than 32 levels"),
-    ('{"x": 1' + "0" * 200 + "}", "a number longer than 100 characters"),
-    ('{"x": 1, "y": 2}', "y: unknown key"),
-    ("not json", "Invalid JSON"),
-    ('{"x": 1, "tags": ["' + "a" * 100 + '"]}', "over the 64-byte limit"),
-])
+@pytest.mark.parametrize(
+    "text,why",
+    [
+        ('{"x": 1, "nested": ' + "[" * 40 + "]" * 40 + "}", "nested deeper than 32 levels"),
+        ('{"x": 1' + "0" * 200 + "}", "a number longer than 100 characters"),
+        ('{"x": 1, "y": 2}', "y: unknown key"),
+        ("not json", "Invalid JSON"),
+        ('{"x": 1, "tags": ["' + "a" * 100 + '"]}', "over the 64-byte limit"),
+    ],
+)
 def test_load_record_refuses_with_one_input_error_naming_the_file(tmp_path, text, why):
     f = tmp_path / "r.json"
     f.write_text(text)

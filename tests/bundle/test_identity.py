@@ -13,7 +13,13 @@ def test_golden_empty():
 def test_golden_two_files():
     files = {"b.py": b"x", "a.toml": b""}
     expected = hashlib.sha256(
-        struct.pack(">I", 6) + b"a.toml" + struct.pack(">Q", 0) + struct.pack(">I", 4) + b"b.py" + struct.pack(">Q", 1) + b"x"
+        struct.pack(">I", 6)
+        + b"a.toml"
+        + struct.pack(">Q", 0)
+        + struct.pack(">I", 4)
+        + b"b.py"
+        + struct.pack(">Q", 1)
+        + b"x"
     ).hexdigest()
     assert bundle_identity(files) == expected == "3ae91e842e34c208075d562d92fbf6cde11915ecd7d286e9cb1491dfebc0d834"
 
@@ -27,6 +33,7 @@ def test_independent_of_directory_name_and_mtime(make_bundle):
     b = make_bundle(name="two")
     (b / "manifest.toml").write_text((a / "manifest.toml").read_text().replace("two", "one"))
     import os
+
     os.utime(b / "kernels" / "k.py", (0, 0))
     assert load_bundle(a).identity == load_bundle(b).identity
 

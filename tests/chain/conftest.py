@@ -41,8 +41,10 @@ def standin(tmp_path, wallets):
     from hotfloat.chain.standin import LocalSubstrate
 
     path = tmp_path / "chain.json"
-    neurons = [(wallets[n].hotkey.ss58_address, wallets[n].hotkey.ss58_address, n == "validator")
-               for n in ("validator", "miner1", "miner2", "miner3")]
+    neurons = [
+        (wallets[n].hotkey.ss58_address, wallets[n].hotkey.ss58_address, n == "validator")
+        for n in ("validator", "miner1", "miner2", "miner3")
+    ]
     LocalSubstrate.create(path, NETUID, neurons, max_fields=9)
     return f"standin:{path}"
 

@@ -22,7 +22,9 @@ def chain(standin):
 
 
 def test_metagraph_hotkeys_are_indexed_by_uid(chain, wallets):
-    assert chain.hotkeys(NETUID) == [wallets[n].hotkey.ss58_address for n in ("validator", "miner1", "miner2", "miner3")]
+    assert chain.hotkeys(NETUID) == [
+        wallets[n].hotkey.ss58_address for n in ("validator", "miner1", "miner2", "miner3")
+    ]
     with pytest.raises(InputError, match="does not exist"):
         chain.hotkeys(99)
 

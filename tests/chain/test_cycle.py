@@ -52,11 +52,17 @@ def stages():
     root = Path(tempfile.mkdtemp(prefix="hf-", dir="/tmp"))
     token = secrets.token_urlsafe(32)
     (root / "token").write_text(token)
-    config = StageConfig(verify_max_shapes=1, verify_dtypes=("fp32",), qualify_warmup_passes=1,
-                           qualify_rule=RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=4, max_looks=2),
-                           qualify_extra_passes=(("B", 128),))
-    running = [start(n, str(root / f"{n}.sock"), token=token, config=config)
-               for n in ("compiler", "admission", "qualification")]
+    config = StageConfig(
+        verify_max_shapes=1,
+        verify_dtypes=("fp32",),
+        qualify_warmup_passes=1,
+        qualify_rule=RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=4, max_looks=2),
+        qualify_extra_passes=(("B", 128),),
+    )
+    running = [
+        start(n, str(root / f"{n}.sock"), token=token, config=config)
+        for n in ("compiler", "admission", "qualification")
+    ]
     yield {r.name: r.target for r in running}, root / "token"
     for r in running:
         r.stop(0)
@@ -73,8 +79,9 @@ def until(what: str, check, proc: subprocess.Popen, log: Path, timeout: float = 
     return found
 
 
-def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(stages, standin, wallets, origin, make_bundle,
-                                                                             tmp_path):
+def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
+    stages, standin, wallets, origin, make_bundle, tmp_path
+):
     targets, token_file = stages
     chain = Chain(standin)
     identities = {}
@@ -87,11 +94,38 @@ def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(sta
 
     offer("miner1")
     db = tmp_path / "validator.db"
-    argv = [sys.executable, "-m", "hotfloat.cli", "validator", "run", "--follow", "--ledger", str(db), "--json",
-            "--compiler", targets["compiler"], "--admission", targets["admission"],
-            "--qualification", targets["qualification"], "--token-file", str(token_file),
-            "--chain", standin, "--netuid", str(NETUID), "--wallet", "validator", "--wallet-path", wallets["path"],
-            "--weights-every", str(EVERY), "--cafile", origin.cafile, "--allow-private"]
+    argv = [
+        sys.executable,
+        "-m",
+        "hotfloat.cli",
+        "validator",
+        "run",
+        "--follow",
+        "--ledger",
+        str(db),
+        "--json",
+        "--compiler",
+        targets["compiler"],
+        "--admission",
+        targets["admission"],
+        "--qualification",
+        targets["qualification"],
+        "--token-file",
+        str(token_file),
+        "--chain",
+        standin,
+        "--netuid",
+        str(NETUID),
+        "--wallet",
+        "validator",
+        "--wallet-path",
+        wallets["path"],
+        "--weights-every",
+        str(EVERY),
+        "--cafile",
+        origin.cafile,
+        "--allow-private",
+    ]
     log = tmp_path / "validator.log"
     with open(log, "w") as errors:  # a file, not a pipe nobody drains while the test polls
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True)

@@ -51,14 +51,27 @@ def test_wrong_hash_is_refused(origin, policy, packed):
     assert "identity mismatch" in e.reason and not e.transient
 
 
-@pytest.mark.parametrize("name, members, data, why", [
-    ("escape", [member("../evil.py")], {"../evil.py": b"x"}, "refused path"),
-    ("absolute", [member("/etc/evil.py")], {"/etc/evil.py": b"x"}, "refused path"),
-    ("symlink", [member("kernels/k.py", tarfile.SYMTYPE, linkname="/etc/passwd")], None, "links and special files"),
-    ("hardlink", [member("kernels/k.py", tarfile.LNKTYPE, linkname="manifest.toml")], None, "links and special files"),
-    ("device", [member("kernels/dev.py", tarfile.CHRTYPE, devmajor=1, devminor=3)], None, "links and special files"),
-    ("fifo", [member("kernels/p.py", tarfile.FIFOTYPE)], None, "links and special files"),
-])
+@pytest.mark.parametrize(
+    "name, members, data, why",
+    [
+        ("escape", [member("../evil.py")], {"../evil.py": b"x"}, "refused path"),
+        ("absolute", [member("/etc/evil.py")], {"/etc/evil.py": b"x"}, "refused path"),
+        ("symlink", [member("kernels/k.py", tarfile.SYMTYPE, linkname="/etc/passwd")], None, "links and special files"),
+        (
+            "hardlink",
+            [member("kernels/k.py", tarfile.LNKTYPE, linkname="manifest.toml")],
+            None,
+            "links and special files",
+        ),
+        (
+            "device",
+            [member("kernels/dev.py", tarfile.CHRTYPE, devmajor=1, devminor=3)],
+            None,
+            "links and special files",
+        ),
+        ("fifo", [member("kernels/p.py", tarfile.FIFOTYPE)], None, "links and special files"),
+    ],
+)
 def test_hostile_archive_members_are_refused(origin, policy, name, members, data, why):
     e = refusal(origin.serve(f"/{name}.tar.gz", tar_gz(members, data)), "0" * 64, policy)
     assert e.reason.startswith("bad archive") and why in e.reason

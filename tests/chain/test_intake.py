@@ -47,7 +47,9 @@ def only(decisions, hotkey):
 def assert_consistent(ledger):
     """Every accepted observation names a ledger submission of its identity; nothing else is in the ledger."""
     with ledger.transaction() as db:
-        accepted = db.execute("SELECT identity, submission_id FROM chain_observations WHERE status = 'accepted'").fetchall()
+        accepted = db.execute(
+            "SELECT identity, submission_id FROM chain_observations WHERE status = 'accepted'"
+        ).fetchall()
     subs = {s.id: s.identity for s in ledger.submissions()}
     assert sorted(subs.items()) == sorted((sid, ident) for ident, sid in accepted)
 
@@ -73,7 +75,10 @@ def test_only_finalized_commitments_are_read(standin, chain, ledger, wallets, or
     assert asyncio.run(sub.submit(call, wallets["miner2"].hotkey, wait_for_finalization=False)).success
     assert run_intake(chain, ledger, NETUID, policy) == []
     sub.advance(2)
-    assert only(run_intake(chain, ledger, NETUID, policy), wallets["miner2"].hotkey.ss58_address).outcome is Outcome.ACCEPTED
+    assert (
+        only(run_intake(chain, ledger, NETUID, policy), wallets["miner2"].hotkey.ss58_address).outcome
+        is Outcome.ACCEPTED
+    )
 
 
 def test_first_committer_wins_and_copies_are_refused(chain, ledger, wallets, origin, policy, packed):
@@ -110,15 +115,18 @@ def test_a_payment_reference_pays_once(chain, ledger, wallets, origin, policy, p
     assert second.outcome is Outcome.REFUSED and "payment reference" in second.reason
 
 
-@pytest.mark.parametrize("raw, why", [
-    (b"not json at all", "malformed payload"),
-    (b'{"v":2,"h":"' + b"a" * 64 + b'","u":"https://x.org/a"}', "malformed payload (v"),
-    (b'{"h":"' + b"a" * 64 + b'","u":"http://x.org/a","v":1}', "must use https"),
-    (b'{"h":"' + b"A" * 64 + b'","u":"https://x.org/a","v":1}', "malformed payload (h"),
-    (b'{"h":"' + b"a" * 64 + b'","u":"https://x.org/a","v":1,"x":1}', "malformed payload (x"),
-    (b'{"v":1,"h":"' + b"a" * 64 + b'","u":"https://x.org/a"}', "non-canonical"),
-    (b'{"h":"' + b"a" * 64 + b'","u":"https://x.org/' + b"a" * 1000 + b'","v":1}', "oversize payload"),
-])
+@pytest.mark.parametrize(
+    "raw, why",
+    [
+        (b"not json at all", "malformed payload"),
+        (b'{"v":2,"h":"' + b"a" * 64 + b'","u":"https://x.org/a"}', "malformed payload (v"),
+        (b'{"h":"' + b"a" * 64 + b'","u":"http://x.org/a","v":1}', "must use https"),
+        (b'{"h":"' + b"A" * 64 + b'","u":"https://x.org/a","v":1}', "malformed payload (h"),
+        (b'{"h":"' + b"a" * 64 + b'","u":"https://x.org/a","v":1,"x":1}', "malformed payload (x"),
+        (b'{"v":1,"h":"' + b"a" * 64 + b'","u":"https://x.org/a"}', "non-canonical"),
+        (b'{"h":"' + b"a" * 64 + b'","u":"https://x.org/' + b"a" * 1000 + b'","v":1}', "oversize payload"),
+    ],
+)
 def test_malformed_and_oversize_payloads_are_refused(chain, ledger, wallets, policy, raw, why):
     chain.commit(NETUID, raw, wallets["miner3"])
     d = only(run_intake(chain, ledger, NETUID, policy), wallets["miner3"].hotkey.ss58_address)

@@ -33,8 +33,9 @@ def deep_manifest_archive() -> bytes:
     return gzip.compress(raw.getvalue())
 
 
-def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(standin, wallets, origin, policy, packed,
-                                                                         tmp_path, monkeypatch, qualified_record):
+def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(
+    standin, wallets, origin, policy, packed, tmp_path, monkeypatch, qualified_record
+):
     good_identity, good_archive = packed("good")
     fault_identity, fault_archive = packed("fault")
     fault_url = origin.serve("/fault.tar.gz", fault_archive)
@@ -47,9 +48,11 @@ def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(standin
 
     monkeypatch.setattr(intake, "fetch_bundle", fetch)
     chain = Chain(standin)
-    posts = {"miner1": (good_identity, origin.serve("/good.tar.gz", good_archive)),
-             "miner2": ("ab" * 32, origin.serve("/deep.tar.gz", deep_manifest_archive())),
-             "miner3": (fault_identity, fault_url)}
+    posts = {
+        "miner1": (good_identity, origin.serve("/good.tar.gz", good_archive)),
+        "miner2": ("ab" * 32, origin.serve("/deep.tar.gz", deep_manifest_archive())),
+        "miner3": (fault_identity, fault_url),
+    }
     for miner, (identity, url) in posts.items():
         chain.commit(NETUID, commitment(identity, url)[1], wallets[miner])
     hk = {m: wallets[m].hotkey.ss58_address for m in posts}
@@ -62,21 +65,26 @@ def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(standin
         with open_ledger(db) as led:
             if score_good:
                 [sub] = led.submissions((State.RECEIVED,))
-                for seen, to in zip(ORDER[: ORDER.index(State.QUALIFIED) + 1], ORDER[1: ORDER.index(State.QUALIFIED) + 1], strict=False):
+                for seen, to in zip(
+                    ORDER[: ORDER.index(State.QUALIFIED) + 1], ORDER[1 : ORDER.index(State.QUALIFIED) + 1], strict=False
+                ):
                     sub = led.advance(sub.id, seen, to, "test step")
                 settled = Settled(identity=sub.identity, status="PASS", score=0.3, reason="reproduced")
                 evidence = ScoreEvidence(status="PASS", reasons=[], record=qualified_record(), runs=[], settled=settled)
                 record_scored(led, sub, settled, "activation.silu_and_mul", "reproduced", evidence)
             client = Chain(standin)
-            ChainCycle(client, led, NETUID, wallets["validator"], weights_every=1000, policy=policy,
-                       report=reports.append)()
+            ChainCycle(
+                client, led, NETUID, wallets["validator"], weights_every=1000, policy=policy, report=reports.append
+            )()
             client.close()
             return {k[0]: v for k, v in observations(led, NETUID).items()}, history(led, NETUID)
 
     seen, pubs = cycle_after_restart()
     assert seen[hk["miner1"]][0] == Outcome.ACCEPTED.value
-    assert seen[hk["miner2"]][:2] == (Outcome.REFUSED.value,
-                                      "bad archive: manifest.toml: 200004 characters, over the 65536-character limit")
+    assert seen[hk["miner2"]][:2] == (
+        Outcome.REFUSED.value,
+        "bad archive: manifest.toml: 200004 characters, over the 65536-character limit",
+    )
     assert seen[hk["miner3"]][0] == Outcome.RETRY.value and "RecursionError" in seen[hk["miner3"]][1]
     assert pubs == []  # nothing crowned yet
 
@@ -85,8 +93,11 @@ def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(standin
     assert [(p.state, p.weights) for p in pubs] == [(PubState.CONFIRMED, {1: 0.8})]
 
     seen, _ = cycle_after_restart()
-    assert seen[hk["miner3"]] == (Outcome.REFUSED.value,
-                                  "fault while deciding, 3 attempts: RecursionError: maximum recursion depth exceeded", None)
+    assert seen[hk["miner3"]] == (
+        Outcome.REFUSED.value,
+        "fault while deciding, 3 attempts: RecursionError: maximum recursion depth exceeded",
+        None,
+    )
 
     final, _ = cycle_after_restart()
     assert final == seen  # nothing decided twice, nothing retried after its final refusal

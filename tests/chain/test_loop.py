@@ -48,36 +48,69 @@ def test_miner_to_weights_loop(hf, tmp_path, wallets, origin, make_bundle):
     path = tmp_path / "chain.json"
     network = f"standin:{path}"
     who = {n: wallets[n].hotkey.ss58_address for n in ("validator", "miner1", "miner2", "miner3")}
-    hf("chain", "standin", "create", str(path), "--netuid", NETUID, "--neuron", f"{who['validator']}:validator",
-       "--neuron", who["miner1"], "--neuron", who["miner2"], "--neuron", who["miner3"])
+    hf(
+        "chain",
+        "standin",
+        "create",
+        str(path),
+        "--netuid",
+        NETUID,
+        "--neuron",
+        f"{who['validator']}:validator",
+        "--neuron",
+        who["miner1"],
+        "--neuron",
+        who["miner2"],
+        "--neuron",
+        who["miner3"],
+    )
     wallet = ["--wallet-path", wallets["path"], "--hotkey", "default", "--netuid", NETUID, "--network", network]
 
     offers = {}
     for miner in ("miner1", "miner2"):
         bundle = make_bundle(name=f"{miner}_bundle")
-        out = json.loads(hf("chain", "package", str(bundle), "--out", str(tmp_path / f"{miner}.tar.gz"), "--json").stdout)
+        out = json.loads(
+            hf("chain", "package", str(bundle), "--out", str(tmp_path / f"{miner}.tar.gz"), "--json").stdout
+        )
         url = origin.serve(f"/{miner}.tar.gz", (tmp_path / f"{miner}.tar.gz").read_bytes())
         dry = hf("chain", "submit", str(bundle), "--url", url, "--wallet", miner, *wallet, "--dry-run").stdout.strip()
         assert json.loads(dry) == {"h": out["identity"], "u": url, "v": 1}
-        posted = json.loads(hf("chain", "submit", str(bundle), "--url", url, "--wallet", miner, *wallet, "--json").stdout)
+        posted = json.loads(
+            hf("chain", "submit", str(bundle), "--url", url, "--wallet", miner, *wallet, "--json").stdout
+        )
         assert posted["payload"] == dry and posted["extrinsic"]
         offers[miner] = out["identity"]
     hostile = make_bundle(name="thief")
     hf("chain", "submit", str(hostile), "--url", origin.url("/miner1.tar.gz"), "--wallet", "miner3", *wallet)
 
     ledger_path = str(tmp_path / "validator.db")
-    intake = ["--netuid", NETUID, "--network", network, "--ledger", ledger_path, "--cafile", origin.cafile,
-              "--allow-private", "--deadline", "30"]
+    intake = [
+        "--netuid",
+        NETUID,
+        "--network",
+        network,
+        "--ledger",
+        ledger_path,
+        "--cafile",
+        origin.cafile,
+        "--allow-private",
+        "--deadline",
+        "30",
+    ]
     decisions = {d["hotkey"]: d for d in json.loads(hf("chain", "intake", *intake, "--json").stdout)}
     assert decisions[who["miner1"]]["outcome"] == decisions[who["miner2"]]["outcome"] == "accepted"
     assert decisions[who["miner3"]]["outcome"] == "refused"
     assert "identity mismatch" in decisions[who["miner3"]]["reason"]
     assert json.loads(hf("chain", "intake", *intake, "--json").stdout) == []
 
-    status = json.loads(hf("chain", "status", "--netuid", NETUID, "--network", network, "--ledger", ledger_path,
-                           "--json").stdout)
+    status = json.loads(
+        hf("chain", "status", "--netuid", NETUID, "--network", network, "--ledger", ledger_path, "--json").stdout
+    )
     assert {c["hotkey"]: c["view"] for c in status["commitments"]} == {
-        who["miner1"]: "accepted", who["miner2"]: "accepted", who["miner3"]: "refused"}
+        who["miner1"]: "accepted",
+        who["miner2"]: "accepted",
+        who["miner3"]: "refused",
+    }
 
     with open_ledger(ledger_path) as ledger:
         subs = ledger.submissions()
@@ -85,12 +118,23 @@ def test_miner_to_weights_loop(hf, tmp_path, wallets, origin, make_bundle):
         for sub in subs:
             report = scan_bundle(unpack(ledger.archive(sub.id)))
             assert report.clean
-            ledger.advance(sub.id, State.RECEIVED, State.SCANNED, "scan clean",
-                           StageEvidence[ScanReport](status=Status.PASS, reasons=[], record=report))
+            ledger.advance(
+                sub.id,
+                State.RECEIVED,
+                State.SCANNED,
+                "scan clean",
+                StageEvidence[ScanReport](status=Status.PASS, reasons=[], record=report),
+            )
         assert {s.submitter: s.identity for s in ledger.submissions()} == {who[m]: offers[m] for m in offers}
 
-    crowns = [{"winner": offers["miner2"], "runner_up": offers["miner1"], "reason": "settled",
-               "weights": {offers["miner2"]: 0.8, offers["miner1"]: 0.2}}]
+    crowns = [
+        {
+            "winner": offers["miner2"],
+            "runner_up": offers["miner1"],
+            "reason": "settled",
+            "weights": {offers["miner2"]: 0.8, offers["miner1"]: 0.2},
+        }
+    ]
     crowns_file = tmp_path / "crowns.json"
     crowns_file.write_text(json.dumps(crowns))
     weights = ["--crowns", str(crowns_file), "--wallet", "validator", *wallet, "--ledger", ledger_path, "--json"]
@@ -101,19 +145,35 @@ def test_miner_to_weights_loop(hf, tmp_path, wallets, origin, make_bundle):
     again = json.loads(hf("chain", "weights", *weights, "--every", "100000").stdout)
     assert again["state"] == "confirmed" and again["round"] == done["round"]
     state = json.loads(path.read_text())
-    sets = [x for b in state["blocks"] for x in b["extrinsics"] if x["call"]["call_function"] == "set_mechanism_weights"]
+    sets = [
+        x for b in state["blocks"] for x in b["extrinsics"] if x["call"]["call_function"] == "set_mechanism_weights"
+    ]
     assert len(sets) == 1 and sets[0]["call"]["call_args"]["dests"] == [1, 2]
 
 
 def test_cli_refuses_bad_input_with_one_error_line(hf, tmp_path, make_bundle):
     bundle = make_bundle()
-    p = hf("chain", "submit", str(bundle), "--url", "http://example.org/a.tar.gz", "--netuid", "1", "--dry-run", ok=False)
+    p = hf(
+        "chain", "submit", str(bundle), "--url", "http://example.org/a.tar.gz", "--netuid", "1", "--dry-run", ok=False
+    )
     assert p.returncode == 2 and p.stderr.startswith("error: commitment refused: u: url must use https")
     assert "Traceback" not in p.stderr
     bad = tmp_path / "crowns.json"
     bad.write_text('[{"runner_up": null}]')
-    p = hf("chain", "weights", "--crowns", str(bad), "--netuid", "1", "--network", f"standin:{tmp_path}/none.json",
-           "--ledger", str(tmp_path / "l.db"), "--dry-run", ok=False)
+    p = hf(
+        "chain",
+        "weights",
+        "--crowns",
+        str(bad),
+        "--netuid",
+        "1",
+        "--network",
+        f"standin:{tmp_path}/none.json",
+        "--ledger",
+        str(tmp_path / "l.db"),
+        "--dry-run",
+        ok=False,
+    )
     assert p.returncode == 2 and "winner" in p.stderr and "Traceback" not in p.stderr
     p = hf("chain", "status", "--netuid", "1", "--network", f"standin:{tmp_path}/none.json", ok=False)
     assert p.returncode == 3 and p.stderr.startswith("error: chain:") and "does not exist" in p.stderr

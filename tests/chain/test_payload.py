@@ -28,16 +28,19 @@ def test_payment_reference_is_carried_and_checked():
         commitment(H, "https://x.org/a", "yesterday")
 
 
-@pytest.mark.parametrize("url, why", [
-    ("http://x.org/a", "https"),
-    ("ftp://x.org/a", "https"),
-    ("https://user:pw@x.org/a", "credentials"),
-    ("https://x.org/a#frag", "fragment"),
-    ("https://x.org/a b", "spaces"),
-    ("https://x.org:99999/a", "port"),
-    ("https:///nohost", "plain host"),
-    ("https://exämple.org/a", "ASCII"),
-])
+@pytest.mark.parametrize(
+    "url, why",
+    [
+        ("http://x.org/a", "https"),
+        ("ftp://x.org/a", "https"),
+        ("https://user:pw@x.org/a", "credentials"),
+        ("https://x.org/a#frag", "fragment"),
+        ("https://x.org/a b", "spaces"),
+        ("https://x.org:99999/a", "port"),
+        ("https:///nohost", "plain host"),
+        ("https://exämple.org/a", "ASCII"),
+    ],
+)
 def test_miner_side_refuses_what_validators_refuse(url, why):
     with pytest.raises(InputError, match=why):
         commitment(H, url)
@@ -51,14 +54,17 @@ def test_oversize_is_refused_on_both_sides():
         parse_payload(raw)
 
 
-@pytest.mark.parametrize("raw, why", [
-    (b"\xff\xfe", "not UTF-8 JSON"),
-    (b"[1,2]", "not a JSON object"),
-    (b'{"h":"' + H.encode() + b'","u":"https://x.org/a","v":1} ', "non-canonical"),
-    (b'{"h":"' + H.encode() + b'","h":"' + H.encode() + b'","u":"https://x.org/a","v":1}', "non-canonical"),
-    (b'{"h":"' + H.encode() + b'","u":"https://x.org/a","v":true}', "v:"),
-    (b"[" * 1000, "not UTF-8 JSON"),
-])
+@pytest.mark.parametrize(
+    "raw, why",
+    [
+        (b"\xff\xfe", "not UTF-8 JSON"),
+        (b"[1,2]", "not a JSON object"),
+        (b'{"h":"' + H.encode() + b'","u":"https://x.org/a","v":1} ', "non-canonical"),
+        (b'{"h":"' + H.encode() + b'","h":"' + H.encode() + b'","u":"https://x.org/a","v":1}', "non-canonical"),
+        (b'{"h":"' + H.encode() + b'","u":"https://x.org/a","v":true}', "v:"),
+        (b"[" * 1000, "not UTF-8 JSON"),
+    ],
+)
 def test_validator_side_refuses_malformed_bytes(raw, why):
     with pytest.raises(ValueError, match=why):
         parse_payload(raw)

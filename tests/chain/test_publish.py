@@ -33,8 +33,12 @@ class CrashBeforeSend(Chain):
 
 def weight_extrinsics(standin: str) -> int:
     state = json.loads(open(standin.removeprefix("standin:")).read())
-    return sum(1 for b in state["blocks"] for x in b["extrinsics"]
-               if x["call"]["call_function"] == "set_mechanism_weights" and not x["error"])
+    return sum(
+        1
+        for b in state["blocks"]
+        for x in b["extrinsics"]
+        if x["call"]["call_function"] == "set_mechanism_weights" and not x["error"]
+    )
 
 
 @pytest.fixture

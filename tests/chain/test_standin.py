@@ -15,16 +15,25 @@ from hotfloat.errors import InfrastructureError
 HOTKEY = "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY"
 
 
-@pytest.mark.parametrize("edit", [lambda s: [], lambda s: {**s, "blocks": []}, lambda s: {**s, "blocks": "x"},
-                                  lambda s: {**s, "finality_lag": "2"},
-                                  lambda s: {**s, "blocks": [{**s["blocks"][0], "storage": {"Sub.Item": [1]}}]}])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: [],
+        lambda s: {**s, "blocks": []},
+        lambda s: {**s, "blocks": "x"},
+        lambda s: {**s, "finality_lag": "2"},
+        lambda s: {**s, "blocks": [{**s["blocks"][0], "storage": {"Sub.Item": [1]}}]},
+    ],
+)
 def test_a_malformed_state_file_is_a_chain_error(tmp_path, edit):
     path = tmp_path / "chain.json"
     LocalSubstrate.create(path, 7, [(HOTKEY, HOTKEY, True)])
     path.write_text(json.dumps(edit(json.loads(path.read_text()))))
     with pytest.raises(ChainError, match="is malformed"):
         LocalSubstrate(path).advance(1)
-    with pytest.raises(InfrastructureError, match=r"^chain: reading the finalized block failed: stand-in chain .* is malformed"):
+    with pytest.raises(
+        InfrastructureError, match=r"^chain: reading the finalized block failed: stand-in chain .* is malformed"
+    ):
         Chain(f"standin:{path}").finalized()
 
 

@@ -16,8 +16,21 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 def test_bench_json_save_and_plot(tmp_path, capsys):
     png, saved = tmp_path / "b.png", tmp_path / "b.json"
     with pytest.raises(SystemExit) as exit_:
-        main(["bench", str(EXAMPLES / "silu_triton"), "--device", "cpu", "--shape", "T=2,D=256", "--json",
-              "--plot", str(png), "--save", str(saved)])
+        main(
+            [
+                "bench",
+                str(EXAMPLES / "silu_triton"),
+                "--device",
+                "cpu",
+                "--shape",
+                "T=2,D=256",
+                "--json",
+                "--plot",
+                str(png),
+                "--save",
+                str(saved),
+            ]
+        )
     out = capsys.readouterr()
     assert exit_.value.code == 0, out.err
     report = json.loads(out.out)
@@ -28,8 +41,11 @@ def test_bench_json_save_and_plot(tmp_path, capsys):
 
 
 def test_bench_bad_input_is_one_error_line_exit_2(make_bundle, capsys):
-    for args in (["/nonexistent"], [str(EXAMPLES / "silu_triton"), "--device", "cpu", "--shape", "T=0"],
-                 [str(make_bundle(files={"kernels/x.so": b"\x7fELF"})), "--device", "cpu"]):
+    for args in (
+        ["/nonexistent"],
+        [str(EXAMPLES / "silu_triton"), "--device", "cpu", "--shape", "T=0"],
+        [str(make_bundle(files={"kernels/x.so": b"\x7fELF"})), "--device", "cpu"],
+    ):
         with pytest.raises(SystemExit) as exit_:
             main(["bench", *args])
         err = capsys.readouterr().err
@@ -39,8 +55,19 @@ def test_bench_bad_input_is_one_error_line_exit_2(make_bundle, capsys):
 
 def test_unsandboxed_warns_and_says_so_beside_the_table(capsys):
     with pytest.raises(SystemExit) as exit_:
-        main(["bench", str(EXAMPLES / "silu_triton"), "--device", "cpu", "--shape", "T=2,D=256", "--stock", "none",
-              "--unsandboxed"])
+        main(
+            [
+                "bench",
+                str(EXAMPLES / "silu_triton"),
+                "--device",
+                "cpu",
+                "--shape",
+                "T=2,D=256",
+                "--stock",
+                "none",
+                "--unsandboxed",
+            ]
+        )
     out = capsys.readouterr()
     assert exit_.value.code == 0, out.err
     assert out.err.startswith("WARNING: --unsandboxed") and "sandbox: NONE (--unsandboxed)" in out.err

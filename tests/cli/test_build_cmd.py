@@ -20,7 +20,9 @@ def test_build_then_admit_on_cpu(tmp_path):
     assert all((tmp_path / k["cubin"]).is_file() for k in record["kernels"])
     admitted = run("admit", bundle, "--build", str(tmp_path), "--device", "cpu", "--json")
     assert admitted.returncode == 5, admitted.stderr  # NO_DECISION: without a GPU the load cannot be judged
-    verdict = json.loads(admitted.stdout)  # the admission service's verdict: no op runs on cpu, the cubins' load skipped
+    verdict = json.loads(
+        admitted.stdout
+    )  # the admission service's verdict: no op runs on cpu, the cubins' load skipped
     assert verdict["verify"]["status"] == "N/A" and verdict["reasons"][0] == "no op of the bundle applies on cpu"
     assert verdict["reasons"][1].startswith("cubins: skipped: no GPU") and verdict["native"]["status"] == "NO_DECISION"
     cubin = tmp_path / record["kernels"][0]["cubin"]

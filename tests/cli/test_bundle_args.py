@@ -14,8 +14,14 @@ from ..conftest import EXAMPLES
 
 
 def hotfloat(*args, env=None, cwd=None):
-    return subprocess.run([sys.executable, "-m", "hotfloat.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=cwd,
+    )
 
 
 @pytest.fixture

@@ -15,16 +15,37 @@ def hotfloat(capsys, *argv):
     return done.value.code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("text,why", [
-    ('[{"winner": "a", "runner_up": null, "weights": {"a": NaN}, "reason": ""}]', "0.weights.a: Input should be a finite"),
-    ('[{"winner": "a", "runner_up": "b", "weights": {"a": 0.9, "b": 0.9}, "reason": ""}]', "more than the whole pool"),
-    ("{}", "crowns: Input should be a valid array"),
-])
+@pytest.mark.parametrize(
+    "text,why",
+    [
+        (
+            '[{"winner": "a", "runner_up": null, "weights": {"a": NaN}, "reason": ""}]',
+            "0.weights.a: Input should be a finite",
+        ),
+        (
+            '[{"winner": "a", "runner_up": "b", "weights": {"a": 0.9, "b": 0.9}, "reason": ""}]',
+            "more than the whole pool",
+        ),
+        ("{}", "crowns: Input should be a valid array"),
+    ],
+)
 def test_weights_refuses_crowns_that_are_not_settled_crowns(capsys, tmp_path, text, why):
     crowns = tmp_path / "crowns.json"
     crowns.write_text(text)
-    code, err = hotfloat(capsys, "chain", "weights", "--crowns", str(crowns), "--netuid", "1", "--network",
-                         f"standin:{tmp_path}/none.json", "--ledger", str(tmp_path / "l.db"), "--dry-run")
+    code, err = hotfloat(
+        capsys,
+        "chain",
+        "weights",
+        "--crowns",
+        str(crowns),
+        "--netuid",
+        "1",
+        "--network",
+        f"standin:{tmp_path}/none.json",
+        "--ledger",
+        str(tmp_path / "l.db"),
+        "--dry-run",
+    )
     assert code == 2 and err.startswith(f"error: {crowns}: ") and why in err and err.count("\n") == 1, err
 
 
@@ -32,8 +53,20 @@ def test_weights_refuses_a_crowns_file_that_never_ends(capsys, tmp_path):
     fifo = tmp_path / "crowns.json"
     os.mkfifo(fifo)
     for path in (fifo, "/dev/zero"):
-        code, err = hotfloat(capsys, "chain", "weights", "--crowns", str(path), "--netuid", "1", "--network",
-                             f"standin:{tmp_path}/none.json", "--ledger", str(tmp_path / "l.db"), "--dry-run")
+        code, err = hotfloat(
+            capsys,
+            "chain",
+            "weights",
+            "--crowns",
+            str(path),
+            "--netuid",
+            "1",
+            "--network",
+            f"standin:{tmp_path}/none.json",
+            "--ledger",
+            str(tmp_path / "l.db"),
+            "--dry-run",
+        )
         assert (code, err) == (2, f"error: {path}: crowns file: not a regular file\n")
 
 

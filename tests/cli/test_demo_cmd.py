@@ -10,8 +10,9 @@ from ..conftest import EXAMPLES
 
 
 def hotfloat(*args):
-    return subprocess.run([sys.executable, "-m", "hotfloat.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", *map(str, args)], capture_output=True, text=True, timeout=900
+    )
 
 
 def test_arena_stops_the_broken_and_the_cheats_and_weights_the_honest_miner(tmp_path):

@@ -11,19 +11,28 @@ from hotfloat.errors import ExitCode
 
 from ..conftest import EXAMPLES, REPO
 
-GPU_ONLY = ('bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
-            'source = "kernels/k.py"\nentry = "run"\narchitectures = ["sm_90"]\n')
+GPU_ONLY = (
+    'bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+    'source = "kernels/k.py"\nentry = "run"\narchitectures = ["sm_90"]\n'
+)
 
 
 def hotfloat(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "hotfloat.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=300, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", *map(str, args)], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
 
 
 def test_codes_are_distinct():
     assert len({int(c) for c in ExitCode}) == len(ExitCode)
-    assert [ExitCode.OK, ExitCode.FAIL, ExitCode.USAGE, ExitCode.INFRASTRUCTURE, ExitCode.NOT_APPLICABLE,
-            ExitCode.NO_DECISION] == [0, 1, 2, 3, 4, 5]
+    assert [
+        ExitCode.OK,
+        ExitCode.FAIL,
+        ExitCode.USAGE,
+        ExitCode.INFRASTRUCTURE,
+        ExitCode.NOT_APPLICABLE,
+        ExitCode.NO_DECISION,
+    ] == [0, 1, 2, 3, 4, 5]
 
 
 @pytest.mark.parametrize("case", ["ok", "fail", "usage", "bad-input", "infrastructure", "not-applicable"])
@@ -37,8 +46,10 @@ def test_each_outcome_has_its_code(case, make_bundle, tmp_path):
     elif case == "bad-input":
         p, want = hotfloat("hash", make_bundle(files={"kernels/lib.so": b"\x7fELF"})), ExitCode.USAGE
     elif case == "infrastructure":
-        p, want = hotfloat("chain", "status", "--netuid", "1", "--network", f"standin:{tmp_path}/none.json"), \
-            ExitCode.INFRASTRUCTURE
+        p, want = (
+            hotfloat("chain", "status", "--netuid", "1", "--network", f"standin:{tmp_path}/none.json"),
+            ExitCode.INFRASTRUCTURE,
+        )
     else:
         p, want = hotfloat("verify", make_bundle(manifest=GPU_ONLY), "--device", "cpu"), ExitCode.NOT_APPLICABLE
     assert p.returncode == want, p.stdout + p.stderr
@@ -57,8 +68,9 @@ def test_table_is_documented_in_help_and_docs():
         assert re.search(rf"^\| {int(code)} \|", docs, re.M), f"docs/kernel-authors.md lacks exit code {int(code)}"
 
 
-@pytest.mark.parametrize("argv", [["nosuch"], ["scan", "--bogus", "x"], ["qualify", "run"],
-                                  ["validator", "status", "99999999999999999999"]])
+@pytest.mark.parametrize(
+    "argv", [["nosuch"], ["scan", "--bogus", "x"], ["qualify", "run"], ["validator", "status", "99999999999999999999"]]
+)
 def test_usage_errors_are_one_line_naming_the_help_to_read(argv):
     p = subprocess.run([sys.executable, "-m", "hotfloat.cli", *argv], capture_output=True, text=True, timeout=60)
     lines = p.stderr.strip().splitlines()

@@ -14,8 +14,10 @@ from hotfloat.cli.options import read_archive, read_input
 from hotfloat.devices import resolve_device
 from hotfloat.errors import InputError
 
-GPU_ONLY = ('bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
-            'source = "kernels/k.py"\nentry = "run"\narchitectures = ["sm_90"]\n')
+GPU_ONLY = (
+    'bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+    'source = "kernels/k.py"\nentry = "run"\narchitectures = ["sm_90"]\n'
+)
 
 
 @pytest.mark.parametrize("path", [("verify",), ("bench",), ("preflight",), ("validator", "run"), ("qualify", "run")])
@@ -30,8 +32,12 @@ def test_device_defaults_to_auto(path):
 def test_auto_is_cuda_only_with_a_gpu(make_bundle):
     want = "cuda" if torch.cuda.is_available() else "cpu"
     assert resolve_device("auto") == want and resolve_device("cpu") == "cpu"
-    p = subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(make_bundle(manifest=GPU_ONLY)), "--json"],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", "verify", str(make_bundle(manifest=GPU_ONLY)), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert json.loads(p.stdout)["device"] == want
 
 

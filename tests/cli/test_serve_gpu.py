@@ -10,12 +10,18 @@ import pytest
 from hotfloat.cli.main import main
 
 
-@pytest.mark.parametrize(("argv", "says"), [
-    (("compiler", "--device", "cuda", "--gpu", "0"), "--gpu applies to admission and qualification with --device cuda"),
-    (("qualification", "--gpu", "1"), "--gpu applies to admission and qualification with --device cuda"),
-    (("qualification", "--device", "cuda", "--gpu", "9"), "--gpu 9: NVML cannot list this host's GPUs"),
-    (("admission", "--device", "cuda", "--gpu", "0"), "--gpu 0: NVML cannot list this host's GPUs"),
-])
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (
+            ("compiler", "--device", "cuda", "--gpu", "0"),
+            "--gpu applies to admission and qualification with --device cuda",
+        ),
+        (("qualification", "--gpu", "1"), "--gpu applies to admission and qualification with --device cuda"),
+        (("qualification", "--device", "cuda", "--gpu", "9"), "--gpu 9: NVML cannot list this host's GPUs"),
+        (("admission", "--device", "cuda", "--gpu", "0"), "--gpu 0: NVML cannot list this host's GPUs"),
+    ],
+)
 def test_a_gpu_that_cannot_be_pinned_is_one_error_line_exit_2(capsys, tmp_path, monkeypatch, argv, says):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # this CPU host: no NVML, whatever is installed
     token = tmp_path / "token"

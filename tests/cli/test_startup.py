@@ -25,17 +25,29 @@ print(json.dumps({"code": code, "heavy": sorted({m.split(".")[0] for m in sys.mo
 """ % (HEAVY,)
 
 
-@pytest.mark.parametrize("argv", [
-    ["--help"], ["slots"], ["slots", "--json"], ["hash", str(EXAMPLES / "silu_torch")],
-    ["scan", str(EXAMPLES / "silu_torch")], ["validator", "status", "--ledger", "{db}"], ["bundle", "schema"],
-    ["verify", "--help"], ["bench", "--help"], ["chain", "--help"],
-], ids=lambda a: " ".join(a[:2]))
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["slots"],
+        ["slots", "--json"],
+        ["hash", str(EXAMPLES / "silu_torch")],
+        ["scan", str(EXAMPLES / "silu_torch")],
+        ["validator", "status", "--ledger", "{db}"],
+        ["bundle", "schema"],
+        ["verify", "--help"],
+        ["bench", "--help"],
+        ["chain", "--help"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
 def test_light_commands_import_no_heavy_module(argv, tmp_path):
     db = tmp_path / "l.db"
     Ledger(db).close()
     started = time.monotonic()
-    p = subprocess.run([sys.executable, "-c", PROBE, *(a.format(db=db) for a in argv)], capture_output=True, text=True,
-                       timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", PROBE, *(a.format(db=db) for a in argv)], capture_output=True, text=True, timeout=120
+    )
     print(f"hotfloat {' '.join(argv[:2])}: {time.monotonic() - started:.2f}s")  # the bound is the import list below
     result = json.loads(p.stdout.strip().splitlines()[-1])
     assert result["code"] == 0, p.stderr

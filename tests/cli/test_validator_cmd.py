@@ -59,26 +59,61 @@ def test_submit_then_status(capsys, make_bundle, tmp_path):
     assert code == 0 and [t["to_state"] for t in json.loads(out)["transitions"]] == ["received"]
 
 
-@pytest.mark.parametrize("argv, says", [
-    (("validator", "status", "--ledger", "/nonexistent/l.db"), "no ledger here"),
-    (("validator", "run", "--ledger", "{db}"), "either --spawn or both"),
-    (("validator", "run", "--ledger", "{db}", "--spawn", "--netuid", "7"), "apply only with --chain"),
-    (("validator", "run", "--ledger", "{db}", "--spawn", "--chain", "standin:{db}.json"), "--chain needs --netuid"),
-    (("validator", "status", "7", "--ledger", "{db}"), "no submission 7"),
-    (("validator", "run", "--ledger", "{db}", "--compiler", "c", "--admission", "a", "--rule-from", "{db}"),
-     "--rule-from applies only with --spawn"),
-    (("validator", "run", "--ledger", "{db}", "--spawn", "--rule-from", "{db}"), "not a calibration record"),
-    (("serve", "compiler"), "exactly one of --socket"),
-    (("serve", "compiler", "--listen", "0.0.0.0:7000", "--token-file", "{token}"), "needs mutual TLS"),
-    (("validator", "run", "--ledger", "{db}", "--compiler", "10.1.2.3:50051", "--admission", "a.sock",
-      "--token-file", "{token}"), "needs mutual TLS"),
-    (("validator", "run", "--ledger", "{db}", "--spawn", "--tls-ca", "{token}"), "mutual TLS needs all"),
-    (("validator", "run", "--ledger", "{db}", "--compiler", "c.sock", "--admission", "a.sock", "--qualification",
-      "q.sock", "--qualification", "q.sock", "--token-file", "{token}"), "each once"),
-    (("serve", "compiler", "--socket", "{db}.sock"), "deployment token"),
-    (("serve", "compiler", "--socket", "{db}.sock", "--rule-from", "{db}"), "applies only to the qualification"),
-    (("serve", "qualification", "--socket", "{db}.sock", "--rule-from", "{db}"), "not a calibration record"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (("validator", "status", "--ledger", "/nonexistent/l.db"), "no ledger here"),
+        (("validator", "run", "--ledger", "{db}"), "either --spawn or both"),
+        (("validator", "run", "--ledger", "{db}", "--spawn", "--netuid", "7"), "apply only with --chain"),
+        (("validator", "run", "--ledger", "{db}", "--spawn", "--chain", "standin:{db}.json"), "--chain needs --netuid"),
+        (("validator", "status", "7", "--ledger", "{db}"), "no submission 7"),
+        (
+            ("validator", "run", "--ledger", "{db}", "--compiler", "c", "--admission", "a", "--rule-from", "{db}"),
+            "--rule-from applies only with --spawn",
+        ),
+        (("validator", "run", "--ledger", "{db}", "--spawn", "--rule-from", "{db}"), "not a calibration record"),
+        (("serve", "compiler"), "exactly one of --socket"),
+        (("serve", "compiler", "--listen", "0.0.0.0:7000", "--token-file", "{token}"), "needs mutual TLS"),
+        (
+            (
+                "validator",
+                "run",
+                "--ledger",
+                "{db}",
+                "--compiler",
+                "10.1.2.3:50051",
+                "--admission",
+                "a.sock",
+                "--token-file",
+                "{token}",
+            ),
+            "needs mutual TLS",
+        ),
+        (("validator", "run", "--ledger", "{db}", "--spawn", "--tls-ca", "{token}"), "mutual TLS needs all"),
+        (
+            (
+                "validator",
+                "run",
+                "--ledger",
+                "{db}",
+                "--compiler",
+                "c.sock",
+                "--admission",
+                "a.sock",
+                "--qualification",
+                "q.sock",
+                "--qualification",
+                "q.sock",
+                "--token-file",
+                "{token}",
+            ),
+            "each once",
+        ),
+        (("serve", "compiler", "--socket", "{db}.sock"), "deployment token"),
+        (("serve", "compiler", "--socket", "{db}.sock", "--rule-from", "{db}"), "applies only to the qualification"),
+        (("serve", "qualification", "--socket", "{db}.sock", "--rule-from", "{db}"), "not a calibration record"),
+    ],
+)
 def test_bad_input_is_one_error_line_exit_2(capsys, tmp_path, monkeypatch, argv, says):
     monkeypatch.delenv("HOTFLOAT_TOKEN", raising=False)
     db, token = tmp_path / "l.db", tmp_path / "token"
@@ -100,7 +135,9 @@ def test_status_of_a_database_that_is_not_a_ledger_is_one_line_and_leaves_it_alo
     path = tmp_path / "other.db"
     before = foreign_sqlite(path, "foo")
     code, _, err = hotfloat(capsys, "validator", "status", "--ledger", str(path))
-    assert code == 3 and err == f"error: ledger {path}: an SQLite database of another program (tables foo), not a ledger\n"
+    assert (
+        code == 3 and err == f"error: ledger {path}: an SQLite database of another program (tables foo), not a ledger\n"
+    )
     assert path.read_bytes() == before
 
 

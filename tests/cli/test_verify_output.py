@@ -14,8 +14,14 @@ ARGS = ["--device", "cpu", "--dtype", "fp32", "--trials", "1", "--seed", "11"]
 
 def verify(bundle, *extra, stderr=subprocess.PIPE):
     env = {**os.environ, "COLUMNS": "80"}
-    return subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(bundle), *ARGS, *extra], env=env,
-                          stdout=subprocess.PIPE, stderr=stderr, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", "verify", str(bundle), *ARGS, *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_table_fits_80_columns_and_shows_every_reason_whole():
@@ -54,5 +60,6 @@ def test_rows_stream_to_a_terminal_as_they_finish():
     streamed = [ln for ln in b"".join(chunks).decode().splitlines() if ln.strip()]
     report = json.loads(verify(EXAMPLES / "silu_torch", "--json").stdout)
     assert p.returncode == 0
-    assert len(streamed) == len(report["rows"]) and all(ln.startswith("PASS activation.silu_and_mul fp32") for ln in
-                                                          streamed), streamed
+    assert len(streamed) == len(report["rows"]) and all(
+        ln.startswith("PASS activation.silu_and_mul fp32") for ln in streamed
+    ), streamed

@@ -13,8 +13,14 @@ from hotfloat.slots import Role, get_slot
 
 from ..conftest import EXAMPLES
 
-GOOD = {"rank": 0, "world": 2, "op": "collective.all_reduce:default", "identity": "ab", "backend": "gloo",
-        "group_size": 2}
+GOOD = {
+    "rank": 0,
+    "world": 2,
+    "op": "collective.all_reduce:default",
+    "identity": "ab",
+    "backend": "gloo",
+    "group_size": 2,
+}
 
 
 def test_rank_report_refuses_extra_keys_and_oversized_fields():

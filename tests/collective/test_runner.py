@@ -40,23 +40,39 @@ def test_one_wrong_rank_fails_the_run(world):
 def test_deadlock_is_killed_and_reported(world):
     report = _verify("allreduce_deadlock", world, timeout_s=3)
     assert report.status is Status.FAIL
-    assert f"aborted: hang: ranks {list(range(world))} gave no answer to case 0 of 13, killed at the time limit" in \
-        report.reasons[0]
+    assert (
+        f"aborted: hang: ranks {list(range(world))} gave no answer to case 0 of 13, killed at the time limit"
+        in report.reasons[0]
+    )
     assert not report.rows
 
 
 def test_scan_gates_before_any_rank_starts(make_bundle):
     source = "import torch\n\n\ndef all_reduce(x, out, group):\n    torch.distributed.os.system('true')\n"
-    manifest = ('bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "collective.all_reduce"\n'
-                'source = "kernels/k.py"\nentry = "all_reduce"\narchitectures = ["cpu"]\n')
+    manifest = (
+        'bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "collective.all_reduce"\n'
+        'source = "kernels/k.py"\nentry = "all_reduce"\narchitectures = ["cpu"]\n'
+    )
     report = verify_collective(load_bundle(make_bundle(source, manifest=manifest)), world_size=2, seed=1)
     assert report.status is Status.FAIL and not report.rows
     assert report.reasons[0].startswith("scan refused the bundle: kernels/k.py:5: torch.distributed.os")
 
 
 def test_cli_world_size_dispatches_to_the_collective_verifier():
-    cmd = [sys.executable, "-m", "hotfloat.cli", "verify", str(EXAMPLES / "allreduce_torch"), "--world-size", "2",
-           "--dtype", "fp32", "--seed", "3", "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "hotfloat.cli",
+        "verify",
+        str(EXAMPLES / "allreduce_torch"),
+        "--world-size",
+        "2",
+        "--dtype",
+        "fp32",
+        "--seed",
+        "3",
+        "--json",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)

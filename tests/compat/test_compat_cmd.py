@@ -11,11 +11,15 @@ from hotfloat.cli.compat_cmd import chain_compat, compat
 from hotfloat.compat import SGLANG_PIN
 
 
-
 def run(*args, env=None):
     code = "from hotfloat.cli.main import main; main()"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_help_on_both_commands():
@@ -36,7 +40,9 @@ def test_a_pin_mismatch_prints_fail_rows_and_exits_nonzero(tmp_path):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (tmp_path / "sglang-0.5.22.dist-info").mkdir()
-    (tmp_path / "sglang-0.5.22.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.22\n")
+    (tmp_path / "sglang-0.5.22.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.22\n"
+    )
     done = run("compat", "--python", sys.executable, env={"PYTHONPATH": str(tmp_path)})
     assert done.returncode == 1
     assert "[FAIL]" in done.stdout and f"0.5.22 DIFFERS from pin {SGLANG_PIN}" in done.stdout

@@ -28,6 +28,7 @@ def shadow(root: Path, dist: str, version: str, files: dict[str, str]) -> Path:
 def pythonpath(monkeypatch):
     def use(path: Path):
         monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(path), os.environ.get("PYTHONPATH", "")]))
+
     return use
 
 
@@ -42,11 +43,20 @@ def test_chain_compat_passes_on_the_pinned_sdk():
 
 
 def test_chain_compat_fails_on_an_altered_sdk(tmp_path, pythonpath):
-    pythonpath(shadow(tmp_path, "bittensor", BITTENSOR_PIN, {"bittensor/__init__.py": """
+    pythonpath(
+        shadow(
+            tmp_path,
+            "bittensor",
+            BITTENSOR_PIN,
+            {
+                "bittensor/__init__.py": """
         class Wallet:
             def __init__(self, name, hotkey_name, path=None):
                 self.hotkey = self.coldkey = None
-        """}))
+        """
+            },
+        )
+    )
     report = check("bittensor")
     got = rows(report)
     assert report.status is Status.FAIL
@@ -63,23 +73,30 @@ def test_sglang_version_differing_from_the_pin_fails(tmp_path, pythonpath):
 
 
 def test_an_altered_seam_signature_fails(tmp_path, pythonpath):
-    pythonpath(shadow(tmp_path, "sglang", SGLANG_PIN, {
-        "sglang/__init__.py": "",
-        "sglang/srt/__init__.py": "",
-        "sglang/srt/layers/__init__.py": "",
-        "sglang/srt/layers/activation.py": """
+    pythonpath(
+        shadow(
+            tmp_path,
+            "sglang",
+            SGLANG_PIN,
+            {
+                "sglang/__init__.py": "",
+                "sglang/srt/__init__.py": "",
+                "sglang/srt/layers/__init__.py": "",
+                "sglang/srt/layers/activation.py": """
             class SiluAndMul:
                 def forward_native(self, x):
                     pass
                 def forward_cuda(self, inp):
                     pass
             """,
-        "sglang/srt/layers/layernorm.py": """
+                "sglang/srt/layers/layernorm.py": """
             class RMSNorm:
                 def forward_cuda(self, x, post_residual_addition=None, residual=None):
                     pass
             """,
-    }))
+            },
+        )
+    )
     got = rows(check("sglang", python=sys.executable))
     assert got["sglang version"].status is Status.PASS
     assert got["SiluAndMul.forward_native"].status is Status.PASS

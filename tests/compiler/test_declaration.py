@@ -34,15 +34,18 @@ def test_valid_declaration_loads(make_bundle):
     assert [p.name for p in op.entry.kernel.params] == ["x", "D"]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"kernel": False}, "needs a [ops.kernel] table"),
-    ({"kind": "python"}, "must not have one"),
-    ({"arch": '"cpu", "sm_90a"'}, "remove 'cpu'"),
-    ({"ptr": "weight"}, "pointer parameter 'weight' binds to nothing"),
-    ({"dim": "H"}, "scalar parameter 'H' binds to nothing"),
-    ({"grid": "cdiv(Q, 4)"}, "names no slot dim"),
-    ({"grid": "T; rm -rf"}, "kernel.grid"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"kernel": False}, "needs a [ops.kernel] table"),
+        ({"kind": "python"}, "must not have one"),
+        ({"arch": '"cpu", "sm_90a"'}, "remove 'cpu'"),
+        ({"ptr": "weight"}, "pointer parameter 'weight' binds to nothing"),
+        ({"dim": "H"}, "scalar parameter 'H' binds to nothing"),
+        ({"grid": "cdiv(Q, 4)"}, "names no slot dim"),
+        ({"grid": "T; rm -rf"}, "kernel.grid"),
+    ],
+)
 def test_bad_declarations_are_refused(make_bundle, kwargs, message):
     with pytest.raises(BundleError, match=message.replace("[", r"\[").replace("(", r"\(")):
         _load(make_bundle, **kwargs)

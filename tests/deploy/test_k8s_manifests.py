@@ -23,8 +23,13 @@ KUBERNETES = "1.37"
 """The newest schema set kubernetes-validate 1.37.0 carries; hostUsers, procMount and appArmorProfile are in it."""
 WORKERS = ("compiler", "admission", "qualification")
 GPU = "nvidia.com/gpu"
-SECRETS = {"hotfloat-token", "hotfloat-tls-compiler", "hotfloat-tls-admission", "hotfloat-tls-qualification",
-           "hotfloat-tls-validator"}
+SECRETS = {
+    "hotfloat-token",
+    "hotfloat-tls-compiler",
+    "hotfloat-tls-admission",
+    "hotfloat-tls-qualification",
+    "hotfloat-tls-validator",
+}
 """Secrets the manifests mount and deploy/k8s/README.md says how to create; none is committed."""
 
 
@@ -61,7 +66,7 @@ def test_committed_manifests_are_what_make_k8s_writes():
 
 
 def test_pinning_follows_the_lock():
-    text = "image: registry.invalid/hotfloat/worker-cuda\nenv:\n  - {name: HOTFLOAT_IMAGE_DIGEST, value: \"x\"}\n"
+    text = 'image: registry.invalid/hotfloat/worker-cuda\nenv:\n  - {name: HOTFLOAT_IMAGE_DIGEST, value: "x"}\n'
     lock = {"worker:cuda": "sha256:" + "ab" * 32}
     pinned = k8s.pin(text, lock)
     assert f"worker-cuda@{lock['worker:cuda']}\n" in pinned and f'value: "{lock["worker:cuda"]}"' in pinned
@@ -72,8 +77,9 @@ def test_pinning_follows_the_lock():
 
 def test_a_new_digest_in_the_lock_makes_exactly_its_users_stale(tmp_path, monkeypatch):
     lock = tmp_path / "digests.lock"
-    lock.write_text(re.sub(r"^(worker:cuda) sha256:[0-9a-f]{64}$", r"\1 sha256:" + "0" * 64, k8s.LOCK.read_text(),
-                           flags=re.M))
+    lock.write_text(
+        re.sub(r"^(worker:cuda) sha256:[0-9a-f]{64}$", r"\1 sha256:" + "0" * 64, k8s.LOCK.read_text(), flags=re.M)
+    )
     monkeypatch.setattr(k8s, "LOCK", lock)
     assert sorted(p.name for p in k8s.stale()) == ["admission.yaml", "qualification.yaml"]
 
@@ -127,7 +133,9 @@ def test_worker_pods_hold_no_token_one_gpu_each_and_no_egress():
             if name == "compiler":
                 assert gpus is None
             elif name == "qualification" or flag(c, "--device") == "cuda":
-                assert gpus == 1 and flag(c, "--device") == "cuda" and "worker-cuda@" in c["image"], f"{overlay}: {name}"
+                assert gpus == 1 and flag(c, "--device") == "cuda" and "worker-cuda@" in c["image"], (
+                    f"{overlay}: {name}"
+                )
             else:  # admission on CPU (one-gpu): the cpu image, no GPU
                 assert gpus is None and "worker-cpu@" in c["image"], f"{overlay}: {name}"
             labels = w["spec"]["template"]["metadata"]["labels"]
@@ -137,7 +145,9 @@ def test_worker_pods_hold_no_token_one_gpu_each_and_no_egress():
                 assert "Egress" in p["spec"]["policyTypes"] and not p["spec"].get("egress"), f"{p['metadata']['name']}"
                 assert "Ingress" in p["spec"]["policyTypes"]
                 for rule in p["spec"].get("ingress", []):
-                    assert [f["podSelector"]["matchLabels"] for f in rule["from"]] == [{"app.kubernetes.io/name": "validator"}]
+                    assert [f["podSelector"]["matchLabels"] for f in rule["from"]] == [
+                        {"app.kubernetes.io/name": "validator"}
+                    ]
 
 
 def test_worker_pods_carry_the_sandbox_settings_and_nothing_more():
@@ -158,7 +168,9 @@ def test_worker_pods_carry_the_sandbox_settings_and_nothing_more():
                 assert sc["capabilities"] == {"drop": ["ALL"]}, f"{overlay}: {name} adds capabilities"
                 assert "privileged" not in sc and "seccompProfile" not in sc and "runAsUser" not in sc
                 sandbox = {"procMount": "Unmasked", "appArmorProfile": {"type": "Unconfined"}}
-                assert {k: sc[k] for k in sandbox if k in sc} == (sandbox if name in WORKERS else {}), f"{overlay}: {name}"
+                assert {k: sc[k] for k in sandbox if k in sc} == (sandbox if name in WORKERS else {}), (
+                    f"{overlay}: {name}"
+                )
 
 
 def test_workers_are_headless_and_the_ledger_has_one_writer_on_its_own_volume():
@@ -176,8 +188,13 @@ def test_workers_are_headless_and_the_ledger_has_one_writer_on_its_own_volume():
 def test_secrets_are_referenced_never_committed():
     texts = [p.read_text() for p in k8s.K8S.rglob("*.yaml")]
     assert not any(re.search(r"^kind: Secret\b", t, re.M) for t in texts)
-    named = {v["secret"]["secretName"] for docs in rendered().values() for w in workloads(docs).values()
-             for v in w["spec"]["template"]["spec"]["volumes"] if "secret" in v}
+    named = {
+        v["secret"]["secretName"]
+        for docs in rendered().values()
+        for w in workloads(docs).values()
+        for v in w["spec"]["template"]["spec"]["volumes"]
+        if "secret" in v
+    }
     assert named == SECRETS
     readme = (k8s.K8S / "README.md").read_text()
     assert all(s in readme for s in SECRETS), "deploy/k8s/README.md must say how to create each secret"

@@ -16,19 +16,22 @@ payload = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(payload)
 
 
-@pytest.mark.parametrize("member,kept", [
-    ("sgl_kernel/__init__.py", True),
-    ("sgl_kernel/quantization/__init__.py", True),
-    ("sgl_kernel/sm90/common_ops.abi3.so", True),
-    ("sgl_kernel/spatial_ops.abi3.so", True),
-    ("triton_kernels/swiglu_details/_swiglu.py", True),
-    ("sglang_kernel-0.4.3.dist-info/METADATA", True),
-    ("sgl_kernel/flash_ops.abi3.so", False),
-    ("sgl_kernel/sm100/common_ops.abi3.so", False),
-    ("sgl_kernel/sm100/__init__.py", False),
-    ("lib/libmscclpp.so", False),
-    ("sglang_kernel-0.4.3.dist-info/RECORD", False),
-])
+@pytest.mark.parametrize(
+    "member,kept",
+    [
+        ("sgl_kernel/__init__.py", True),
+        ("sgl_kernel/quantization/__init__.py", True),
+        ("sgl_kernel/sm90/common_ops.abi3.so", True),
+        ("sgl_kernel/spatial_ops.abi3.so", True),
+        ("triton_kernels/swiglu_details/_swiglu.py", True),
+        ("sglang_kernel-0.4.3.dist-info/METADATA", True),
+        ("sgl_kernel/flash_ops.abi3.so", False),
+        ("sgl_kernel/sm100/common_ops.abi3.so", False),
+        ("sgl_kernel/sm100/__init__.py", False),
+        ("lib/libmscclpp.so", False),
+        ("sglang_kernel-0.4.3.dist-info/RECORD", False),
+    ],
+)
 def test_sgl_kernel_is_cut_to_what_an_sm90_gpu_loads(member, kept):
     assert bool(payload.KERNEL_KEEP.match(member)) is kept
 

@@ -65,7 +65,9 @@ def test_gpu_fields_from_nvidia_smi(fake_smi):
     assert identity.gpus[1].power_draw_w is None  # '[N/A]' is a missing reading, not an error
 
 
-@pytest.mark.parametrize(("visible", "count", "first"), [("1", 1, 1), ("GPU-bbbb", 1, 1), ("1,0", 2, 1), ("0,7,1", 1, 0)])
+@pytest.mark.parametrize(
+    ("visible", "count", "first"), [("1", 1, 1), ("GPU-bbbb", 1, 1), ("1,0", 2, 1), ("0,7,1", 1, 0)]
+)
 def test_cuda_visible_devices_selects_gpus(fake_smi, monkeypatch, visible, count, first):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     identity = collect()
@@ -87,7 +89,9 @@ def test_cuda_graphs_can_be_turned_off(fake_smi, monkeypatch):
 
 def test_a_failing_nvidia_smi_is_a_reason(tmp_path, monkeypatch):
     script = tmp_path / "nvidia-smi"
-    script.write_text("#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the driver' >&2\nexit 9\n")
+    script.write_text(
+        "#!/bin/sh\necho 'NVIDIA-SMI has failed because it could not communicate with the driver' >&2\nexit 9\n"
+    )
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     identity = collect()
@@ -96,8 +100,9 @@ def test_a_failing_nvidia_smi_is_a_reason(tmp_path, monkeypatch):
 
 def test_image_identity_file_and_launcher_digest(tmp_path, monkeypatch):
     path = tmp_path / "image.json"
-    path.write_text(json.dumps({"name": "compiler", "flavor": "cpu", "inputs_digest": "sha256:" + "a" * 64,
-                                "revision": "r1"}))
+    path.write_text(
+        json.dumps({"name": "compiler", "flavor": "cpu", "inputs_digest": "sha256:" + "a" * 64, "revision": "r1"})
+    )
     monkeypatch.setenv("HOTFLOAT_IMAGE_IDENTITY", str(path))
     monkeypatch.setenv("HOTFLOAT_IMAGE_DIGEST", "sha256:" + "b" * 64)
     identity = collect()

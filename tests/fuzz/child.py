@@ -31,13 +31,16 @@ from hotfloat_services.admission.convert import build_from_proto
 from hotfloat_services.common.convert import bundle_from_proto
 
 LIMIT_BYTES = 1 << 30
-MANIFEST = (b'bundle_id = "fuzz"\nabi_version = "hotfloat-op-abi-v1"\n\n[[ops]]\nslot = "activation.silu_and_mul"\n'
-            b'source = "kernels/k.py"\nentry = "run"\nmetadata = "metadata/m.json"\n')
+MANIFEST = (
+    b'bundle_id = "fuzz"\nabi_version = "hotfloat-op-abi-v1"\n\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+    b'source = "kernels/k.py"\nentry = "run"\nmetadata = "metadata/m.json"\n'
+)
 KERNEL = b"def run(x, out):\n    out.copy_(x[:, : x.shape[1] // 2])\n"
 
 
 def _feed(write, data: bytes, close) -> threading.Thread:
     """Writes the hostile bytes from a thread (a pipe holds 64 KiB), then closes, as a child that exits would."""
+
     def run():
         try:
             write(data)
@@ -45,6 +48,7 @@ def _feed(write, data: bytes, close) -> threading.Thread:
             pass
         finally:
             close()
+
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t
@@ -62,7 +66,7 @@ def verify_frame(data: bytes) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def qualify_message(data: bytes) -> None:
@@ -90,8 +94,10 @@ def admit_request(data: bytes) -> None:
 
 TARGETS = {
     "manifest": (lambda d: parse_manifest(d.decode("utf-8", "replace")), (InputError,)),
-    "metadata": (lambda d: bundle_from_files({"manifest.toml": MANIFEST, "kernels/k.py": KERNEL, "metadata/m.json": d}),
-                 (InputError,)),
+    "metadata": (
+        lambda d: bundle_from_files({"manifest.toml": MANIFEST, "kernels/k.py": KERNEL, "metadata/m.json": d}),
+        (InputError,),
+    ),
     "archive": (unpack, (InputError,)),
     "payload": (parse_payload, (ValueError,)),
     "verify_frame": (verify_frame, (vwire.ProtocolError, TimeoutError)),
@@ -130,7 +136,9 @@ def main() -> None:
         except BaseException as e:  # noqa: BLE001 - the point is to report anything the target let escape
             kind, error = "crash", f"{type(e).__name__}: {e}"[:2000]
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-        print(json.dumps({"kind": kind, "error": error, "seconds": time.monotonic() - start, "rss_mb": rss}), flush=True)
+        print(
+            json.dumps({"kind": kind, "error": error, "seconds": time.monotonic() - start, "rss_mb": rss}), flush=True
+        )
 
 
 if __name__ == "__main__":

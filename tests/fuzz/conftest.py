@@ -21,9 +21,15 @@ CHILD = Path(__file__).with_name("child.py")
 DEADLINE_S = 30.0
 """Per input; generous for a loaded 2-core CI box, while a quadratic parser or a hang still shows up as a failure."""
 
-settings.register_profile("fuzz", derandomize=True, database=None, deadline=None, print_blob=False, max_examples=300,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                 HealthCheck.filter_too_much])
+settings.register_profile(
+    "fuzz",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=False,
+    max_examples=300,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
 settings.load_profile("fuzz")
 
 
@@ -34,8 +40,13 @@ class Child:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(CHILD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env={**os.environ, "PYTHONHASHSEED": "0"})
+        self.proc = subprocess.Popen(
+            [sys.executable, str(CHILD)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+        )
         assert self._answer(120.0)["kind"] == "ready"
 
     def stop(self) -> None:

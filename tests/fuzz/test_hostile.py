@@ -17,8 +17,10 @@ import pytest
 from hotfloat.cli.main import main
 from hotfloat.errors import InputError
 
-MANIFEST = (b'bundle_id = "h"\nabi_version = "hotfloat-op-abi-v1"\n\n[[ops]]\nslot = "activation.silu_and_mul"\n'
-            b'source = "kernels/silu.py"\nentry = "run"\n')
+MANIFEST = (
+    b'bundle_id = "h"\nabi_version = "hotfloat-op-abi-v1"\n\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+    b'source = "kernels/silu.py"\nentry = "run"\n'
+)
 KERNEL = b"def run(x, out):\n    out.copy_(x[:, : x.shape[1] // 2])\n"
 GOOD = {"manifest.toml": MANIFEST, "kernels/silu.py": KERNEL}
 MiB = 1 << 20
@@ -58,7 +60,9 @@ def zero_gzip(head: bytes, zeros: int) -> bytes:
     for _ in range(zeros // MiB):
         crc = zlib.crc32(zero, crc)
     body = first + block * (zeros // MiB) + c.flush()
-    return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + body + struct.pack("<II", crc, (len(head) + zeros) & 0xFFFFFFFF)
+    return (
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + body + struct.pack("<II", crc, (len(head) + zeros) & 0xFFFFFFFF)
+    )
 
 
 def header(name: str, size: int, kind: bytes = tarfile.REGTYPE) -> bytes:
@@ -88,40 +92,62 @@ def sparse_member() -> bytes:
     raw = bytearray(tar(files([("kernels/s.py", b"x = 1\n")])))
     # retype the third member's header to GNU sparse and fix its checksum
     off = 2 * 512 + 2 * 512
-    header = bytearray(raw[off: off + 512])
+    header = bytearray(raw[off : off + 512])
     header[156:157] = tarfile.GNUTYPE_SPARSE
     header[148:156] = b" " * 8
     header[148:155] = b"%06o\0" % sum(header)
-    raw[off: off + 512] = header
+    raw[off : off + 512] = header
     return gzip.compress(bytes(raw))
 
 
 CORPUS = {
     # issue 20
-    "deep manifest, 100,000 levels (423-byte tar.gz)": (gzip.compress(tar(files(base={
-        "manifest.toml": deep_manifest(100_000), "kernels/silu.py": KERNEL}))), "over the 65536-character limit"),
-    "deep manifest under the size bound": (gzip.compress(tar(files(base={
-        "manifest.toml": deep_manifest(30_000), "kernels/silu.py": KERNEL}))), "nested deeper than"),
+    "deep manifest, 100,000 levels (423-byte tar.gz)": (
+        gzip.compress(tar(files(base={"manifest.toml": deep_manifest(100_000), "kernels/silu.py": KERNEL}))),
+        "over the 65536-character limit",
+    ),
+    "deep manifest under the size bound": (
+        gzip.compress(tar(files(base={"manifest.toml": deep_manifest(30_000), "kernels/silu.py": KERNEL}))),
+        "nested deeper than",
+    ),
     "GNU long name of 1 GiB, gzip": (zero_gzip(longname_header(1 << 30), 1 << 30), "expands beyond"),
     "GNU long name of 1 GiB, plain tar header": (longname_header(1 << 30) + bytes(64 << 10), "extended header of"),
-    "file and directory collision": (gzip.compress(tar(files([("kernels/silu.py/evil.py", b"x = 1\n")]))),
-                                     "both a file and a directory"),
-    "min_num_tokens 500000": (gzip.compress(tar(files(base={
-        "manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n', "kernels/silu.py": KERNEL,
-        "metadata/m.json": b'{"min_num_tokens": 500000}'}))), "beyond the slot's largest token count"),
+    "file and directory collision": (
+        gzip.compress(tar(files([("kernels/silu.py/evil.py", b"x = 1\n")]))),
+        "both a file and a directory",
+    ),
+    "min_num_tokens 500000": (
+        gzip.compress(
+            tar(
+                files(
+                    base={
+                        "manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n',
+                        "kernels/silu.py": KERNEL,
+                        "metadata/m.json": b'{"min_num_tokens": 500000}',
+                    }
+                )
+            )
+        ),
+        "beyond the slot's largest token count",
+    ),
     # the same kind
     "xz": (lzma.compress(longname_header(1 << 30) + bytes(MiB)), "xz archives are not accepted"),
     "bzip2": (bz2.compress(tar(files())), "bzip2 archives are not accepted"),
     "zip": (zipped(), "zip archives are not accepted"),
     "gzip bomb, one regular file of 1 GiB": (zero_gzip(header("kernels/big.py", 1 << 30), 1 << 30), "expands beyond"),
-    "pax header of 100 MiB": (header("pax", 100 * MiB, tarfile.XHDTYPE) + bytes(MiB),
-                              "extended header of"),
-    "symlink": (gzip.compress(tar(files([special("kernels/l.py", tarfile.SYMTYPE, linkname="/etc/passwd")]))),
-                "links and special files"),
-    "hardlink": (gzip.compress(tar(files([special("kernels/h.py", tarfile.LNKTYPE, linkname="kernels/silu.py")]))),
-                 "links and special files"),
-    "character device": (gzip.compress(tar(files([special("kernels/d.py", tarfile.CHRTYPE, devmajor=1, devminor=3)]))),
-                         "links and special files"),
+    "pax header of 100 MiB": (header("pax", 100 * MiB, tarfile.XHDTYPE) + bytes(MiB), "extended header of"),
+    "symlink": (
+        gzip.compress(tar(files([special("kernels/l.py", tarfile.SYMTYPE, linkname="/etc/passwd")]))),
+        "links and special files",
+    ),
+    "hardlink": (
+        gzip.compress(tar(files([special("kernels/h.py", tarfile.LNKTYPE, linkname="kernels/silu.py")]))),
+        "links and special files",
+    ),
+    "character device": (
+        gzip.compress(tar(files([special("kernels/d.py", tarfile.CHRTYPE, devmajor=1, devminor=3)]))),
+        "links and special files",
+    ),
     "fifo": (gzip.compress(tar(files([special("kernels/f.py", tarfile.FIFOTYPE)]))), "links and special files"),
     "sparse member": (sparse_member(), "links and special files"),
     "duplicate member": (gzip.compress(tar(files([("kernels/silu.py", KERNEL)]))), "duplicate path"),
@@ -134,26 +160,82 @@ CORPUS = {
     "data after the gzip stream": (gzip.compress(tar(files())) + b"MZ", "data after the gzip stream"),
     "truncated gzip": (gzip.compress(tar(files()))[:-40], "truncated"),
     "garbage": (b"\x00garbage" * 100, "not a valid bundle archive"),
-    "manifest with a 60,000-character string": (gzip.compress(tar(files(base={
-        "manifest.toml": b'bundle_id = "' + b"a" * 60_000 + b'"\n', "kernels/silu.py": KERNEL}))), "bundle_id"),
-    "manifest with a 5000-digit integer": (gzip.compress(tar(files(base={
-        "manifest.toml": MANIFEST + b"x = " + b"9" * 5000 + b"\n", "kernels/silu.py": KERNEL}))), "not valid TOML"),
-    "manifest with a 30,000-part dotted key": (gzip.compress(tar(files(base={
-        "manifest.toml": b"a" + b".a" * 30_000 + b" = 1\n", "kernels/silu.py": KERNEL}))), "dotted key"),
-    "manifest that is not UTF-8": (gzip.compress(tar(files(base={
-        "manifest.toml": b"\xff\xfe" + MANIFEST, "kernels/silu.py": KERNEL}))), "not UTF-8"),
-    "metadata 8000 levels deep": (gzip.compress(tar(files(base={
-        "manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n', "kernels/silu.py": KERNEL,
-        "metadata/m.json": b"[" * 8000 + b"]" * 8000}))), "nested deeper than"),
-    "metadata with a 5000-digit integer": (gzip.compress(tar(files(base={
-        "manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n', "kernels/silu.py": KERNEL,
-        "metadata/m.json": b'{"min_num_tokens": ' + b"9" * 5000 + b"}"}))), "a number longer than"),
-    "metadata with duplicate keys": (gzip.compress(tar(files(base={
-        "manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n', "kernels/silu.py": KERNEL,
-        "metadata/m.json": b'{"min_num_tokens": 1, "min_num_tokens": 4}'}))), "duplicate key"),
-    "metadata NaN": (gzip.compress(tar(files(base={
-        "manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n', "kernels/silu.py": KERNEL,
-        "metadata/m.json": b'{"min_num_tokens": NaN}'}))), "NaN is not a number"),
+    "manifest with a 60,000-character string": (
+        gzip.compress(
+            tar(files(base={"manifest.toml": b'bundle_id = "' + b"a" * 60_000 + b'"\n', "kernels/silu.py": KERNEL}))
+        ),
+        "bundle_id",
+    ),
+    "manifest with a 5000-digit integer": (
+        gzip.compress(
+            tar(files(base={"manifest.toml": MANIFEST + b"x = " + b"9" * 5000 + b"\n", "kernels/silu.py": KERNEL}))
+        ),
+        "not valid TOML",
+    ),
+    "manifest with a 30,000-part dotted key": (
+        gzip.compress(tar(files(base={"manifest.toml": b"a" + b".a" * 30_000 + b" = 1\n", "kernels/silu.py": KERNEL}))),
+        "dotted key",
+    ),
+    "manifest that is not UTF-8": (
+        gzip.compress(tar(files(base={"manifest.toml": b"\xff\xfe" + MANIFEST, "kernels/silu.py": KERNEL}))),
+        "not UTF-8",
+    ),
+    "metadata 8000 levels deep": (
+        gzip.compress(
+            tar(
+                files(
+                    base={
+                        "manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n',
+                        "kernels/silu.py": KERNEL,
+                        "metadata/m.json": b"[" * 8000 + b"]" * 8000,
+                    }
+                )
+            )
+        ),
+        "nested deeper than",
+    ),
+    "metadata with a 5000-digit integer": (
+        gzip.compress(
+            tar(
+                files(
+                    base={
+                        "manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n',
+                        "kernels/silu.py": KERNEL,
+                        "metadata/m.json": b'{"min_num_tokens": ' + b"9" * 5000 + b"}",
+                    }
+                )
+            )
+        ),
+        "a number longer than",
+    ),
+    "metadata with duplicate keys": (
+        gzip.compress(
+            tar(
+                files(
+                    base={
+                        "manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n',
+                        "kernels/silu.py": KERNEL,
+                        "metadata/m.json": b'{"min_num_tokens": 1, "min_num_tokens": 4}',
+                    }
+                )
+            )
+        ),
+        "duplicate key",
+    ),
+    "metadata NaN": (
+        gzip.compress(
+            tar(
+                files(
+                    base={
+                        "manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n',
+                        "kernels/silu.py": KERNEL,
+                        "metadata/m.json": b'{"min_num_tokens": NaN}',
+                    }
+                )
+            )
+        ),
+        "NaN is not a number",
+    ),
 }
 
 
@@ -178,8 +260,15 @@ def test_valid_bundle_still_accepted(target):
     assert target("archive", tar(files(), fmt=tarfile.PAX_FORMAT))["kind"] == "ok"
 
 
-@pytest.mark.parametrize("name", ["deep manifest, 100,000 levels (423-byte tar.gz)", "GNU long name of 1 GiB, gzip",
-                                  "file and directory collision", "min_num_tokens 500000"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "deep manifest, 100,000 levels (423-byte tar.gz)",
+        "GNU long name of 1 GiB, gzip",
+        "file and directory collision",
+        "min_num_tokens 500000",
+    ],
+)
 def test_cli_refuses_the_issue_attacks_with_one_error_line(name, tmp_path, capsys):
     archive = tmp_path / "hostile.tar.gz"
     archive.write_bytes(CORPUS[name][0])

@@ -35,12 +35,17 @@ def make_wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] 
         f"{dist}/__init__.py": f"VERSION = {version!r}\n".encode(),
         f"{dist}-{version}.dist-info/METADATA": (
             f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-            + "".join(f"Requires-Dist: {r}\n" for r in requires)).encode(),
+            + "".join(f"Requires-Dist: {r}\n" for r in requires)
+        ).encode(),
         f"{dist}-{version}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: hotfloat-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
-    record = "".join(
-        f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}\n"
-        for p, d in files.items()) + f"{dist}-{version}.dist-info/RECORD,,\n"
+    record = (
+        "".join(
+            f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}\n"
+            for p, d in files.items()
+        )
+        + f"{dist}-{version}.dist-info/RECORD,,\n"
+    )
     files[f"{dist}-{version}.dist-info/RECORD"] = record.encode()
     path = folder / f"{dist}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as z:
@@ -59,8 +64,10 @@ def fake_base(tmp_path) -> tuple[Path, Path, Path]:
     root = tmp_path / "base"
     root.mkdir()
     toml = root / "base.toml"
-    toml.write_text('suite = "bookworm"\nmirror = "http://deb.debian.org/debian"\npackages = ["python3"]\n'
-                    "source_date_epoch = 1767225600\n")
+    toml.write_text(
+        'suite = "bookworm"\nmirror = "http://deb.debian.org/debian"\npackages = ["python3"]\n'
+        "source_date_epoch = 1767225600\n"
+    )
     lock = root / "debian.lock"
     lock.write_text("# test\nbase-files=12.4+deb12u1\npython3=3.11.2-1+b1\n")
     tar_path = root / "base.tar"

@@ -30,8 +30,9 @@ def _image_dir(tmp_path: Path, wheels: Path, pins: dict[str, str], alpha_require
     folder = tmp_path / "images" / "probe"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "image.toml").write_text(SPEC.format(alpha=alpha_required))
-    (folder / "requirements.lock").write_text("".join(
-        lock_line(next(wheels.glob(f"{n}-{v}-*.whl")), n, v) for n, v in pins.items()))
+    (folder / "requirements.lock").write_text(
+        "".join(lock_line(next(wheels.glob(f"{n}-{v}-*.whl")), n, v) for n, v in pins.items())
+    )
     return folder
 
 
@@ -54,8 +55,16 @@ def _snapshot(tmp_path: Path) -> Path:
 
 
 def _build(tmp_path, wheels, fake_base, image_dir, out_name, stack=None) -> str:
-    return build_image(load_spec(image_dir / "image.toml"), "cpu", repo=_snapshot(tmp_path), image_dir=image_dir,
-                       base=fake_base, stack=stack, out=tmp_path / out_name, wheels=wheels)
+    return build_image(
+        load_spec(image_dir / "image.toml"),
+        "cpu",
+        repo=_snapshot(tmp_path),
+        image_dir=image_dir,
+        base=fake_base,
+        stack=stack,
+        out=tmp_path / out_name,
+        wheels=wheels,
+    )
 
 
 def test_equal_inputs_give_equal_digests_and_the_epoch_changes_them(tmp_path, wheels, fake_base, monkeypatch):
@@ -82,8 +91,12 @@ def test_inspect_reads_packages_revision_and_files(tmp_path, wheels, fake_base):
     source = tmp_path / "repo/libs/hotfloat/hotfloat/verdict.py"
     entry = next(f for f in report.files if f.path == "/opt/hotfloat/lib/python3.11/site-packages/hotfloat/verdict.py")
     assert entry.sha256 == hashlib.sha256(source.read_bytes()).hexdigest() and entry.layer == 3
-    assert any(f.path.startswith("/opt/hotfloat/lib/python3.11/site-packages/alpha/") and f.layer == 2 for f in report.files)
-    assert any(f.path.startswith("/opt/hotfloat/lib/python3.11/site-packages/beta/") and f.layer == 1 for f in report.files)
+    assert any(
+        f.path.startswith("/opt/hotfloat/lib/python3.11/site-packages/alpha/") and f.layer == 2 for f in report.files
+    )
+    assert any(
+        f.path.startswith("/opt/hotfloat/lib/python3.11/site-packages/beta/") and f.layer == 1 for f in report.files
+    )
 
 
 def test_a_lock_that_breaks_a_required_pin_is_refused(tmp_path, wheels, fake_base):

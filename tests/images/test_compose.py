@@ -17,7 +17,8 @@ def test_without_gpus_up_starts_what_it_always_did():
     assert [(s.name, s.image, s.socket, s.network, s.argv, s.extra, s.gpu) for s in plan] == [
         ("hotfloat-compiler", "compiler", "compiler.sock", False, (), (), False),
         ("hotfloat-admission", "worker", "admission.sock", False, (), (), False),
-        ("hotfloat-validator", "validator", None, True, (), (), False)]
+        ("hotfloat-validator", "validator", None, True, (), (), False),
+    ]
     assert compose.services(quick=True)[1].extra == compose.QUICK_ADMISSION.flags()
 
 
@@ -27,11 +28,18 @@ def test_gpus_add_one_pinned_qualification_service_each_and_the_validator_dials_
     assert [s.socket for s in quals] == ["qualification-0.sock", "qualification-1.sock", "qualification-2.sock"]
     for i, s in enumerate(quals):
         assert s.gpu and s.image == "worker" and s.extra == ()  # QUICK is admission's alone
-        assert s.argv[:3] == ("hotfloat", "serve", "qualification") and s.argv[-4:] == ("--device", "cuda", "--gpu", str(i))
+        assert s.argv[:3] == ("hotfloat", "serve", "qualification") and s.argv[-4:] == (
+            "--device",
+            "cuda",
+            "--gpu",
+            str(i),
+        )
         assert f"/run/hotfloat/qualification-{i}.sock" in s.argv
     validator = plan[-1]
     assert validator.name == "hotfloat-validator" and [plan.index(q) for q in quals] == [2, 3, 4]
-    assert validator.extra == tuple(a for i in range(3) for a in ("--qualification", f"/run/hotfloat/qualification-{i}.sock"))
+    assert validator.extra == tuple(
+        a for i in range(3) for a in ("--qualification", f"/run/hotfloat/qualification-{i}.sock")
+    )
 
 
 def test_admission_may_have_a_gpu_of_its_own_but_not_a_qualifications():
@@ -42,7 +50,12 @@ def test_admission_may_have_a_gpu_of_its_own_but_not_a_qualifications():
 
 
 def test_a_gpu_container_gets_the_nodes_their_cgroup_rules_and_the_drivers_libraries(monkeypatch, tmp_path):
-    nodes = [("/dev/nvidia0", 195, 0), ("/dev/nvidia1", 195, 1), ("/dev/nvidiactl", 195, 255), ("/dev/nvidia-uvm", 507, 0)]
+    nodes = [
+        ("/dev/nvidia0", 195, 0),
+        ("/dev/nvidia1", 195, 1),
+        ("/dev/nvidiactl", 195, 255),
+        ("/dev/nvidia-uvm", 507, 0),
+    ]
     libs = ["/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"]
     monkeypatch.setattr(runtime, "nvidia_host", lambda: (nodes, libs))
     image = {"config": {"User": "10001:10001", "Entrypoint": ["hotfloat"]}}
@@ -50,8 +63,9 @@ def test_a_gpu_container_gets_the_nodes_their_cgroup_rules_and_the_drivers_libra
     assert "devices" not in plain["linux"] and "devices" not in plain["linux"]["resources"]
     gpu = runtime._config(Container(name="g", image=tmp_path, gpu=True), image)
     assert [(d["path"], d["major"], d["minor"]) for d in gpu["linux"]["devices"]] == nodes
-    assert [(r["major"], r["minor"], r["access"]) for r in gpu["linux"]["resources"]["devices"]] == \
-        [(ma, mi, "rw") for _, ma, mi in nodes]
+    assert [(r["major"], r["minor"], r["access"]) for r in gpu["linux"]["resources"]["devices"]] == [
+        (ma, mi, "rw") for _, ma, mi in nodes
+    ]
     bound = {m["destination"]: m for m in gpu["mounts"] if m["type"] == "bind"}
     assert all(bound[lib]["source"] == lib and "ro" in bound[lib]["options"] for lib in libs)
     assert gpu["process"]["capabilities"]["bounding"] == [] and gpu["process"]["noNewPrivileges"]

@@ -47,8 +47,15 @@ def images() -> Path:
 
 
 def _probe(images: Path, network: bool) -> dict:
-    done = runtime.run(Container(name=f"hotfloat-probe-{int(network)}", image=images / "compiler",
-                                 args=("python3", "-c", PROBE), network=network), timeout=120)
+    done = runtime.run(
+        Container(
+            name=f"hotfloat-probe-{int(network)}",
+            image=images / "compiler",
+            args=("python3", "-c", PROBE),
+            network=network,
+        ),
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -78,8 +85,14 @@ def test_miner_workflow_matches_the_validator(images, make_bundle):
 
 def _validator(images: Path, state: Path, *args: str, bundle: Path | None = None) -> subprocess.CompletedProcess:
     mounts = (Mount(state / "validator", "/work", readonly=False),) + ((Mount(bundle, "/bundle"),) if bundle else ())
-    return runtime.run(Container(name="hotfloat-validator-cli", image=images / "validator", mounts=mounts,
-                                 args=("hotfloat", "validator", *args, "--ledger", "/work/ledger.db", "--json")))
+    return runtime.run(
+        Container(
+            name="hotfloat-validator-cli",
+            image=images / "validator",
+            mounts=mounts,
+            args=("hotfloat", "validator", *args, "--ledger", "/work/ledger.db", "--json"),
+        )
+    )
 
 
 def test_a_bundle_goes_through_compile_and_admission_across_containers(images, tmp_path):

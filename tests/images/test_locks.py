@@ -5,8 +5,15 @@ from pathlib import Path
 import pytest
 
 from hotfloat.errors import InputError
-from hotfloat.image.locks import (canonical, debian_pins, differences, dpkg_status, lock_without, python_pins,
-                                  unmet_requirements)
+from hotfloat.image.locks import (
+    canonical,
+    debian_pins,
+    differences,
+    dpkg_status,
+    lock_without,
+    python_pins,
+    unmet_requirements,
+)
 from hotfloat.image.spec import load_spec
 
 from .conftest import STATUS, make_wheel
@@ -48,8 +55,11 @@ def test_dpkg_status_keeps_installed_packages_only():
 
 def test_differences_name_changed_added_and_missing_packages():
     found = differences("debian", {"a": "1", "b": "2"}, {"a": "1.1", "c": "3"})
-    assert found == ["debian a: lock 1, resolved 1.1", "debian b: lock 2, resolved absent",
-                     "debian c: lock absent, resolved 3"]
+    assert found == [
+        "debian a: lock 1, resolved 1.1",
+        "debian b: lock 2, resolved absent",
+        "debian c: lock absent, resolved 3",
+    ]
     assert differences("debian", {"a": "1"}, {"a": "1"}) == []
 
 
@@ -67,8 +77,10 @@ def test_unmet_requirements_catch_a_mismatched_pair(tmp_path):
 
     site = tmp_path / "site"
     site.mkdir()
-    for name, version, requires in (("torchlike", "1.0", ("cudart==13.0.96", "extra-only; extra == 'x'")),
-                                    ("cudart", "12.8.0", ())):
+    for name, version, requires in (
+        ("torchlike", "1.0", ("cudart==13.0.96", "extra-only; extra == 'x'")),
+        ("cudart", "12.8.0", ()),
+    ):
         with zipfile.ZipFile(make_wheel(tmp_path, name, version, requires)) as z:
             z.extractall(site)
     assert unmet_requirements(site) == ["torchlike needs cudart==13.0.96, installed 12.8.0"]
@@ -81,8 +93,11 @@ def _engine_pins() -> dict[str, str]:
 def _engine_drift(image_lock: Path) -> list[str]:
     """Every engine pin the image lock lacks or pins at another version: the GPU worker runs the engine's stack."""
     image = python_pins(image_lock)
-    return [f"{n}: engine {v}, image {image.get(n, 'absent')}" for n, v in sorted(_engine_pins().items())
-            if image.get(n) != v]
+    return [
+        f"{n}: engine {v}, image {image.get(n, 'absent')}"
+        for n, v in sorted(_engine_pins().items())
+        if image.get(n) != v
+    ]
 
 
 def test_cuda_worker_lock_carries_the_engine_lock():
@@ -118,7 +133,10 @@ def test_a_no_deps_distribution_is_not_held_to_its_requirements(tmp_path):
 
     site = tmp_path / "site"
     site.mkdir()
-    for name, version, requires in (("enginelike", "1.0", ("servingextra>=2",)), ("torchlike", "1.0", ("cudart==13.0.96",))):
+    for name, version, requires in (
+        ("enginelike", "1.0", ("servingextra>=2",)),
+        ("torchlike", "1.0", ("cudart==13.0.96",)),
+    ):
         with zipfile.ZipFile(make_wheel(tmp_path, name, version, requires)) as z:
             z.extractall(site)
     assert unmet_requirements(site, no_deps=("EngineLike",)) == ["torchlike needs cudart==13.0.96, installed nothing"]

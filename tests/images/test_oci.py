@@ -36,8 +36,12 @@ def test_tar_directory_ignores_mtimes_and_owners(tmp_path):
 def test_normalise_tar_sorts_clamps_and_drops_devices_and_bytecode(tmp_path):
     src = tmp_path / "src.tar"
     with tarfile.open(src, "w") as t:
-        for name, kind in (("./z", tarfile.REGTYPE), ("./dev/null", tarfile.CHRTYPE), ("./a/", tarfile.DIRTYPE),
-                           ("./a/__pycache__/m.cpython-311.pyc", tarfile.REGTYPE)):
+        for name, kind in (
+            ("./z", tarfile.REGTYPE),
+            ("./dev/null", tarfile.CHRTYPE),
+            ("./a/", tarfile.DIRTYPE),
+            ("./a/__pycache__/m.cpython-311.pyc", tarfile.REGTYPE),
+        ):
             info = tarfile.TarInfo(name)
             info.type, info.mtime, info.uname = kind, EPOCH + 100, "builder"
             data = b"zz" if kind == tarfile.REGTYPE else b""

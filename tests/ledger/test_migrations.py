@@ -61,7 +61,8 @@ def test_a_newer_schema_of_the_same_area_is_refused_and_another_areas_is_not(tmp
 def test_another_programs_database_is_refused_untouched(tmp_path):
     path = tmp_path / "app.db"
     before = foreign_sqlite(path, "submissions")
-    with pytest.raises(InfrastructureError, match="SQLite database of another program .tables submissions., not a ledger"):
+    with pytest.raises(
+        InfrastructureError, match="SQLite database of another program .tables submissions., not a ledger"
+    ):
         Ledger(path)
     assert path.read_bytes() == before and not (tmp_path / "app.db-wal").exists()
-

@@ -56,7 +56,9 @@ def test_a_row_that_is_not_a_record_is_one_line_of_corrupt_ledger(tmp_path, arch
     conn.execute("UPDATE transitions SET evidence = '{not json'")
     conn.commit()
     with Ledger(tmp_path / "l.db") as led:
-        with pytest.raises(InfrastructureError, match=r"l.db: corrupt submission row: state: Input should be 'received'"):
+        with pytest.raises(
+            InfrastructureError, match=r"l.db: corrupt submission row: state: Input should be 'received'"
+        ):
             led.submissions()
         with pytest.raises(InfrastructureError, match="corrupt transition row: Expecting property name"):
             led.transitions(sub.id)

@@ -80,4 +80,3 @@ def test_cli_json_on_cpu():
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["questions"]["device"] == "PASS" and data["env"]["torch"]
-

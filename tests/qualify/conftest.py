@@ -29,13 +29,21 @@ architectures = ["sm_90"]
 def bundles(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("qualify-bundles")
     out = {}
-    for name, kernel, manifest in (("exact", EXACT, None), ("broken", BROKEN, None), ("raises", RAISES, None),
-                                   ("gpu_only", EXACT, GPU_ONLY)):
+    for name, kernel, manifest in (
+        ("exact", EXACT, None),
+        ("broken", BROKEN, None),
+        ("raises", RAISES, None),
+        ("gpu_only", EXACT, GPU_ONLY),
+    ):
         d = root / name
         (d / "kernels").mkdir(parents=True)
         (d / "kernels" / "k.py").write_text(kernel)
-        (d / "manifest.toml").write_text(manifest or (
-            f'bundle_id = "{name}"\nabi_version = "hotfloat-op-abi-v1"\n\n[[ops]]\n'
-            'slot = "activation.silu_and_mul"\nsource = "kernels/k.py"\nentry = "run"\n'))
+        (d / "manifest.toml").write_text(
+            manifest
+            or (
+                f'bundle_id = "{name}"\nabi_version = "hotfloat-op-abi-v1"\n\n[[ops]]\n'
+                'slot = "activation.silu_and_mul"\nsource = "kernels/k.py"\nentry = "run"\n'
+            )
+        )
         out[name] = d
     return out

@@ -75,8 +75,6 @@ def test_an_exact_example_is_correct_and_a_broken_one_fails_correctness():
     assert c.slots["activation.silu_and_mul"].calls_failed == c.slots["activation.silu_and_mul"].calls_audited > 0
 
 
-
-
 def test_the_options_class_defaults_are_the_cpu_devices():
     """One source of defaults: a caller that builds QualifyOptions() gets what the CLI and services get on CPU
     (the calibrated slacks included), never a weaker generic rule."""

@@ -76,26 +76,31 @@ def test_nan_outputs_fail():
 
 
 def tamper(parts, fn):
-    parts = [dict(p, entries=[dict(e, tensors={k: dict(v) for k, v in e["tensors"].items()}) for e in p["entries"]])
-             for p in parts]
+    parts = [
+        dict(p, entries=[dict(e, tensors={k: dict(v) for k, v in e["tensors"].items()}) for e in p["entries"]])
+        for p in parts
+    ]
     fn(parts)
     return parts
 
 
-@pytest.mark.parametrize("fn,match", [
-    (lambda p: p[0].update(data="not base64!"), "not base64"),
-    (lambda p: p[0].update(extra=1), "unknown key"),
-    (lambda p: p[0]["entries"][0]["tensors"]["x"].update(offset=1 << 21), "beyond the data"),
-    (lambda p: p[0]["entries"][0]["tensors"]["x"].update(shape=[4, 63]), "contradict"),
-    (lambda p: p[0]["entries"][0]["tensors"].pop("out"), "not the slot's arguments"),
-    (lambda p: p[0]["entries"][0].update(slot="collective.all_reduce"), "not an audited slot"),
-    (lambda p: p[0]["entries"][0].update(rows=[16, 4, 18]), "rows"),
-    (lambda p: p[0]["entries"][1].update(scalars={"eps": float("nan")}), "not finite"),
-    (lambda p: p[0]["entries"][1].update(scalars={"eps": "1e-6"}), "eps"),
-    (lambda p: p[0]["entries"][0].update(dtype="fp8"), "dtype"),
-    (lambda p: p[0].update(part=1), "out of order"),
-    (lambda p: p.clear(), "missing"),
-])
+@pytest.mark.parametrize(
+    "fn,match",
+    [
+        (lambda p: p[0].update(data="not base64!"), "not base64"),
+        (lambda p: p[0].update(extra=1), "unknown key"),
+        (lambda p: p[0]["entries"][0]["tensors"]["x"].update(offset=1 << 21), "beyond the data"),
+        (lambda p: p[0]["entries"][0]["tensors"]["x"].update(shape=[4, 63]), "contradict"),
+        (lambda p: p[0]["entries"][0]["tensors"].pop("out"), "not the slot's arguments"),
+        (lambda p: p[0]["entries"][0].update(slot="collective.all_reduce"), "not an audited slot"),
+        (lambda p: p[0]["entries"][0].update(rows=[16, 4, 18]), "rows"),
+        (lambda p: p[0]["entries"][1].update(scalars={"eps": float("nan")}), "not finite"),
+        (lambda p: p[0]["entries"][1].update(scalars={"eps": "1e-6"}), "eps"),
+        (lambda p: p[0]["entries"][0].update(dtype="fp8"), "dtype"),
+        (lambda p: p[0].update(part=1), "out of order"),
+        (lambda p: p.clear(), "missing"),
+    ],
+)
 def test_malformed_replies_are_refused_with_one_sentence(fn, match):
     rec = audit_record(1, "C", tamper(served(calls=1), fn))
     assert rec.calls == [] and match in rec.error and "\n" not in rec.error
@@ -160,8 +165,11 @@ def test_on_the_h200_an_extra_exact_op_widened_the_twin_but_not_the_per_slot_aud
 LADDER_REFUSED = ("silu_rel_0_5", "silu_rel_1", "silu_rel_3", "silu_rows_1pct", "fused_rel_0_5", "fused_rel_1")
 
 
-@pytest.mark.parametrize("name", [f"ladder-{r}" for r in LADDER_REFUSED]
-                         + [f"ladder-{e}" for e in ("fused_add_rmsnorm_triton", "attention_decode_triton")])
+@pytest.mark.parametrize(
+    "name",
+    [f"ladder-{r}" for r in LADDER_REFUSED]
+    + [f"ladder-{e}" for e in ("fused_add_rmsnorm_triton", "attention_decode_triton")],
+)
 def test_the_h200_ladder_recomputes_as_recorded_and_todays_slacks_decide_it(name):
     """Issue 32's ladder (docs/qualification.md, "The ladder"): every run recomputes as recorded; under the slacks
     chosen from it every inaccurate rung (0.5% and up, wrong rows) FAILs on correctness and the accurate examples
@@ -171,8 +179,13 @@ def test_the_h200_ladder_recomputes_as_recorded_and_todays_slacks_decide_it(name
     ev = _h200(name)
     assert recompute(ev) == ev.decision
     today = QualifyOptions.for_device("cuda").rule
-    now = recompute(ev.model_copy(update={"rule": ev.rule.model_copy(
-        update={"gate_slack": today.gate_slack, "audit_slack": today.audit_slack})}))
+    now = recompute(
+        ev.model_copy(
+            update={
+                "rule": ev.rule.model_copy(update={"gate_slack": today.gate_slack, "audit_slack": today.audit_slack})
+            }
+        )
+    )
     refused = name.removeprefix("ladder-") in LADDER_REFUSED
     assert (now.gate == "FAIL") == refused, now.reason
     if refused and now.reason.startswith("audit"):

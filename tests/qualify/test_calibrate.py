@@ -10,8 +10,15 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from hotfloat.qualify.calibrate import (CalibrationRaw, CalibrationRecord, Preregistration, RawRound, clopper_pearson_upper,
-                                        load_preregistration, load_raw)
+from hotfloat.qualify.calibrate import (
+    CalibrationRaw,
+    CalibrationRecord,
+    Preregistration,
+    RawRound,
+    clopper_pearson_upper,
+    load_preregistration,
+    load_raw,
+)
 from hotfloat.qualify.calibrate_analyse import analyse, assignments, fit, noise, simulate, units, walk
 from hotfloat.qualify.records import EngineSpec, RuleConfig
 from hotfloat.qualify.workload import make_workload
@@ -31,14 +38,27 @@ def raw(n=60, sigma=0.003, tau=0.0005, seed=0, stock=3, scale=None, handicap=Non
     rounds = []
     for r in range(n):
         common = np.exp(rng.normal(0, 0.03))
-        rounds.append(RawRound(t=1.6 * r, order=[names[k] for k in rng.permutation(len(names))],
-                               agree={k: 1.0 for k in names},
-                               pass_s={k: 0.5 * common * factor[k] * float(np.exp(rng.normal(0, sigma))) for k in names}))
-    return CalibrationRaw(started="2026-12-03T00:00:00+00:00", device="synthetic",
-                          engine=EngineSpec(kind="sglang", preset="qwen2-0.5b", dtype="bf16", device="cuda"),
-                          engine_info={"engine": "sglang"}, workload=make_workload("sglang", 151936, seed=1),
-                          stock=names[:stock], handicap=handicap, handicap_us={k: 6.0 for k in handicap},
-                          boot_s={k: 60.0 for k in names}, rounds=rounds, sandboxed=True)
+        rounds.append(
+            RawRound(
+                t=1.6 * r,
+                order=[names[k] for k in rng.permutation(len(names))],
+                agree={k: 1.0 for k in names},
+                pass_s={k: 0.5 * common * factor[k] * float(np.exp(rng.normal(0, sigma))) for k in names},
+            )
+        )
+    return CalibrationRaw(
+        started="2026-12-03T00:00:00+00:00",
+        device="synthetic",
+        engine=EngineSpec(kind="sglang", preset="qwen2-0.5b", dtype="bf16", device="cuda"),
+        engine_info={"engine": "sglang"},
+        workload=make_workload("sglang", 151936, seed=1),
+        stock=names[:stock],
+        handicap=handicap,
+        handicap_us={k: 6.0 for k in handicap},
+        boot_s={k: 60.0 for k in names},
+        rounds=rounds,
+        sandboxed=True,
+    )
 
 
 def test_independent_units_count_the_false_passes_and_bound_exactly_those():
@@ -51,7 +71,9 @@ def test_independent_units_count_the_false_passes_and_bound_exactly_those():
     assert [u.status for u in rec.units] == ["PASS" if s in (1, 4) else "FAIL" for s in range(8)]
     assert rec.held_out_draws == 8 and rec.held_out_false_passes == 2  # none of them was seen by the pre-registration
     assert rec.pooled_draws > 8 and rec.pooled_false_passes >= 2 and not rec.meets_targets
-    assert any("2 of 8 independent" in s for s in rec.shortfall) and any("positive controls" in s for s in rec.shortfall)
+    assert any("2 of 8 independent" in s for s in rec.shortfall) and any(
+        "positive controls" in s for s in rec.shortfall
+    )
     doc = json.loads(rec.model_dump_json())
     doc["false_pass_upper_95"] = clopper_pearson_upper(0, 8)
     with pytest.raises(ValidationError, match="not the Clopper-Pearson bound"):
@@ -63,14 +85,24 @@ def test_a_boot_of_six_is_two_disjoint_triples_and_handicapped_pairs_are_positiv
     assert [(u.kind, u.engines) for u in six] == [("null", ["B1", "B2", "B3"]), ("null", ["B4", "B5", "B6"])]
     mixed = raw(stock=4, handicap={"H1": 0.02, "H2": 0.02}, seed=3)
     got = units(mixed, RULE, 0)
-    assert [(u.kind, u.engines, u.effect) for u in got] == [("null", ["B1", "B2", "B3"], 0.0), ("positive", ["H1", "B4", "H2"], 0.02)]
+    assert [(u.kind, u.engines, u.effect) for u in got] == [
+        ("null", ["B1", "B2", "B3"], 0.0),
+        ("positive", ["H1", "B4", "H2"], 0.02),
+    ]
     rec = analyse([mixed, raw(stock=4, handicap={"H1": 0.02, "H2": 0.02}, seed=4)], PREREG, sims=0)
     [pc] = rec.positive_control
-    assert (pc.effect, pc.qualifications, pc.passes) == (0.02, 2, 2) and pc.realised_effect == pytest.approx(0.02, abs=0.002)
-    assert rec.independent_draws == 2 and rec.minutes_per_qualification == pytest.approx((60 + pc.mean_rounds * 3 * 1.6 / 6) / 60)
+    assert (pc.effect, pc.qualifications, pc.passes) == (0.02, 2, 2) and pc.realised_effect == pytest.approx(
+        0.02, abs=0.002
+    )
+    assert rec.independent_draws == 2 and rec.minutes_per_qualification == pytest.approx(
+        (60 + pc.mean_rounds * 3 * 1.6 / 6) / 60
+    )
     assert rec.model.processes == 8  # stock engines only: a handicapped process is not a draw of the stock offset
     two = raw(stock=2, handicap={"H1": 0.02, "H2": 0.02, "H3": 0.02, "H4": 0.02}, seed=5)  # a wave of controls only
-    assert [(u.kind, u.engines) for u in units(two, RULE, 0)] == [("positive", ["H1", "B1", "H2"]), ("positive", ["H3", "B2", "H4"])]
+    assert [(u.kind, u.engines) for u in units(two, RULE, 0)] == [
+        ("positive", ["H1", "B1", "H2"]),
+        ("positive", ["H3", "B2", "H4"]),
+    ]
     assert analyse([two, mixed], PREREG, sims=0).positive_control[0].qualifications == 3
 
 
@@ -114,10 +146,25 @@ def test_cli_analyse_writes_the_record_with_the_preregistered_rule(tmp_path, cap
     src.write_text(raw(n=30, stock=6).model_dump_json())
     prereg.write_text(PREREG.model_dump_json())
     with pytest.raises(SystemExit) as e:
-        main(["qualify", "calibrate", "analyse", str(src), "--preregistered", str(prereg), "--out", str(out), "--sims", "20"])
+        main(
+            [
+                "qualify",
+                "calibrate",
+                "analyse",
+                str(src),
+                "--preregistered",
+                str(prereg),
+                "--out",
+                str(out),
+                "--sims",
+                "20",
+            ]
+        )
     assert e.value.code in (0, None)
     rec = CalibrationRecord.model_validate_json(out.read_text())
-    assert rec.independent_draws == 2 and rec.rule == RULE and rec.selection == "pre-registered" and rec.model.sims == 20
+    assert (
+        rec.independent_draws == 2 and rec.rule == RULE and rec.selection == "pre-registered" and rec.model.sims == 20
+    )
     printed = capsys.readouterr().out
     assert "null (independent)" in printed and "process model: sigma" in printed
     assert f"robust model: sigma {rec.robust_model.sigma:.2%}" in printed and "passes winsorized" in printed
@@ -132,10 +179,24 @@ def test_the_committed_record_reproduces_from_the_committed_raw_files_and_sets_t
     prereg = load_preregistration(DOCS / "calibration-h200.preregistered.json")
     root = DOCS.parent
     again = analyse([load_raw(root / s) for s in rec.sources], prereg, sims=0, sources=rec.sources)
-    keys = ("independent_draws", "false_passes_independent", "false_pass_upper_95", "held_out_draws", "pooled_draws",
-            "pooled_false_passes", "units", "positive_control", "injected", "rounds")
+    keys = (
+        "independent_draws",
+        "false_passes_independent",
+        "false_pass_upper_95",
+        "held_out_draws",
+        "pooled_draws",
+        "pooled_false_passes",
+        "units",
+        "positive_control",
+        "injected",
+        "rounds",
+    )
     assert {k: getattr(again, k) for k in keys} == {k: getattr(rec, k) for k in keys}
-    assert (again.model.sigma, again.model.tau, again.model.tau_upper_95) == (rec.model.sigma, rec.model.tau, rec.model.tau_upper_95)
+    assert (again.model.sigma, again.model.tau, again.model.tau_upper_95) == (
+        rec.model.sigma,
+        rec.model.tau,
+        rec.model.tau_upper_95,
+    )
     assert rec.rule == prereg.rule == default_rule("cuda")
     assert (DOCS / "calibration-h200.json").resolve() == CUDA_RECORD.resolve()
 
@@ -157,17 +218,26 @@ def hostile(edit):
     return json.dumps(data)
 
 
-@pytest.mark.parametrize("text,why", [
-    (hostile(lambda d: d["rounds"][3]["pass_s"].pop("B3")), "round 3 has no pass time for ['B3']"),
-    (hostile(lambda d: d["rounds"][0]["pass_s"].update(B1=float("nan"))), "rounds.0.pass_s.B1: Input should be a finite"),
-    (hostile(lambda d: d["rounds"][0]["pass_s"].update(B2=1e-300)), "rounds.0.pass_s.B2: Input should be greater"),
-    (hostile(lambda d: d.update(stock=["B1", "B1", "B2"])), "engine names repeat"),
-    (hostile(lambda d: d.update(boot_s={})), "boot_s lacks"),
-    (hostile(lambda d: d.update(kept=["B9"])), "kept names engines that are not in the collection"),
-    (hostile(lambda d: d.update(handicap={"H1": 0.02})), "handicap and handicap_us name different engines"),
-    (hostile(lambda d: d.update(handicap={"H1": 0.7}, handicap_us={"H1": 1.0})), "handicap.H1: Input should be less"),
-    ("[1, 2]", "Input should be an object"),
-])
+@pytest.mark.parametrize(
+    "text,why",
+    [
+        (hostile(lambda d: d["rounds"][3]["pass_s"].pop("B3")), "round 3 has no pass time for ['B3']"),
+        (
+            hostile(lambda d: d["rounds"][0]["pass_s"].update(B1=float("nan"))),
+            "rounds.0.pass_s.B1: Input should be a finite",
+        ),
+        (hostile(lambda d: d["rounds"][0]["pass_s"].update(B2=1e-300)), "rounds.0.pass_s.B2: Input should be greater"),
+        (hostile(lambda d: d.update(stock=["B1", "B1", "B2"])), "engine names repeat"),
+        (hostile(lambda d: d.update(boot_s={})), "boot_s lacks"),
+        (hostile(lambda d: d.update(kept=["B9"])), "kept names engines that are not in the collection"),
+        (hostile(lambda d: d.update(handicap={"H1": 0.02})), "handicap and handicap_us name different engines"),
+        (
+            hostile(lambda d: d.update(handicap={"H1": 0.7}, handicap_us={"H1": 1.0})),
+            "handicap.H1: Input should be less",
+        ),
+        ("[1, 2]", "Input should be an object"),
+    ],
+)
 def test_analyse_refuses_a_raw_file_the_analysis_could_not_index(tmp_path, capsys, text, why):
     src = tmp_path / "raw.json"
     src.write_text(text)
@@ -187,8 +257,18 @@ def test_raw_files_that_never_end_are_refused_without_reading_them(tmp_path, cap
 def test_analyse_out_where_it_cannot_be_written_is_one_error_line(tmp_path, capsys):
     src = tmp_path / "raw.json"
     src.write_text(raw(n=12).model_dump_json())
-    code, err = cli(capsys, tmp_path, "analyse", str(src), "--preregistered", "{prereg}", "--sims", "0", "--out",
-                    str(tmp_path / "no" / "cal.json"))
+    code, err = cli(
+        capsys,
+        tmp_path,
+        "analyse",
+        str(src),
+        "--preregistered",
+        "{prereg}",
+        "--sims",
+        "0",
+        "--out",
+        str(tmp_path / "no" / "cal.json"),
+    )
     assert code == 2 and err.startswith("error: cannot write ") and err.count("\n") == 1, err
 
 
@@ -205,8 +285,16 @@ def collection(tmp_path, outputs: bytes | None):
     base = raw(n=12)
     rounds = [r.model_copy(update={"pass_s": {**r.pass_s, "C1": r.pass_s["B3"]}}) for r in base.rounds]
     src = tmp_path / "raw.json"
-    src.write_text(base.model_copy(update={"rounds": rounds, "candidates": {"C1": "c" * 64}, "kept": ["B1", "B2", "C1"],
-                                           "boot_s": {**base.boot_s, "C1": 60.0}}).model_dump_json())
+    src.write_text(
+        base.model_copy(
+            update={
+                "rounds": rounds,
+                "candidates": {"C1": "c" * 64},
+                "kept": ["B1", "B2", "C1"],
+                "boot_s": {**base.boot_s, "C1": 60.0},
+            }
+        ).model_dump_json()
+    )
     kept = tmp_path / "raw.json.outputs.jsonl"
     if outputs is None:
         kept.symlink_to("/dev/zero")
@@ -217,13 +305,28 @@ def collection(tmp_path, outputs: bytes | None):
     return src, record
 
 
-@pytest.mark.parametrize("outputs,why", [(None, "raw.json.outputs.jsonl: not a regular file"),
-                                         (b'{"round": 0, "engine": "B1"}\nnot json\n', "outputs.jsonl line 1: latency_s"),
-                                         (b"\xff\n", "codec can't decode")])
+@pytest.mark.parametrize(
+    "outputs,why",
+    [
+        (None, "raw.json.outputs.jsonl: not a regular file"),
+        (b'{"round": 0, "engine": "B1"}\nnot json\n', "outputs.jsonl line 1: latency_s"),
+        (b"\xff\n", "codec can't decode"),
+    ],
+)
 def test_evidence_refuses_hostile_kept_outputs(tmp_path, capsys, outputs, why):
     src, record = collection(tmp_path, outputs)
-    code, err = cli(capsys, tmp_path, "evidence", str(src), "--candidate", "C1", "--rule-from", str(record),
-                    "--out", str(tmp_path / "ev.json"))
+    code, err = cli(
+        capsys,
+        tmp_path,
+        "evidence",
+        str(src),
+        "--candidate",
+        "C1",
+        "--rule-from",
+        str(record),
+        "--out",
+        str(tmp_path / "ev.json"),
+    )
     assert code == 2 and err.startswith("error: cannot form evidence for C1: ") and why in err, err
     assert err.count("\n") == 1
 
@@ -233,6 +336,8 @@ def test_a_record_that_is_not_one_names_its_first_problem(tmp_path):
     from hotfloat.qualify.calibrate import load_rule
 
     record = tmp_path / "cal.json"
-    record.write_text(analyse([raw(n=12)], PREREG, sims=0).model_dump_json().replace('"look_rounds":10', '"look_rounds":0'))
+    record.write_text(
+        analyse([raw(n=12)], PREREG, sims=0).model_dump_json().replace('"look_rounds":10', '"look_rounds":0')
+    )
     with pytest.raises(InputError, match=r"not a calibration record: .*look_rounds: Input should be greater"):
         load_rule(record)

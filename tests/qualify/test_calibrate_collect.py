@@ -34,7 +34,19 @@ def test_collect_refuses_a_handicap_out_of_range(capsys, tmp_path):
 
     for bad in (["0.7", "2"], ["0.02", "0"]):
         with pytest.raises(SystemExit) as e:
-            main(["qualify", "calibrate", "collect", "--device", "cpu", "--handicap", *bad, "--out", str(tmp_path / "r.json")])
+            main(
+                [
+                    "qualify",
+                    "calibrate",
+                    "collect",
+                    "--device",
+                    "cpu",
+                    "--handicap",
+                    *bad,
+                    "--out",
+                    str(tmp_path / "r.json"),
+                ]
+            )
         assert e.value.code == 2 and "--handicap" in capsys.readouterr().err
 
 
@@ -49,21 +61,40 @@ def test_a_short_real_collection_on_cpu_and_evidence_formed_from_it(tmp_path, bu
     from hotfloat.qualify.calibrate_collect import collect
 
     out, said = tmp_path / "raw.json", []
-    got = collect(QualifyOptions.for_device("cpu", seed=2, warmup_passes=0), out, stock=3, handicap={0.05: 1},
-                  candidates={"C1": bundles["broken"], "C2": bundles["raises"]}, keep_rounds=3, budget_s=90, max_rounds=4,
-                  export_cache=tmp_path / "cache", progress=said.append)
+    got = collect(
+        QualifyOptions.for_device("cpu", seed=2, warmup_passes=0),
+        out,
+        stock=3,
+        handicap={0.05: 1},
+        candidates={"C1": bundles["broken"], "C2": bundles["raises"]},
+        keep_rounds=3,
+        budget_s=90,
+        max_rounds=4,
+        export_cache=tmp_path / "cache",
+        progress=said.append,
+    )
     back = load_raw(out)
-    assert back == got and 3 <= len(got.rounds) <= 4 and got.stock == ["B1", "B2", "B3"] and list(got.candidates) == ["C1"]
+    assert (
+        back == got and 3 <= len(got.rounds) <= 4 and got.stock == ["B1", "B2", "B3"] and list(got.candidates) == ["C1"]
+    )
     assert got.handicap == {"H1": 0.05} and got.handicap_us["H1"] > 0 and got.isolation is not None
     assert any(m.startswith("cache export") for m in said)  # a CPU engine may have nothing to export; it says so
     assert "C2" in got.failed and "ZeroDivisionError" in got.failed["C2"] and "C2" not in got.kept
-    assert all(sorted(r.order) == ["B1", "B2", "B3", "C1", "H1"] and all(v > 0 for v in r.pass_s.values()) for r in got.rounds)
-    assert all(r.agree["B2"] == r.agree["B3"] == r.agree["H1"] == 1.0 for r in got.rounds)  # stock engines agree exactly
+    assert all(
+        sorted(r.order) == ["B1", "B2", "B3", "C1", "H1"] and all(v > 0 for v in r.pass_s.values()) for r in got.rounds
+    )
+    assert all(
+        r.agree["B2"] == r.agree["B3"] == r.agree["H1"] == 1.0 for r in got.rounds
+    )  # stock engines agree exactly
     # every pass carries the host's readings; a CPU engine's pass is its tree's own CPU work, so it used CPU time
-    assert all(r.host.keys() == r.pass_s.keys() and all(h["cpu_s"] > 0 and h["steal_s"] >= 0 for h in r.host.values())
-               for r in got.rounds)
+    assert all(
+        r.host.keys() == r.pass_s.keys() and all(h["cpu_s"] > 0 and h["steal_s"] >= 0 for h in r.host.values())
+        for r in got.rounds
+    )
     assert sum(got.routed["C1"].values()) > 0 and not sum(got.routed["B1"].values())
-    ev = evidence_from(got, tmp_path / "raw.json.outputs.jsonl", "C1", RuleConfig(look_rounds=3, max_looks=2, logprob_tol=1e-3))
+    ev = evidence_from(
+        got, tmp_path / "raw.json.outputs.jsonl", "C1", RuleConfig(look_rounds=3, max_looks=2, logprob_tol=1e-3)
+    )
     assert ev.rule.max_looks == 1 and [f.role for f in ev.frames] == ["B", "C", "B"] and len(ev.frames[1].pass_s) == 3
     assert ev.decision.status == "FAIL" and "does not match" in ev.decision.reason and recompute(ev) == ev.decision
     with pytest.raises(ValueError, match="kept"):

@@ -6,7 +6,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hotfloat.qualify.calibrate import CalibrationRaw, CalibrationRecord, Preregistration, RawRound, RobustModel, load_raw
+from hotfloat.qualify.calibrate import (
+    CalibrationRaw,
+    CalibrationRecord,
+    Preregistration,
+    RawRound,
+    RobustModel,
+    load_raw,
+)
 from hotfloat.qualify.calibrate_analyse import analyse, fit
 from hotfloat.qualify.calibrate_robust import CUT, winsorize
 from hotfloat.qualify.records import EngineSpec, RuleConfig
@@ -25,12 +32,19 @@ def table(seed: int, rounds=10, stock=6, sigma=0.004, tau=0.001) -> np.ndarray:
 
 def boot(x: np.ndarray) -> CalibrationRaw:
     names = [f"B{j + 1}" for j in range(x.shape[1])]
-    return CalibrationRaw(started="2026-12-05T00:00:00+00:00", device="synthetic",
-                          engine=EngineSpec(kind="sglang", preset="qwen2-0.5b", dtype="bf16", device="cuda"),
-                          workload=make_workload("sglang", 151936, seed=1), stock=names,
-                          boot_s={n: 60.0 for n in names}, sandboxed=True,
-                          rounds=[RawRound(t=9.0 * r, order=names, pass_s=dict(zip(names, map(float, row), strict=True)))
-                                  for r, row in enumerate(x)])
+    return CalibrationRaw(
+        started="2026-12-05T00:00:00+00:00",
+        device="synthetic",
+        engine=EngineSpec(kind="sglang", preset="qwen2-0.5b", dtype="bf16", device="cuda"),
+        workload=make_workload("sglang", 151936, seed=1),
+        stock=names,
+        boot_s={n: 60.0 for n in names},
+        sandboxed=True,
+        rounds=[
+            RawRound(t=9.0 * r, order=names, pass_s=dict(zip(names, map(float, row), strict=True)))
+            for r, row in enumerate(x)
+        ],
+    )
 
 
 def boots(far: float | None = None) -> list[CalibrationRaw]:
@@ -75,8 +89,9 @@ def test_the_record_carries_both_models_and_the_committed_one_reproduces():
     rec = analyse(boots(far=0.25), prereg, sims=40)
     assert isinstance(rec.robust_model, RobustModel) and type(rec.model) is not RobustModel
     assert rec.robust_model.sigma < rec.model.sigma / 2 and rec.robust_model.winsorized >= 1
-    assert rec.robust_model.sims == 40 and rec.robust_model.method.startswith("method of moments on each boot's table "
-                                                                             "winsorized at 3.5 robust s.d.")
+    assert rec.robust_model.sims == 40 and rec.robust_model.method.startswith(
+        "method of moments on each boot's table winsorized at 3.5 robust s.d."
+    )
     done = CalibrationRecord.model_validate_json((DOCS / "calibration-h200.json").read_bytes())
     again = fit([load_raw(DOCS.parent / s) for s in done.sources], done.robust_model.cut)
     m = done.robust_model

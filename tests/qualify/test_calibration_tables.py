@@ -21,4 +21,6 @@ def test_a_block_that_drifted_is_named_and_rewritten(tmp_path, monkeypatch, caps
     assert tables.main(["--check"]) == 1 and "doc.md: twin" in capsys.readouterr().err
     assert tables.main([]) == 0 and tables.main(["--check"]) == 0
     text = doc.read_text()
-    assert text.startswith("Before.\n") and text.endswith("After.\n") and "| fused_add_rmsnorm_triton | 10 | 9 |" in text
+    assert (
+        text.startswith("Before.\n") and text.endswith("After.\n") and "| fused_add_rmsnorm_triton | 10 | 9 |" in text
+    )

@@ -23,10 +23,20 @@ def _frames(rounds: int, *, slowdown: float, noise: float, seed: int = 0):
             previous = e
         for e in (0, 1, 2):
             times[e].append(slot[e])
-    frames = [RunFrame(index=e, role="C" if e == 1 else "B", ok=True, pass_s=times[e], latency_s=[[t] for t in times[e]],
-                       tokens=[[[1]]] * rounds, logprobs=[[[-1.0]]] * rounds, margins=[[[0.5]]] * rounds,
-                       routed={"activation.silu_and_mul": 10} if e == 1 else {})
-              for e in (0, 1, 2)]
+    frames = [
+        RunFrame(
+            index=e,
+            role="C" if e == 1 else "B",
+            ok=True,
+            pass_s=times[e],
+            latency_s=[[t] for t in times[e]],
+            tokens=[[[1]]] * rounds,
+            logprobs=[[[-1.0]]] * rounds,
+            margins=[[[0.5]]] * rounds,
+            routed={"activation.silu_and_mul": 10} if e == 1 else {},
+        )
+        for e in (0, 1, 2)
+    ]
     return frames, order
 
 

@@ -16,8 +16,21 @@ def run(capsys, *args):
 
 def test_broken_bundle_exit_1_with_evidence_that_recomputes(bundles, tmp_path, capsys):
     ev = tmp_path / "ev.json"
-    code, out, _ = run(capsys, str(bundles["broken"]), "--device", "cpu", "--look-rounds", "3", "--max-looks", "1",
-                       "--seed", "4", "--evidence", str(ev), "--json")
+    code, out, _ = run(
+        capsys,
+        str(bundles["broken"]),
+        "--device",
+        "cpu",
+        "--look-rounds",
+        "3",
+        "--max-looks",
+        "1",
+        "--seed",
+        "4",
+        "--evidence",
+        str(ev),
+        "--json",
+    )
     verdict = json.loads(out)
     assert code == 1 and verdict["status"] == "FAIL" and verdict["score"] == 0 and verdict["decision"]["rounds"] == 0
     assert run(capsys, "recompute", str(ev))[0] == 0
@@ -42,8 +55,18 @@ def test_calibrate_evidence_refuses_a_file_that_is_not_a_calibration_record(tmp_
     raw, record = tmp_path / "raw.json", tmp_path / "record.json"
     raw.write_text("{}")
     record.write_text('{"rule": ' * 40 + "1" + "}" * 40)
-    code, _, err = run(capsys, "calibrate", "evidence", str(raw), "--candidate", "C1", "--rule-from", str(record),
-                       "--out", str(tmp_path / "ev.json"))
+    code, _, err = run(
+        capsys,
+        "calibrate",
+        "evidence",
+        str(raw),
+        "--candidate",
+        "C1",
+        "--rule-from",
+        str(record),
+        "--out",
+        str(tmp_path / "ev.json"),
+    )
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "not a calibration record" in err, err
 
 
@@ -57,13 +80,31 @@ def test_rule_from_takes_the_records_timing_rule_under_the_flags_beside_it(bundl
     from hotfloat.qualify.calibrate import load_rule
 
     ev = tmp_path / "ev.json"
-    code, out, _ = run(capsys, str(bundles["broken"]), "--device", "cpu", "--rule-from", str(CUDA_RECORD),
-                       "--look-rounds", "3", "--max-looks", "1", "--seed", "4", "--evidence", str(ev), "--json")
+    code, out, _ = run(
+        capsys,
+        str(bundles["broken"]),
+        "--device",
+        "cpu",
+        "--rule-from",
+        str(CUDA_RECORD),
+        "--look-rounds",
+        "3",
+        "--max-looks",
+        "1",
+        "--seed",
+        "4",
+        "--evidence",
+        str(ev),
+        "--json",
+    )
     assert code == 1 and json.loads(out)["status"] == "FAIL"
     rule, record = json.loads(Path(ev).read_text())["rule"], load_rule(CUDA_RECORD)
     assert (rule["look_rounds"], rule["max_looks"]) == (3, 1)
     assert (rule["noise_floor"], rule["process_floor"], rule["carry_bound"]) == (
-        record.noise_floor, record.process_floor, record.carry_bound)
+        record.noise_floor,
+        record.process_floor,
+        record.carry_bound,
+    )
     cpu = QualifyOptions.for_device("cpu").rule
     assert (rule["gate_slack"], rule["audit_slack"]) == (cpu.gate_slack, cpu.audit_slack)
     bad = tmp_path / "bad.json"

@@ -13,10 +13,17 @@ ORDER = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 2, 1]]
 
 def ok(index, role, scale=1.0, tokens=(1, 2), routed=None, rounds=4):
     jitter = [1.0, 1.001, 0.999, 1.0005][:rounds]
-    return RunFrame(index=index, role=role, ok=True, pass_s=[scale * j for j in jitter], latency_s=[[scale] * 2] * rounds,
-                    tokens=[[list(tokens)] * 2] * rounds, logprobs=[[[-1.0, -1.0]] * 2] * rounds,
-                    margins=[[[0.5, 0.5]] * 2] * rounds,
-                    routed=routed if routed is not None else (ROUTED if role == "C" else {}))
+    return RunFrame(
+        index=index,
+        role=role,
+        ok=True,
+        pass_s=[scale * j for j in jitter],
+        latency_s=[[scale] * 2] * rounds,
+        tokens=[[list(tokens)] * 2] * rounds,
+        logprobs=[[[-1.0, -1.0]] * 2] * rounds,
+        margins=[[[0.5, 0.5]] * 2] * rounds,
+        routed=routed if routed is not None else (ROUTED if role == "C" else {}),
+    )
 
 
 def failed(index, role, error, raised=False, fault=None):
@@ -50,7 +57,11 @@ def test_a_host_fault_under_the_candidate_and_any_baseline_or_twin_fault_is_no_d
 
 def test_evidence_v2_keeps_its_own_rule_for_candidate_faults():
     """v2 frames carry no fault kind: raised was the candidate's, dying silently was infrastructure."""
-    d = judge([ok(0, "B"), failed(1, "C", "engine sent a malformed completion for request 0", raised=True), ok(2, "B")], RULE, ORDER)
+    d = judge(
+        [ok(0, "B"), failed(1, "C", "engine sent a malformed completion for request 0", raised=True), ok(2, "B")],
+        RULE,
+        ORDER,
+    )
     assert d.status == "FAIL" and d.gate == "FAIL" and d.score == 0 and "malformed" in d.reason
     d = judge([ok(0, "B"), failed(1, "C", "the engine process closed the connection"), ok(2, "B")], RULE, ORDER)
     assert d.status == "NO_DECISION" and "infrastructure" in d.reason and d.fault is None

@@ -16,17 +16,36 @@ from hotfloat.qualify.workload import make_workload
 def synthetic(scales=(1.0, 0.9, 1.0), logprob=-1.0, rounds=4):
     rng = np.random.default_rng(0)
     jitter = 1 + 0.001 * rng.standard_normal((3, rounds))
-    frames = [RunFrame(index=i, role="BCB"[i], ok=True, pass_s=(s * jitter[i]).tolist(), latency_s=[[s] * 8] * rounds,
-                       tokens=[[[1, 2]] * 8] * rounds, logprobs=[[[-1.0, logprob if i == 1 else -1.0]] * 8] * rounds,
-                       margins=[[[0.5, 0.5]] * 8] * rounds, routed={"activation.silu_and_mul": 4} if i == 1 else {})
-              for i, s in enumerate(scales)]
+    frames = [
+        RunFrame(
+            index=i,
+            role="BCB"[i],
+            ok=True,
+            pass_s=(s * jitter[i]).tolist(),
+            latency_s=[[s] * 8] * rounds,
+            tokens=[[[1, 2]] * 8] * rounds,
+            logprobs=[[[-1.0, logprob if i == 1 else -1.0]] * 8] * rounds,
+            margins=[[[0.5, 0.5]] * 8] * rounds,
+            routed={"activation.silu_and_mul": 4} if i == 1 else {},
+        )
+        for i, s in enumerate(scales)
+    ]
     rule = RuleConfig(look_rounds=4, max_looks=1, process_floor=0.001)
     from hotfloat.qualify.decision import judge
 
-    return Evidence(bundle_identity="0" * 64, engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
-                    engine_identity="e" * 64, workload=make_workload("tiny", 512, seed=5), rule=rule, sandboxed=True,
-                    order=[[0, 1, 2]] * rounds, frames=frames, decision=judge(frames, rule, [[0, 1, 2]] * rounds),
-                    started="2026-01-01T00:00:00+00:00", seconds=1.0)
+    return Evidence(
+        bundle_identity="0" * 64,
+        engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
+        engine_identity="e" * 64,
+        workload=make_workload("tiny", 512, seed=5),
+        rule=rule,
+        sandboxed=True,
+        order=[[0, 1, 2]] * rounds,
+        frames=frames,
+        decision=judge(frames, rule, [[0, 1, 2]] * rounds),
+        started="2026-01-01T00:00:00+00:00",
+        seconds=1.0,
+    )
 
 
 def test_round_trip_and_recompute(tmp_path):
@@ -75,18 +94,26 @@ def test_hostile_evidence_is_one_error_line(tmp_path, content, cli):
     f = tmp_path / "e.json"
     f.write_text(content)
     p = cli("recompute", str(f))
-    assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("error: ") and "Traceback" not in p.stderr
+    assert (
+        p.returncode == 2
+        and p.stderr.count("\n") == 1
+        and p.stderr.startswith("error: ")
+        and "Traceback" not in p.stderr
+    )
 
 
-@pytest.mark.parametrize("pass_s,why", [(float("nan"), "positive, finite"), (float("inf"), "positive, finite"),
-                                        (1e308, "beyond any float")])
+@pytest.mark.parametrize(
+    "pass_s,why", [(float("nan"), "positive, finite"), (float("inf"), "positive, finite"), (1e308, "beyond any float")]
+)
 def test_evidence_with_impossible_pass_times_is_one_error_line(tmp_path, cli, pass_s, why):
     data = json.loads(synthetic().model_dump_json())
     data["frames"][2]["pass_s"] = [pass_s] * 4
     f = tmp_path / "e.json"
     f.write_text(json.dumps(data))
     p = cli("recompute", str(f))
-    assert p.returncode == 2 and p.stderr.startswith("error: ") and p.stderr.count("\n") == 1 and why in p.stderr, p.stderr
+    assert p.returncode == 2 and p.stderr.startswith("error: ") and p.stderr.count("\n") == 1 and why in p.stderr, (
+        p.stderr
+    )
 
 
 def test_evidence_that_is_a_fifo_or_a_device_is_refused_without_blocking(tmp_path, cli):
@@ -94,7 +121,9 @@ def test_evidence_that_is_a_fifo_or_a_device_is_refused_without_blocking(tmp_pat
     os.mkfifo(fifo)
     for path in (fifo, "/dev/zero"):
         p = cli("recompute", str(path))
-        assert p.returncode == 2 and p.stderr == f"error: {path}: not valid qualification evidence: not a regular file\n"
+        assert (
+            p.returncode == 2 and p.stderr == f"error: {path}: not valid qualification evidence: not a regular file\n"
+        )
 
 
 def test_evidence_written_where_it_cannot_be_is_one_error_line(tmp_path):
@@ -111,8 +140,10 @@ def test_reordered_frames_are_refused():
 
 def test_incomplete_evidence_is_refused():
     ev = synthetic()
-    short = [f.model_copy(update={k: getattr(f, k)[:3] for k in ("pass_s", "latency_s", "tokens", "logprobs", "margins")})
-             for f in ev.frames]
+    short = [
+        f.model_copy(update={k: getattr(f, k)[:3] for k in ("pass_s", "latency_s", "tokens", "logprobs", "margins")})
+        for f in ev.frames
+    ]
     with pytest.raises(InputError, match="before the protocol reached a decision"):
         recompute(ev.model_copy(update={"frames": short, "decision": Decision(status="PASS", reason="")}))
 

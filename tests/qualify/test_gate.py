@@ -8,8 +8,16 @@ from hotfloat.qualify.records import RunFrame
 def frame(index, role, tokens, logprobs=None, margins=None):
     lp = logprobs or [-1.0] * len(tokens)
     mg = margins or [0.5] * len(tokens)
-    return RunFrame(index=index, role=role, ok=True, pass_s=[0.1], latency_s=[[0.1]], tokens=[[tokens]], logprobs=[[lp]],
-                    margins=[[mg]])
+    return RunFrame(
+        index=index,
+        role=role,
+        ok=True,
+        pass_s=[0.1],
+        latency_s=[[0.1]],
+        tokens=[[tokens]],
+        logprobs=[[lp]],
+        margins=[[mg]],
+    )
 
 
 def test_identical_completions_agree_exactly():
@@ -67,8 +75,16 @@ def frames_of(index, role, diffs, flip_at=None, margins=None):
     choose token 7 where the reference chose 1."""
     n = len(diffs)
     toks = [[7] if flip_at and k in flip_at else [1] for k in range(n)]
-    return RunFrame(index=index, role=role, ok=True, pass_s=[0.1], latency_s=[[0.1] * n], tokens=[toks],
-                    logprobs=[[[-1.0 - d] for d in diffs]], margins=[[[m] for m in (margins or [0.5] * n)]])
+    return RunFrame(
+        index=index,
+        role=role,
+        ok=True,
+        pass_s=[0.1],
+        latency_s=[[0.1] * n],
+        tokens=[toks],
+        logprobs=[[[-1.0 - d] for d in diffs]],
+        margins=[[[m] for m in (margins or [0.5] * n)]],
+    )
 
 
 REF = frames_of(0, "B", [0.0] * 100)

@@ -32,7 +32,9 @@ def test_static_decode_matches_dynamic_cache_decode(preset):
     eager = build_engine(preset, "fp32", "cpu", 0, arm(None), decode="eager")
     static = build_engine(preset, "fp32", "cpu", 0, arm(None), decode="static")
     for seed, (lens, max_new) in enumerate(BATCHES):
-        for (t1, lp1, m1), (t2, lp2, m2) in zip(serve(eager, lens, max_new, seed), serve(static, lens, max_new, seed), strict=False):
+        for (t1, lp1, m1), (t2, lp2, m2) in zip(
+            serve(eager, lens, max_new, seed), serve(static, lens, max_new, seed), strict=False
+        ):
             assert t1 == t2
             assert max(abs(a - b) for a, b in zip(lp1, lp2, strict=False)) <= 1e-4
             assert max(abs(a - b) for a, b in zip(m1, m2, strict=False)) <= 1e-4
@@ -42,8 +44,10 @@ def test_static_decode_matches_dynamic_cache_decode(preset):
 
 
 def test_decode_mode_is_part_of_the_engine_identity_and_graphs_need_cuda():
-    assert build_engine("tiny", "fp32", "cpu", 0, arm(None), decode="static").identity != \
-        build_engine("tiny", "fp32", "cpu", 0, arm(None), decode="eager").identity
+    assert (
+        build_engine("tiny", "fp32", "cpu", 0, arm(None), decode="static").identity
+        != build_engine("tiny", "fp32", "cpu", 0, arm(None), decode="eager").identity
+    )
     with pytest.raises(ValueError, match="CUDA"):
         build_engine("tiny", "fp32", "cpu", 0, arm(None), decode="graph")
 
@@ -65,7 +69,9 @@ def test_decode_defaults_by_device_and_graph_is_refused_on_cpu(bundles, capsys):
 
 
 def test_static_decode_qualification_runs_in_engine_processes(bundles):
-    opts = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0, decode="static", rule={"look_rounds": 3, "max_looks": 1})
+    opts = QualifyOptions.for_device(
+        "cpu", seed=3, warmup_passes=0, decode="static", rule={"look_rounds": 3, "max_looks": 1}
+    )
     r = qualify_bundle(bundles["exact"], opts)
     ev = r.evidence
     assert ev.engine.decode == "static" and ev.decision.gate == "PASS", r.reason

@@ -108,8 +108,12 @@ def probe(tmp_path, make_bundle, monkeypatch):
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         listener.setblocking(False)
-        source = PROBE.format(canaries={str(canary): canary.read_text(), str(home_canary): home_canary.read_text()},
-                              secret=secret, port=listener.getsockname()[1], marker=marker)
+        source = PROBE.format(
+            canaries={str(canary): canary.read_text(), str(home_canary): home_canary.read_text()},
+            secret=secret,
+            port=listener.getsockname()[1],
+            marker=marker,
+        )
         yield make_bundle(source, name="probe"), listener
     for d in ("/tmp", "/dev/shm"):
         for p in Path(d).glob(f"{marker}-*"):
@@ -147,8 +151,20 @@ def test_qualification_fails_closed_without_bubblewrap(bundles, tmp_path):
     """No bwrap on PATH: the CLI refuses with one error line and exit 3 (infrastructure); --unsandboxed is the
     explicit way out."""
     env = {**os.environ, "PATH": str(tmp_path)}
-    cmd = [sys.executable, "-c", "from hotfloat.cli.main import main; main()", "qualify", "run", str(bundles["exact"]),
-           "--device", "cpu", "--look-rounds", "3", "--max-looks", "1"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from hotfloat.cli.main import main; main()",
+        "qualify",
+        "run",
+        str(bundles["exact"]),
+        "--device",
+        "cpu",
+        "--look-rounds",
+        "3",
+        "--max-looks",
+        "1",
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 3, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]

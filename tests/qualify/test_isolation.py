@@ -35,8 +35,18 @@ def test_a_cuda_host_without_the_checkpoint_lock_is_refused_unless_the_caller_op
 
 @pytest.fixture(scope="module")
 def engines():
-    base = dict(OPTS.engine().model_dump(), bundle=None, identity=None, warmup=[], threads=1, extra_passes=0,
-                cpus=None, graph_batches=[2], kv_tokens=0, mem_fraction=0.2)
+    base = dict(
+        OPTS.engine().model_dump(),
+        bundle=None,
+        identity=None,
+        warmup=[],
+        threads=1,
+        extra_passes=0,
+        cpus=None,
+        graph_batches=[2],
+        kv_tokens=0,
+        mem_fraction=0.2,
+    )
     pair = [ResidentEngine(n, base, device="cpu", kind="transformers", sandboxed=True, model_dir=None) for n in "BC"]
     try:
         for e in pair:

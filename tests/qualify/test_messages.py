@@ -15,20 +15,35 @@ def test_each_kind_decodes_to_its_record():
     assert isinstance(messages.decode({"type": "error", "message": "boom"}, "done"), messages.Error)
 
 
-@pytest.mark.parametrize("msg,why", [
-    ({**DONE, "logprobs": [1, -0.5]}, "expected a JSON float"),
-    ({**DONE, "tokens": [1.0, 2.0]}, "valid integer"),
-    ({**DONE, "tokens": [True, 2]}, "valid integer"),
-    ({**DONE, "tokens": [-1, 2]}, "greater than or equal"),
-    ({**DONE, "i": 1 << 40}, "less than"),
-    ({**DONE, "extra": 1}, "unknown key"),
-    ({"type": "counts", "routed": {"s": -1}, "stock": {}}, "greater than or equal"),
-    ({"type": "error", "message": "x" * 2001}, "at most 2000"),
-    ({"type": "ready", "identity": "x", "info": {str(k): "v" for k in range(65)}}, "at most 64"),
-    ({"type": "granted"}, "unknown type"),
-    ({"type": "ready", "identity": "x", "info": {}}, "was due"),
-], ids=["int-logprob", "float-token", "bool-token", "negative-token", "huge-index", "extra-key", "negative-count",
-        "long-error", "wide-info", "unknown-type", "not-due"])
+@pytest.mark.parametrize(
+    "msg,why",
+    [
+        ({**DONE, "logprobs": [1, -0.5]}, "expected a JSON float"),
+        ({**DONE, "tokens": [1.0, 2.0]}, "valid integer"),
+        ({**DONE, "tokens": [True, 2]}, "valid integer"),
+        ({**DONE, "tokens": [-1, 2]}, "greater than or equal"),
+        ({**DONE, "i": 1 << 40}, "less than"),
+        ({**DONE, "extra": 1}, "unknown key"),
+        ({"type": "counts", "routed": {"s": -1}, "stock": {}}, "greater than or equal"),
+        ({"type": "error", "message": "x" * 2001}, "at most 2000"),
+        ({"type": "ready", "identity": "x", "info": {str(k): "v" for k in range(65)}}, "at most 64"),
+        ({"type": "granted"}, "unknown type"),
+        ({"type": "ready", "identity": "x", "info": {}}, "was due"),
+    ],
+    ids=[
+        "int-logprob",
+        "float-token",
+        "bool-token",
+        "negative-token",
+        "huge-index",
+        "extra-key",
+        "negative-count",
+        "long-error",
+        "wide-info",
+        "unknown-type",
+        "not-due",
+    ],
+)
 def test_anything_else_is_a_violation(msg, why):
     with pytest.raises(messages.Violation, match=why):
         messages.decode(msg, "done", "counts", *(["ready"] if why == "at most 64" else []))

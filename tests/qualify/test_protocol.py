@@ -13,8 +13,9 @@ import pytest
 from hotfloat.qualify import QualifyOptions, qualify_bundle, recompute
 from hotfloat.qualify.protocol import round_order
 
-OPTS = QualifyOptions.for_device("cpu", seed=5, warmup_passes=0, twin=False, stall_floor_s=4.0,
-                                 rule={"look_rounds": 3, "max_looks": 1})
+OPTS = QualifyOptions.for_device(
+    "cpu", seed=5, warmup_passes=0, twin=False, stall_floor_s=4.0, rule={"look_rounds": 3, "max_looks": 1}
+)
 
 KERNEL = """
 import os, signal, sys, threading, time
@@ -59,12 +60,16 @@ def _qualify(make_bundle, source, name, opts=OPTS):
     return r, time.monotonic() - t
 
 
-@pytest.mark.parametrize("act,fault", [
-    ("os.kill(os.getpid(), signal.SIGKILL)", "died"),
-    ("os.close(0)", "died"),
-    ("time.sleep(3600)", "stalled"),
-    ("threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGSTOP)).start()", ("stalled", "isolation")),
-], ids=["self-kill", "closes-channel", "stalls", "stops-itself"])
+@pytest.mark.parametrize(
+    "act,fault",
+    [
+        ("os.kill(os.getpid(), signal.SIGKILL)", "died"),
+        ("os.close(0)", "died"),
+        ("time.sleep(3600)", "stalled"),
+        ("threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGSTOP)).start()", ("stalled", "isolation")),
+    ],
+    ids=["self-kill", "closes-channel", "stalls", "stops-itself"],
+)
 def test_a_candidate_that_breaks_its_own_engine_fails_with_evidence(make_bundle, act, fault):
     r, took = _qualify(make_bundle, KERNEL.format(after=40, act=act), "breaker")
     c = r.evidence.frames[1]
@@ -80,15 +85,19 @@ def test_a_stall_is_measured_against_the_baselines_not_a_fixed_five_minutes(make
     assert took < 60
 
 
-@pytest.mark.parametrize("change,why", [
-    ('msg = {**msg, "logprobs": [10 ** 400] * len(msg["logprobs"])}', "not bounded JSON"),
-    ('msg = {**msg, "logprobs": [1] * len(msg["logprobs"])}', "malformed 'done'"),
-    ('msg = {**msg, "tokens": [float(t) for t in msg["tokens"]]}', "malformed 'done'"),
-    ('msg = {**msg, "also": "granted"}', "malformed 'done'"),
-    ('msg = {**msg, "tokens": msg["tokens"] + [1]}', "malformed completion"),
-    ('msg = {**msg, "pad": "x" * (5 << 20)}', "exceeds"),
-    ('msg = {**msg, "type": "ready"}', "was due"),
-], ids=["401-digit-logprob", "int-logprob", "float-tokens", "extra-key", "long-completion", "oversize", "wrong-type"])
+@pytest.mark.parametrize(
+    "change,why",
+    [
+        ('msg = {**msg, "logprobs": [10 ** 400] * len(msg["logprobs"])}', "not bounded JSON"),
+        ('msg = {**msg, "logprobs": [1] * len(msg["logprobs"])}', "malformed 'done'"),
+        ('msg = {**msg, "tokens": [float(t) for t in msg["tokens"]]}', "malformed 'done'"),
+        ('msg = {**msg, "also": "granted"}', "malformed 'done'"),
+        ('msg = {**msg, "tokens": msg["tokens"] + [1]}', "malformed completion"),
+        ('msg = {**msg, "pad": "x" * (5 << 20)}', "exceeds"),
+        ('msg = {**msg, "type": "ready"}', "was due"),
+    ],
+    ids=["401-digit-logprob", "int-logprob", "float-tokens", "extra-key", "long-completion", "oversize", "wrong-type"],
+)
 def test_a_forged_frame_is_the_candidates_fault_never_an_internal_error(make_bundle, change, why):
     r, _ = _qualify(make_bundle, TAMPER.format(change=change), "forger")
     c = r.evidence.frames[1]
@@ -103,9 +112,12 @@ def test_round_order_is_drawn_from_the_seed():
 
 def test_a_candidate_that_claims_calls_of_slots_it_never_declared_is_at_fault(make_bundle):
     """Forged seam counts cannot make the twin perturb more (nor fault the twin into a NO_DECISION)."""
-    forge = TAMPER.replace('    if msg.get("type") == "done":\n        {change}\n', '''    if msg.get("type") == "counts":
+    forge = TAMPER.replace(
+        '    if msg.get("type") == "done":\n        {change}\n',
+        """    if msg.get("type") == "counts":
         msg = {**msg, "routed": {**msg["routed"], "norm.rmsnorm": 7}}
-''')
+""",
+    )
     r, _ = _qualify(make_bundle, forge, "counter", OPTS.model_copy(update={"twin": True}))
     c = r.evidence.frames[1]
     assert r.status == "FAIL" and c.fault == "protocol" and "does not declare" in c.error, (r.reason, c.error)

@@ -52,8 +52,18 @@ def test_a_lying_candidate_engine_fails(make_bundle, change, why):
 def test_a_malformed_completion_is_the_engines_own_fault(make_bundle):
     b = load_bundle(make_bundle(TAMPER.format(change=MALFORMED), name="malformed"))
     with staged({"c": b}, sandboxed=True) as paths:
-        spec = dict(OPTS.engine().model_dump(), bundle=paths["c"], identity=b.identity, warmup=[], threads=1,
-                    extra_passes=0, cpus=None, graph_batches=[2], kv_tokens=0, mem_fraction=0.2)
+        spec = dict(
+            OPTS.engine().model_dump(),
+            bundle=paths["c"],
+            identity=b.identity,
+            warmup=[],
+            threads=1,
+            extra_passes=0,
+            cpus=None,
+            graph_batches=[2],
+            kv_tokens=0,
+            mem_fraction=0.2,
+        )
         engine = ResidentEngine("C", spec, device="cpu", kind="transformers", sandboxed=True, model_dir=None)
         try:
             engine.ready(time.monotonic() + 300)
@@ -99,12 +109,32 @@ def test_an_idle_candidate_is_stopped_while_another_engine_is_timed(make_bundle)
     afterwards."""
     b = load_bundle(make_bundle(SPIN, name="spinner"))
     with staged({"c": b}, sandboxed=True) as paths:
-        base = dict(OPTS.engine().model_dump(), warmup=[], threads=1, extra_passes=0, cpus=None, graph_batches=[2],
-                    kv_tokens=0, mem_fraction=0.2)
-        stock = ResidentEngine("B", dict(base, bundle=None, identity=None), device="cpu", kind="transformers",
-                               sandboxed=True, model_dir=None)
-        spinner = ResidentEngine("C", dict(base, bundle=paths["c"], identity=b.identity), device="cpu",
-                                 kind="transformers", sandboxed=True, model_dir=None)
+        base = dict(
+            OPTS.engine().model_dump(),
+            warmup=[],
+            threads=1,
+            extra_passes=0,
+            cpus=None,
+            graph_batches=[2],
+            kv_tokens=0,
+            mem_fraction=0.2,
+        )
+        stock = ResidentEngine(
+            "B",
+            dict(base, bundle=None, identity=None),
+            device="cpu",
+            kind="transformers",
+            sandboxed=True,
+            model_dir=None,
+        )
+        spinner = ResidentEngine(
+            "C",
+            dict(base, bundle=paths["c"], identity=b.identity),
+            device="cpu",
+            kind="transformers",
+            sandboxed=True,
+            model_dir=None,
+        )
         try:
             for e in (stock, spinner):
                 e.ready(time.monotonic() + 300)
@@ -122,5 +152,3 @@ def test_an_idle_candidate_is_stopped_while_another_engine_is_timed(make_bundle)
         finally:
             stock.close()
             spinner.close()
-
-

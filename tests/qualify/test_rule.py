@@ -34,7 +34,9 @@ def trials(seed, count, rounds, effect=0.0, sigma=0.004, c_sigma=None, tau=0.001
     stalled or sped by 10-30%."""
     rng = np.random.default_rng(seed)
     noise = rng.normal(0, 1, (count, rounds, 3)) * sigma
-    noise[:, :, 1] = (rng.standard_t(3, (count, rounds)) / math.sqrt(3) if c_t3 else noise[:, :, 1] / sigma) * (c_sigma or sigma)
+    noise[:, :, 1] = (rng.standard_t(3, (count, rounds)) / math.sqrt(3) if c_t3 else noise[:, :, 1] / sigma) * (
+        c_sigma or sigma
+    )
     hit = rng.random((count, rounds)) < c_tail
     noise[:, :, 1] += np.where(hit, np.log1p(rng.uniform(0.1, 0.3, hit.shape) * rng.choice([-1, 1], hit.shape)), 0)
     x = 0.5 * np.exp(rng.normal(0, tau, (count, 1, 3)) + rng.normal(0, 0.05, (count, rounds, 1)) + noise)
@@ -126,9 +128,14 @@ def test_pass_times_beyond_the_floats_are_a_value_error_not_an_overflow():
         look(np.ones(5), np.ones(5), np.full(5, 1e308), RULE)
 
 
-NOISY = {"0.4%": dict(c_sigma=0.004), "1%": dict(c_sigma=0.01), "3%": dict(c_sigma=0.03),
-         "t3 at 3%": dict(c_sigma=0.03, c_t3=True), "0.4%, 5% stalled or sped": dict(c_tail=0.05),
-         "2%, 5% stalled or sped": dict(c_sigma=0.02, c_tail=0.05)}
+NOISY = {
+    "0.4%": dict(c_sigma=0.004),
+    "1%": dict(c_sigma=0.01),
+    "3%": dict(c_sigma=0.03),
+    "t3 at 3%": dict(c_sigma=0.03, c_t3=True),
+    "0.4%, 5% stalled or sped": dict(c_tail=0.05),
+    "2%, 5% stalled or sped": dict(c_sigma=0.02, c_tail=0.05),
+}
 
 
 @pytest.mark.parametrize("c_noise", NOISY.values(), ids=NOISY.keys())

@@ -22,8 +22,9 @@ def test_round_trip(pair):
     assert wire.recv(pair[1], time.monotonic() + 5) == {"type": "done", "i": 1}
 
 
-@pytest.mark.parametrize("raw", [struct.pack(">I", wire.MAX_MESSAGE + 1), struct.pack(">I", 2) + b"[]",
-                                 struct.pack(">I", 3) + b"\xff\xfe{"])
+@pytest.mark.parametrize(
+    "raw", [struct.pack(">I", wire.MAX_MESSAGE + 1), struct.pack(">I", 2) + b"[]", struct.pack(">I", 3) + b"\xff\xfe{"]
+)
 def test_oversize_non_object_and_garbage_are_refused(pair, raw):
     pair[0].sendall(raw)
     with pytest.raises(wire.WireError):

@@ -22,10 +22,25 @@ def test_twin_counts_and_audit_ops(bundles, tmp_path):
     theirs.close()
     cand = bundles["exact"]
     try:
-        wire.send(ours, {"kind": "transformers", "preset": "tiny", "dtype": "fp32", "device": "cpu", "weight_seed": 0,
-                         "decode": "eager", "bundle": None, "identity": None, "twin_of": str(cand),
-                         "twin_identity": load_bundle(cand).identity, "warmup": [], "audit_key": 5,
-                         "audit_rate": 0.25, "audit_rows": 4})
+        wire.send(
+            ours,
+            {
+                "kind": "transformers",
+                "preset": "tiny",
+                "dtype": "fp32",
+                "device": "cpu",
+                "weight_seed": 0,
+                "decode": "eager",
+                "bundle": None,
+                "identity": None,
+                "twin_of": str(cand),
+                "twin_identity": load_bundle(cand).identity,
+                "warmup": [],
+                "audit_key": 5,
+                "audit_rate": 0.25,
+                "audit_rows": 4,
+            },
+        )
         deadline = time.monotonic() + 300
         assert wire.recv(ours, deadline)["type"] == "ready"
         batch = {"op": "batch", "prompts": [[5, 6, 7], [8] * 9], "max_new": [4, 4]}
@@ -50,7 +65,10 @@ def test_twin_counts_and_audit_ops(bundles, tmp_path):
         assert all(s.calls_failed == 0 for s in rec.slots.values())
         wire.send(ours, {"op": "stop"})
         final = wire.recv(ours, deadline)
-        assert final["type"] == "counts" and final["routed"]["activation.silu_and_mul"] > counts["routed"]["activation.silu_and_mul"]
+        assert (
+            final["type"] == "counts"
+            and final["routed"]["activation.silu_and_mul"] > counts["routed"]["activation.silu_and_mul"]
+        )
     finally:
         ours.close()
         proc.wait(timeout=60)

@@ -107,8 +107,15 @@ def no_pids_cgroup(v2, monkeypatch):
 def _run(tmp_path, code: str, binds=()) -> tuple[int, str, frozenset]:
     log = tmp_path / "out.log"
     with open(log, "wb") as out:
-        proc = spawn([sys.executable, "-I", "-c", textwrap.dedent(code)], POLICY, sandboxed=True, binds=list(binds),
-                     env=child_env({}, home="/tmp"), cwd=str(tmp_path), stdout=out)
+        proc = spawn(
+            [sys.executable, "-I", "-c", textwrap.dedent(code)],
+            POLICY,
+            sandboxed=True,
+            binds=list(binds),
+            env=child_env({}, home="/tmp"),
+            cwd=str(tmp_path),
+            stdout=out,
+        )
     try:
         rc = proc.popen.wait(timeout=60)
     finally:
@@ -120,7 +127,9 @@ def test_as_root_without_a_pids_cgroup_the_child_runs_as_a_fresh_uid_and_a_fork_
     marker = f"uidbomb-{os.getpid()}-{time.time_ns()}"
     work = tmp_path / "work"
     work.mkdir()
-    rc, out, bounds = _run(tmp_path, f"""
+    rc, out, bounds = _run(
+        tmp_path,
+        f"""
         import os, time
         open("/scratch/written", "w").write("x")
         print("uid", os.getuid())
@@ -133,7 +142,9 @@ def test_as_root_without_a_pids_cgroup_the_child_runs_as_a_fresh_uid_and_a_fork_
                 n += 1
         except OSError:
             print("forks", n, {marker!r})
-    """, binds=[Bind(work, "/scratch", writable=True)])
+    """,
+        binds=[Bind(work, "/scratch", writable=True)],
+    )
     assert {"uid-drop", "pids", "seccomp", "namespaces"} <= bounds and "memory" not in bounds, bounds
     uid = int(out.split("uid ")[1].split()[0])
     assert uid != 0 and (work / "written").stat().st_uid != 0, out

@@ -28,21 +28,31 @@ def _child(tmp_path, body: str, **kw):
     script.write_text("import os, sys, time\nfrom hotfloat.sandbox import channel\n" + textwrap.dedent(body))
     binds, pythonpath = hotfloat_binds()
     lines: list[str] = []
-    outcome = run_child([sys.executable, "-s", "-B", "/tool/child.py"], Answer, request={"numbers": [1, 2, 3]},
-                        policy=POLICY, sandboxed=True, binds=[*binds, Bind(script.parent, "/tool")],
-                        env=child_env({"PYTHONPATH": pythonpath}, home="/tmp"), on_line=lines.append,
-                        **{"startup_s": 30, "timeout_s": 30, **kw})
+    outcome = run_child(
+        [sys.executable, "-s", "-B", "/tool/child.py"],
+        Answer,
+        request={"numbers": [1, 2, 3]},
+        policy=POLICY,
+        sandboxed=True,
+        binds=[*binds, Bind(script.parent, "/tool")],
+        env=child_env({"PYTHONPATH": pythonpath}, home="/tmp"),
+        on_line=lines.append,
+        **{"startup_s": 30, "timeout_s": 30, **kw},
+    )
     return outcome, lines
 
 
 def test_a_request_is_answered_with_a_validated_result(tmp_path, monkeypatch):
     monkeypatch.setenv("HOTFLOAT_WALLET_SECRET", "canary")
-    outcome, lines = _child(tmp_path, """
+    outcome, lines = _child(
+        tmp_path,
+        """
         req = channel.request()
         channel.ready()
         print("progress 1 of 1", flush=True)
         channel.reply({"total": sum(req["numbers"]), "secret_seen": "HOTFLOAT_WALLET_SECRET" in os.environ})
-    """)
+    """,
+    )
     assert outcome.kind == "ok", outcome
     assert outcome.result == Answer(total=6, secret_seen=False)
     assert "progress 1 of 1" in lines and {"namespaces", "seccomp", "pids"} <= outcome.bounds
@@ -57,22 +67,29 @@ def test_a_child_that_never_becomes_ready_hits_the_start_up_deadline(tmp_path):
 
 def test_a_hanging_child_hits_the_run_deadline_and_its_descendants_die(tmp_path):
     marker = f"hang-{os.getpid()}-{time.time_ns()}"
-    outcome, _ = _child(tmp_path, f"""
+    outcome, _ = _child(
+        tmp_path,
+        f"""
         channel.ready()
         if os.fork() == 0:
             os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(60)", {marker!r}])
         time.sleep(60)
-    """, timeout_s=2)
+    """,
+        timeout_s=2,
+    )
     assert outcome.kind == "timeout", outcome
     time.sleep(0.2)
     assert not [p for p in os.listdir("/proc") if p.isdigit() and marker.encode() in _cmdline(p)]
 
 
-@pytest.mark.parametrize(("body", "kind", "detail"), [
-    ('channel.ready(); channel.reply({"total": "many", "secret_seen": False})', "malformed", "malformed result"),
-    ("channel.ready(); sys.exit(3)", "no_result", "exit status 3"),
-    ('os.write(int(os.environ["HOTFLOAT_RESULT_FD"]), b"{}" * 100)', "malformed", "malformed result"),
-])
+@pytest.mark.parametrize(
+    ("body", "kind", "detail"),
+    [
+        ('channel.ready(); channel.reply({"total": "many", "secret_seen": False})', "malformed", "malformed result"),
+        ("channel.ready(); sys.exit(3)", "no_result", "exit status 3"),
+        ('os.write(int(os.environ["HOTFLOAT_RESULT_FD"]), b"{}" * 100)', "malformed", "malformed result"),
+    ],
+)
 def test_garbage_or_silence_is_reported_not_trusted(tmp_path, body, kind, detail):
     outcome, _ = _child(tmp_path, body + "\n")
     assert outcome.kind == kind and outcome.result is None and detail in outcome.detail, outcome
@@ -107,17 +124,27 @@ def test_extra_site_directories_are_importable_but_the_checkout_stays_outside(tm
     binds, pythonpath = hotfloat_binds()
     script = tmp_path / "tool" / "child.py"
     script.parent.mkdir()
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import os
         from hotfloat.sandbox import channel
         import payload_mod
         channel.ready()
         seen = os.path.exists({str(checkout / "libs")!r})
         channel.reply({{"payload_module": payload_mod.NAME, "checkout_visible": seen}})
-    """))
-    outcome = run_child([sys.executable, "-s", "-B", "/tool/child.py"], Seen, request={}, policy=POLICY,
-                        sandboxed=True, binds=[*binds, Bind(script.parent, "/tool")],
-                        env=child_env({"PYTHONPATH": pythonpath}, home="/tmp"), startup_s=30, timeout_s=30)
+    """)
+    )
+    outcome = run_child(
+        [sys.executable, "-s", "-B", "/tool/child.py"],
+        Seen,
+        request={},
+        policy=POLICY,
+        sandboxed=True,
+        binds=[*binds, Bind(script.parent, "/tool")],
+        env=child_env({"PYTHONPATH": pythonpath}, home="/tmp"),
+        startup_s=30,
+        timeout_s=30,
+    )
     assert outcome.result == Seen(payload_module="from the payload", checkout_visible=False), outcome
 
 

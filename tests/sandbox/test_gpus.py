@@ -29,7 +29,8 @@ def host(tmp_path):
     for i, (bus, minor) in enumerate(zip(BUSES, MINORS, strict=True)):
         (proc / bus).mkdir(parents=True)
         (proc / bus / "information").write_text(
-            f"Model: \t NVIDIA H200\nIRQ: 1\nGPU UUID: \t {uuid(i)}\nBus Location: \t {bus}\nDevice Minor: \t {minor}\n")
+            f"Model: \t NVIDIA H200\nIRQ: 1\nGPU UUID: \t {uuid(i)}\nBus Location: \t {bus}\nDevice Minor: \t {minor}\n"
+        )
         (dev / f"nvidia{minor}").touch()
     for name in (*gpus.CONTROL_NODES, "nvidia-caps"):
         (dev / name).touch()
@@ -65,13 +66,16 @@ def test_the_driver_tree_joins_uuid_bus_and_minor(host):
     assert gpus.installed(host[0].parent / "absent") == []
 
 
-@pytest.mark.parametrize(("env", "minors"), [
-    ({"CUDA_VISIBLE_DEVICES": uuid(2)}, [3]),
-    ({"CUDA_VISIBLE_DEVICES": f"{uuid(3)[:12]},{uuid(0)}"}, [1, 2]),  # a UUID prefix, CUDA's order kept
-    ({"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, [0]),
-    ({"CUDA_VISIBLE_DEVICES": "0,7,2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, [2]),  # CUDA stops at the invalid entry
-    ({"CUDA_VISIBLE_DEVICES": ""}, []),
-])
+@pytest.mark.parametrize(
+    ("env", "minors"),
+    [
+        ({"CUDA_VISIBLE_DEVICES": uuid(2)}, [3]),
+        ({"CUDA_VISIBLE_DEVICES": f"{uuid(3)[:12]},{uuid(0)}"}, [1, 2]),  # a UUID prefix, CUDA's order kept
+        ({"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, [0]),
+        ({"CUDA_VISIBLE_DEVICES": "0,7,2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, [2]),  # CUDA stops at the invalid entry
+        ({"CUDA_VISIBLE_DEVICES": ""}, []),
+    ],
+)
 def test_a_sandbox_binds_only_the_visible_gpus_nodes(host, env, minors):
     proc, dev = host
     nodes = gpus.device_nodes(env, proc, dev)
@@ -94,11 +98,18 @@ def test_pin_puts_nvmls_gpu_in_cuda_visible_devices(host, monkeypatch):
     assert gpus.device_nodes(root=host[0], dev=host[1])[0] == str(host[1] / "nvidia3")
 
 
-@pytest.mark.parametrize(("nvml", "index", "says"), [
-    (NVML(), 4, "--gpu 4: no such GPU; NVML lists 4 (0-3)"),
-    (NVML(count=0), 0, "--gpu 0: no such GPU; NVML lists 0"),
-    (NVML(fail=OSError("libnvidia-ml.so.1: cannot open")), 0, "--gpu 0: NVML cannot list this host's GPUs (OSError"),
-])
+@pytest.mark.parametrize(
+    ("nvml", "index", "says"),
+    [
+        (NVML(), 4, "--gpu 4: no such GPU; NVML lists 4 (0-3)"),
+        (NVML(count=0), 0, "--gpu 0: no such GPU; NVML lists 0"),
+        (
+            NVML(fail=OSError("libnvidia-ml.so.1: cannot open")),
+            0,
+            "--gpu 0: NVML cannot list this host's GPUs (OSError",
+        ),
+    ],
+)
 def test_a_gpu_that_is_not_there_is_one_error_line(host, nvml, index, says, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     with pytest.raises(InputError) as e:
@@ -112,11 +123,14 @@ def test_a_gpu_nvml_lists_but_the_driver_tree_does_not_is_refused(tmp_path):
         gpus.pin(1, NVML(), tmp_path)
 
 
-@pytest.mark.parametrize(("env", "handle"), [
-    ({}, ("index", 0)),
-    ({"CUDA_VISIBLE_DEVICES": uuid(3)}, ("uuid", uuid(3))),
-    ({"CUDA_VISIBLE_DEVICES": "2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, ("uuid", uuid(2))),
-    ({"CUDA_VISIBLE_DEVICES": "2"}, None),  # CUDA orders by speed: no reading rather than another GPU's
-])
+@pytest.mark.parametrize(
+    ("env", "handle"),
+    [
+        ({}, ("index", 0)),
+        ({"CUDA_VISIBLE_DEVICES": uuid(3)}, ("uuid", uuid(3))),
+        ({"CUDA_VISIBLE_DEVICES": "2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, ("uuid", uuid(2))),
+        ({"CUDA_VISIBLE_DEVICES": "2"}, None),  # CUDA orders by speed: no reading rather than another GPU's
+    ],
+)
 def test_hostload_reads_the_clock_of_cudas_device_0(host, env, handle):
     assert hostload.nvml_handle(NVML(), env, host[0]) == handle

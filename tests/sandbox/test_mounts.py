@@ -19,13 +19,19 @@ def test_runtime_dirs_include_the_interpreter_but_not_the_repository_sources():
 
 def test_every_namespace_is_unshared_and_the_environment_is_rebuilt():
     argv = bwrap_argv(SandboxPolicy(), ["true"], binds=[Bind(Path("/x"), "/bundle")], env={"A": "1"})
-    for flag in ("--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-                 "--clearenv"):
+    for flag in (
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+    ):
         assert flag in argv
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
-    assert ["--ro-bind", "/x", "/bundle"] == argv[argv.index("/x") - 1: argv.index("/x") + 2]
+    assert ["--ro-bind", "/x", "/bundle"] == argv[argv.index("/x") - 1 : argv.index("/x") + 2]
     assert "/etc/passwd" not in argv and "/etc" not in argv
-    assert argv[-2:] == ["--", "true"] and ["--setenv", "A", "1"] == argv[argv.index("A") - 1: argv.index("A") + 2]
+    assert argv[-2:] == ["--", "true"] and ["--setenv", "A", "1"] == argv[argv.index("A") - 1 : argv.index("A") + 2]
 
 
 def test_gpu_policy_exposes_device_nodes_only_when_asked():

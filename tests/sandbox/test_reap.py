@@ -19,4 +19,4 @@ def test_every_member_is_killed():
 
 
 def test_a_group_that_never_empties_is_reported():
-    assert not kill_until_gone(lambda: {2 ** 22 + 1}, rounds=3, pause_s=0.001)  # no such pid: never "gone"
+    assert not kill_until_gone(lambda: {2**22 + 1}, rounds=3, pause_s=0.001)  # no such pid: never "gone"

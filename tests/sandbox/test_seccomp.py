@@ -51,8 +51,15 @@ PROBE = textwrap.dedent("""
 def _sandboxed(tmp_path) -> dict:
     log = tmp_path / "out.log"
     with open(log, "wb") as out:
-        proc = spawn([sys.executable, "-I", "-c", PROBE], POLICY, sandboxed=True, binds=[],
-                     env=child_env({}, home="/tmp"), cwd=str(tmp_path), stdout=out)
+        proc = spawn(
+            [sys.executable, "-I", "-c", PROBE],
+            POLICY,
+            sandboxed=True,
+            binds=[],
+            env=child_env({}, home="/tmp"),
+            cwd=str(tmp_path),
+            stdout=out,
+        )
     try:
         assert proc.popen.wait(timeout=60) == 0, log.read_text()
     finally:

@@ -26,8 +26,15 @@ def _run(tmp_path, code: str, *, policy=POLICY, sandboxed=True, binds=(), timeou
     """Runs `code` in a sandboxed python child; returns its exit status and combined output."""
     log = tmp_path / "out.log"
     with open(log, "wb") as out:
-        proc = spawn([sys.executable, "-I", "-c", textwrap.dedent(code)], policy, sandboxed=sandboxed,
-                     binds=list(binds), env=child_env({}, home="/tmp"), cwd=str(tmp_path), stdout=out)
+        proc = spawn(
+            [sys.executable, "-I", "-c", textwrap.dedent(code)],
+            policy,
+            sandboxed=sandboxed,
+            binds=list(binds),
+            env=child_env({}, home="/tmp"),
+            cwd=str(tmp_path),
+            stdout=out,
+        )
     try:
         rc = proc.popen.wait(timeout=timeout)
     finally:
@@ -37,25 +44,32 @@ def _run(tmp_path, code: str, *, policy=POLICY, sandboxed=True, binds=(), timeou
 
 def test_the_child_sees_only_what_it_needs(tmp_path, monkeypatch):
     monkeypatch.setenv("HOTFLOAT_WALLET_SECRET", "canary")
-    rc, out = _run(tmp_path, f"""
+    rc, out = _run(
+        tmp_path,
+        f"""
         import os
         print(sorted(os.listdir("/")))
         print(os.path.exists("/etc/passwd"), os.path.exists("/root/.ssh"), os.path.exists({str(REPO / "libs")!r}))
         print("HOTFLOAT_WALLET_SECRET" in os.environ, os.environ["HOME"], os.getcwd())
         print(len([p for p in os.listdir("/proc") if p.isdigit()]))
-    """)
+    """,
+    )
     lines = out.splitlines()
     assert rc == 0, out
     runtime_tops = {Path(d).parts[1] for d in python_runtime_dirs()}
-    assert set(eval(lines[0])) <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp",
-                                   "usr"} | runtime_tops
+    assert (
+        set(eval(lines[0]))
+        <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp", "usr"} | runtime_tops
+    )
     assert lines[1] == "False False False"
     assert lines[2] == "False /tmp /tmp"
     assert int(lines[3]) <= 3, "a private pid namespace shows only the sandbox's own processes"
 
 
 def test_no_network_and_no_host_sockets(tmp_path):
-    rc, out = _run(tmp_path, """
+    rc, out = _run(
+        tmp_path,
+        """
         import socket
         for target in (("1.1.1.1", 53), ("127.0.0.1", 22)):
             try:
@@ -64,7 +78,8 @@ def test_no_network_and_no_host_sockets(tmp_path):
             except OSError as e:
                 print(type(e).__name__)
         print(sorted(n.split()[0] for n in open("/proc/net/dev").read().splitlines()[2:]))
-    """)
+    """,
+    )
     assert rc == 0 and "connected" not in out, out
     assert out.splitlines()[-1] == "['lo:']"
 
@@ -73,14 +88,18 @@ def test_binds_are_read_only_and_writes_stay_private(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
     (shared / "k.py").write_text("x = 1\n")
-    rc, out = _run(tmp_path, """
+    rc, out = _run(
+        tmp_path,
+        """
         for path in ("/bundle/k.py", "/bundle/new.py", "/usr/evil", "/tmp/ok", "/evil"):
             try:
                 open(path, "a").write("pwned")
                 print(path, "written")
             except OSError as e:
                 print(path, type(e).__name__)
-    """, binds=[Bind(shared, "/bundle")])
+    """,
+        binds=[Bind(shared, "/bundle")],
+    )
     assert rc == 0, out
     assert "/tmp/ok written" in out and out.count("written") == 1, out
     assert (shared / "k.py").read_text() == "x = 1\n" and sorted(os.listdir(shared)) == ["k.py"]
@@ -89,7 +108,9 @@ def test_binds_are_read_only_and_writes_stay_private(tmp_path):
 def test_a_fork_bomb_hits_the_process_bound_and_is_cleaned_up(tmp_path):
     marker = f"bomb-{os.getpid()}-{time.time_ns()}"
     started = time.monotonic()
-    rc, out = _run(tmp_path, f"""
+    rc, out = _run(
+        tmp_path,
+        f"""
         import os, time
         n = 0
         try:
@@ -100,7 +121,8 @@ def test_a_fork_bomb_hits_the_process_bound_and_is_cleaned_up(tmp_path):
                 n += 1
         except OSError:
             print("forks", n, {marker!r})
-    """)
+    """,
+    )
     assert time.monotonic() - started < 30
     forks = int(out.split()[1])
     assert 0 < forks < POLICY.max_processes, out
@@ -117,7 +139,9 @@ def _cmdline(pid: str) -> bytes:
 
 
 def test_memory_and_file_size_are_bounded(tmp_path):
-    rc, out = _run(tmp_path, """
+    rc, out = _run(
+        tmp_path,
+        """
         try:
             hog = bytearray(4 * 2**30)
             print("allocated")
@@ -129,15 +153,24 @@ def test_memory_and_file_size_are_bounded(tmp_path):
             print("wrote")
         except OSError as e:
             print(type(e).__name__)
-    """, policy=POLICY.model_copy(update={"max_file_bytes": 8 << 20}))
+    """,
+        policy=POLICY.model_copy(update={"max_file_bytes": 8 << 20}),
+    )
     assert "MemoryError" in out and "wrote" not in out, (rc, out)
 
 
 def test_a_spinning_child_is_killed_with_all_its_processes(tmp_path):
     log = tmp_path / "spin.log"
     with open(log, "wb") as out:
-        proc = spawn([sys.executable, "-I", "-c", "import os\nos.fork()\nwhile True: pass"], POLICY, sandboxed=True,
-                     binds=[], env=child_env({}, home="/tmp"), cwd=str(tmp_path), stdout=out)
+        proc = spawn(
+            [sys.executable, "-I", "-c", "import os\nos.fork()\nwhile True: pass"],
+            POLICY,
+            sandboxed=True,
+            binds=[],
+            env=child_env({}, home="/tmp"),
+            cwd=str(tmp_path),
+            stdout=out,
+        )
     time.sleep(0.5)
     cgroups = proc.cgroup.dirs if proc.cgroup else []
     rc = proc.kill()
@@ -196,7 +229,9 @@ def test_a_child_dies_with_a_validator_killed_by_sigterm(tmp_path, sandboxed):
         print(proc.pid, flush=True)
         time.sleep(120)
     """
-    parent = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
     try:
         child = int(parent.stdout.readline())
         deadline = time.monotonic() + 10

@@ -161,6 +161,7 @@ GOOD = [
     "try:\n    import cutlass\nexcept ImportError:\n    cutlass = None\nok = cutlass is not None\n",
 ]
 
+
 @pytest.mark.parametrize("src,why", BAD.items())
 def test_flags_violation(src, why):
     findings = scan_source("kernels/k.py", src.encode()).findings

@@ -37,10 +37,47 @@ for ns in ALLOWED:
     out["held"] += [f"{ns}.{a}" for a, v in vars(mod).items() if isinstance(v, types.ModuleType)]
 print(json.dumps(out))
 """
-DANGEROUS = ("os", "sys", "subprocess", "ctypes", "importlib", "socket", "threading", "signal", "multiprocessing",
-             "builtins", "pickle", "io", "shutil", "inspect", "gc", "marshal", "pathlib", "tempfile", "time", "utils",
-             "streams", "collect_env", "cpp_extension", "backends", "library", "ops", "hub", "runtime", "core", "lib",
-             "ctypeslib", "memory", "graphs", "nvgpu", "pkgutil", "torch", "np", "random", "knobs")
+DANGEROUS = (
+    "os",
+    "sys",
+    "subprocess",
+    "ctypes",
+    "importlib",
+    "socket",
+    "threading",
+    "signal",
+    "multiprocessing",
+    "builtins",
+    "pickle",
+    "io",
+    "shutil",
+    "inspect",
+    "gc",
+    "marshal",
+    "pathlib",
+    "tempfile",
+    "time",
+    "utils",
+    "streams",
+    "collect_env",
+    "cpp_extension",
+    "backends",
+    "library",
+    "ops",
+    "hub",
+    "runtime",
+    "core",
+    "lib",
+    "ctypeslib",
+    "memory",
+    "graphs",
+    "nvgpu",
+    "pkgutil",
+    "torch",
+    "np",
+    "random",
+    "knobs",
+)
 """Modules (and submodule names under the allowed roots) no path through an allowed namespace may reach."""
 
 
@@ -65,12 +102,24 @@ def test_no_allowed_member_carries_a_module(installed):
 
 def test_every_module_an_allowed_namespace_holds_is_refused_unless_it_is_a_namespace(installed):
     held = [p for p in installed["held"] if p not in MEMBERS]
-    assert {"torch.utils", "torch.cuda.streams", "torch.nn.functional.torch", "triton.language.core",
-            "triton.language.extra.pkgutil", "numpy.lib", "torch.os", "dataclasses.sys"} <= set(held)
+    assert {
+        "torch.utils",
+        "torch.cuda.streams",
+        "torch.nn.functional.torch",
+        "triton.language.core",
+        "triton.language.extra.pkgutil",
+        "numpy.lib",
+        "torch.os",
+        "dataclasses.sys",
+    } <= set(held)
     for path in held:
         ns, name = path.rsplit(".", 1)
-        for src in (f"from {ns} import {name}\n", f"import {ns} as m\nx = m.{name}.anything\n",
-                    f"import {ns} as m\nx = getattr(m, '{name}')\n", f"import {path}\n"):
+        for src in (
+            f"from {ns} import {name}\n",
+            f"import {ns} as m\nx = m.{name}.anything\n",
+            f"import {ns} as m\nx = getattr(m, '{name}')\n",
+            f"import {path}\n",
+        ):
             assert _refused(src), src
 
 
@@ -80,11 +129,21 @@ def test_every_path_to_a_dangerous_module_through_an_allowed_namespace_is_refuse
             if f"{ns}.{name}" in MEMBERS:
                 continue
             assert resolve(f"{ns}.{name}")[1], f"{ns}.{name}"
-            for src in (f"from {ns} import {name}\n", f"import {ns} as m\nx = m.{name}.x\n",
-                        f"import {ns}.{name}\n", f"import {ns} as m\nk = m\ny = k.{name}\n"):
+            for src in (
+                f"from {ns} import {name}\n",
+                f"import {ns} as m\nx = m.{name}.x\n",
+                f"import {ns}.{name}\n",
+                f"import {ns} as m\nk = m\ny = k.{name}\n",
+            ):
                 assert _refused(src), src
-    for path in ("torch.utils.collect_env.run", "torch.cuda.streams.Stream", "torch.Stream", "torch.cuda.Stream",
-                 "torch.nn.functional.torch.utils.collect_env.run", "numpy.ctypeslib.load_library"):
+    for path in (
+        "torch.utils.collect_env.run",
+        "torch.cuda.streams.Stream",
+        "torch.Stream",
+        "torch.cuda.Stream",
+        "torch.nn.functional.torch.utils.collect_env.run",
+        "numpy.ctypeslib.load_library",
+    ):
         assert resolve(path)[1] and _refused(f"import {path.split('.')[0]}\nx = {path}\n"), path
 
 
@@ -103,7 +162,11 @@ def test_the_security_doc_names_every_namespace():
 
 def test_each_reexport_name_is_flagged_in_attribute_chains_imports_and_getattr():
     for name in sorted(REEXPORTED_MODULES):
-        for src in (f"import torch\nm = torch.{name}\n", f"from torch import {name}\n",
-                    f"import torch\nm = getattr(torch, '{name}')\n", f"def f(x):\n    return x.{name}\n"):
+        for src in (
+            f"import torch\nm = torch.{name}\n",
+            f"from torch import {name}\n",
+            f"import torch\nm = getattr(torch, '{name}')\n",
+            f"def f(x):\n    return x.{name}\n",
+        ):
             findings = scan_source("kernels/k.py", src.encode()).findings
             assert any(f"{name} module" in f.reason for f in findings), (src, findings)

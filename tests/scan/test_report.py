@@ -11,19 +11,26 @@ def test_clean_bundle(make_bundle):
 
 
 def test_violation_in_imported_helper_taints_the_op(make_bundle):
-    root = make_bundle("from .helper import f\ndef run(x, out):\n    f()\n", files={"kernels/helper.py": "import socket\ndef f():\n    pass\n"})
+    root = make_bundle(
+        "from .helper import f\ndef run(x, out):\n    f()\n",
+        files={"kernels/helper.py": "import socket\ndef f():\n    pass\n"},
+    )
     report = scan_bundle(load_bundle(root))
     assert not report.clean
     (op,) = report.ops
     assert op.files == ["kernels/helper.py", "kernels/k.py"]
-    assert op.findings == ["kernels/helper.py:1: import of 'socket' is not allowed: socket is not on the allow-list of "
-                           "what kernels may use (docs/security.md, 'Scan allow-list')"]
+    assert op.findings == [
+        "kernels/helper.py:1: import of 'socket' is not allowed: socket is not on the allow-list of "
+        "what kernels may use (docs/security.md, 'Scan allow-list')"
+    ]
 
 
 def test_a_module_another_file_imports_is_refused_through_that_file(make_bundle):
     helper = "import torch as t\nimport triton\ndef f():\n    pass\n"
-    kernel = ("from . import helper\nfrom .helper import t as tt\ndef run(x, out):\n"
-              "    helper.t.utils.collect_env.run('id')\n    getattr(helper, 'triton').runtime\n    helper.f()\n")
+    kernel = (
+        "from . import helper\nfrom .helper import t as tt\ndef run(x, out):\n"
+        "    helper.t.utils.collect_env.run('id')\n    getattr(helper, 'triton').runtime\n    helper.f()\n"
+    )
     report = scan_bundle(load_bundle(make_bundle(kernel, files={"kernels/helper.py": helper})))
     (op,) = report.ops
     assert [f.split(": ", 1)[0] for f in op.findings] == ["kernels/k.py:2", "kernels/k.py:4", "kernels/k.py:5"]

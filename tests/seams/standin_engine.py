@@ -40,7 +40,11 @@ class Model:
         ids, out = [i % VOCAB for i in ids], []
         for _ in range(n):
             h = self.embed[ids].mean(0, keepdim=True) @ self.up
-            a = self.stock(h) if os.environ.get("STANDIN_BYPASS_SEAM") else self.router.silu_and_mul(h, stock=self.stock)
+            a = (
+                self.stock(h)
+                if os.environ.get("STANDIN_BYPASS_SEAM")
+                else self.router.silu_and_mul(h, stock=self.stock)
+            )
             nxt = (int((a @ self.down).argmax()) + int(a.abs().sum() * 1e3)) % VOCAB  # sensitive to every value
             ids.append(nxt)
             out.append(nxt)
@@ -59,11 +63,15 @@ def main() -> int:
     model = Model(router)
     t = time.monotonic()
     outs = [model.complete(list(p), spec["sampling"]["max_new_tokens"]) for p in spec["prompts"]]
-    report = {"pid": os.getpid(), "identity": router.identity,
-              "counts": {slot: asdict(c) for slot, c in router.counts().items()}}
+    report = {
+        "pid": os.getpid(),
+        "identity": router.identity,
+        "counts": {slot: asdict(c) for slot, c in router.counts().items()},
+    }
     Path(os.environ["HOTFLOAT_SEAMS_REPORT_DIR"], f"seams-{os.getpid()}.json").write_text(json.dumps(report))
-    Path(spec["result_path"]).write_text(json.dumps({"output_ids": outs, "boot_s": 0.0,
-                                                     "generate_s": round(time.monotonic() - t, 3)}))
+    Path(spec["result_path"]).write_text(
+        json.dumps({"output_ids": outs, "boot_s": 0.0, "generate_s": round(time.monotonic() - t, 3)})
+    )
     return 0
 
 

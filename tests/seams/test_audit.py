@@ -45,22 +45,30 @@ def test_an_eager_entry_holds_the_window_the_call_saw_and_returned():
         return x, residual
 
     out, res = router.fused_add_rmsnorm(x, r, w, 1e-5, stock=inplace_stock)
-    (head, data), = router.audit.dump()
+    ((head, data),) = router.audit.dump()
     first, rows, total = head["rows"]
     assert (head["slot"], head["site"], head["execution"], head["dtype"]) == ("norm.fused_add_rmsnorm", 0, 1, "fp32")
     assert rows == 4 and total == 20 and 0 <= first <= 16 and head["scalars"] == {"eps": 1e-5}
-    got = {k: torch.frombuffer(bytearray(data[v["offset"]:]), dtype=torch.float32)[: torch.Size(v["shape"]).numel()]
-           .reshape(v["shape"]) for k, v in head["tensors"].items()}
+    got = {
+        k: torch.frombuffer(bytearray(data[v["offset"] :]), dtype=torch.float32)[
+            : torch.Size(v["shape"]).numel()
+        ].reshape(v["shape"])
+        for k, v in head["tensors"].items()
+    }
     window = slice(first, first + rows)
-    assert torch.equal(got["x"], x0.reshape(20, 32)[window]) and torch.equal(got["residual"], r0.reshape(20, 32)[window])
+    assert torch.equal(got["x"], x0.reshape(20, 32)[window]) and torch.equal(
+        got["residual"], r0.reshape(20, 32)[window]
+    )
     assert torch.equal(got["weight"], w)
-    assert torch.equal(got["out"], out.reshape(20, 32)[window]) and torch.equal(got["residual_out"], res.reshape(20, 32)[window])
+    assert torch.equal(got["out"], out.reshape(20, 32)[window]) and torch.equal(
+        got["residual_out"], res.reshape(20, 32)[window]
+    )
 
 
 def test_wide_calls_keep_fewer_rows_so_entries_fit_a_message():
     router = arm(None, audit=AuditConfig(1, rate=1.0, rows=64))
     router.silu_and_mul(torch.randn(64, 2 * 8192), stock=stock_silu)
-    (head, data), = router.audit.dump()
+    ((head, data),) = router.audit.dump()
     assert head["rows"][1] == MAX_ENTRY_BYTES // (4 * 3 * 8192) and len(data) <= MAX_ENTRY_BYTES
 
 
@@ -69,7 +77,7 @@ def test_a_site_commits_a_sampled_subset_of_its_executions_and_keeps_the_latest(
     execution's ring row (or the trash row) on the device, so a replay decides afresh with no host sync."""
     spec = get_slot("activation.silu_and_mul")
     x = torch.zeros(6, 8)
-    table = _Device(AuditConfig(77, rate=0.3), torch.device("cpu")).table[100:100 + TABLE]
+    table = _Device(AuditConfig(77, rate=0.3), torch.device("cpu")).table[100 : 100 + TABLE]
     cells = torch.zeros(RING + 2, dtype=torch.int64)
     buffers = {k: torch.empty(v) for k, v in Site.shapes(spec, {"T": 6, "D": 4}, 3, RING).items()}
     site = Site(spec, 5, {"x": x}, {}, (1, 3, 6), RING, table, cells, buffers)

@@ -32,13 +32,45 @@ class Backend:
         self.calls = []
         self.decode_attention_fwd = self.sglang_decode
 
-    def sglang_decode(self, q, k_buffer, v_buffer, o, kv_indptr, kv_indices, attn_logits, attn_lse, num_kv_splits,
-                      max_kv_splits, sm_scale, k_scale, v_scale, logit_cap=0.0, sinks=None, xai_temperature_len=-1,
-                      has_mla=False, use_pdl=False):
-        self.calls.append({"logit_cap": logit_cap, "sinks": sinks, "k_scale": k_scale, "has_mla": has_mla,
-                           "xai_temperature_len": xai_temperature_len, "o": o})
-        t = {"q": q, "k_buffer": k_buffer, "v_buffer": v_buffer, "kv_indptr": kv_indptr[: q.shape[0] + 1],
-             "kv_indices": kv_indices, "sm_scale": sm_scale}
+    def sglang_decode(
+        self,
+        q,
+        k_buffer,
+        v_buffer,
+        o,
+        kv_indptr,
+        kv_indices,
+        attn_logits,
+        attn_lse,
+        num_kv_splits,
+        max_kv_splits,
+        sm_scale,
+        k_scale,
+        v_scale,
+        logit_cap=0.0,
+        sinks=None,
+        xai_temperature_len=-1,
+        has_mla=False,
+        use_pdl=False,
+    ):
+        self.calls.append(
+            {
+                "logit_cap": logit_cap,
+                "sinks": sinks,
+                "k_scale": k_scale,
+                "has_mla": has_mla,
+                "xai_temperature_len": xai_temperature_len,
+                "o": o,
+            }
+        )
+        t = {
+            "q": q,
+            "k_buffer": k_buffer,
+            "v_buffer": v_buffer,
+            "kv_indptr": kv_indptr[: q.shape[0] + 1],
+            "kv_indices": kv_indices,
+            "sm_scale": sm_scale,
+        }
         o.copy_(SLOT.reference(t)["out"])
 
 
@@ -55,9 +87,22 @@ def _call(backend, dtype=torch.bfloat16, indptr_pad=0, **extra):
     b, hq = DIMS["B"], DIMS["Hq"]
     args = dict(logit_cap=0.0, sinks=None, xai_temperature_len=-1, has_mla=False, use_pdl=False) | extra
     k_scale = args.pop("k_scale", 1.0)
-    backend.decode_attention_fwd(t["q"], t["k_buffer"], t["v_buffer"], o, indptr, t["kv_indices"],
-                                 torch.empty(b, hq, 8, DIMS["D"]), torch.empty(b, hq, 8), torch.full((b,), 8), 8,
-                                 t["sm_scale"], k_scale, 1.0, **args)
+    backend.decode_attention_fwd(
+        t["q"],
+        t["k_buffer"],
+        t["v_buffer"],
+        o,
+        indptr,
+        t["kv_indices"],
+        torch.empty(b, hq, 8, DIMS["D"]),
+        torch.empty(b, hq, 8),
+        torch.full((b,), 8),
+        8,
+        t["sm_scale"],
+        k_scale,
+        1.0,
+        **args,
+    )
     return o, SLOT.reference(t)["out"]
 
 
@@ -81,8 +126,16 @@ def test_plain_calls_run_the_armed_kernel_into_sglangs_output(armed, pad):
     assert armed.counts()[seam.SLOT].routed == 1 and armed.counts()[seam.SLOT].stock == 0
 
 
-@pytest.mark.parametrize("extra", [{"logit_cap": 30.0}, {"sinks": torch.zeros(8)}, {"k_scale": 0.5},
-                                   {"has_mla": True}, {"xai_temperature_len": 4096}])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"logit_cap": 30.0},
+        {"sinks": torch.zeros(8)},
+        {"k_scale": 0.5},
+        {"has_mla": True},
+        {"xai_temperature_len": 4096},
+    ],
+)
 def test_variants_the_slot_does_not_compute_go_to_sglang_unchanged(armed, extra):
     armed.reset_counts()
     backend = _hooked(armed)

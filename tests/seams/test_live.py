@@ -25,8 +25,16 @@ MISSING = ArmSpec("missing", "/nonexistent/bundle", Expect.BOOT_FAILS)
 def config(tmp_path, arms, **kw):
     model = tmp_path / "model"
     model.mkdir(exist_ok=True)
-    base = dict(engine_python=sys.executable, model_path=str(model), arms=tuple(arms), command=STANDIN,
-                boot_timeout_s=60, max_new_tokens=12, prompts=((1, 2, 3), (40, 50, 60, 70)), workdir=str(tmp_path / "w"))
+    base = dict(
+        engine_python=sys.executable,
+        model_path=str(model),
+        arms=tuple(arms),
+        command=STANDIN,
+        boot_timeout_s=60,
+        max_new_tokens=12,
+        prompts=((1, 2, 3), (40, 50, 60, 70)),
+        workdir=str(tmp_path / "w"),
+    )
     return LiveConfig(**{**base, **kw})
 
 
@@ -42,7 +50,9 @@ def test_exact_reproduces_broken_corrupts_and_a_missing_bundle_refuses_to_boot(t
     assert len(arms["null"].output_ids) == 2 and len(arms["null"].output_ids[0]) == 12
     assert arms["null"].routed[SILU] == 0 and arms["null"].stock[SILU] == 24
     assert arms["exact"].routed[SILU] == 24 and arms["broken"].routed[SILU] == 24
-    assert arms["exact"].reported == (load_bundle(FIXTURES / "silu_exact").identity,) and arms["null"].reported == (None,)
+    assert arms["exact"].reported == (load_bundle(FIXTURES / "silu_exact").identity,) and arms["null"].reported == (
+        None,
+    )
     assert arms["missing"].returncode != 0 and "hotfloat seams: FATAL" in arms["missing"].reason
     assert (tmp_path / "w" / "broken" / "engine.log").exists() and (tmp_path / "w" / "exact" / "spec.json").exists()
 

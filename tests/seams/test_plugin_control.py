@@ -35,9 +35,15 @@ SCHEDULER = textwrap.dedent("""
 
 
 def test_the_worker_enables_the_twin_and_collects_the_audit_through_the_plugin_thread(tmp_path):
-    env = {**os.environ, "HOTFLOAT_SEAMS_REPORT_DIR": str(tmp_path), ENV_TWIN_OF: str(HERE / "fixtures/engine_exact"),
-           ENV_AUDIT: AuditConfig(4, rate=1.0, rows=2).to_env(),
-           "PYTHONPATH": os.pathsep.join([str(HERE.parents[1] / "libs/hotfloat_sglang"), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "HOTFLOAT_SEAMS_REPORT_DIR": str(tmp_path),
+        ENV_TWIN_OF: str(HERE / "fixtures/engine_exact"),
+        ENV_AUDIT: AuditConfig(4, rate=1.0, rows=2).to_env(),
+        "PYTHONPATH": os.pathsep.join(
+            [str(HERE.parents[1] / "libs/hotfloat_sglang"), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
     proc = subprocess.Popen([sys.executable, "-c", SCHEDULER], env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "serving"
@@ -46,7 +52,9 @@ def test_the_worker_enables_the_twin_and_collects_the_audit_through_the_plugin_t
         assert worker.set_twin(["norm.rmsnorm", "attention.decode"]) == ["norm.rmsnorm"]
         rec = audit_record(0, "B", audit_parts(worker.audit()))
         assert rec.error is None and {s: a.calls_audited for s, a in rec.slots.items()} == {
-            "activation.silu_and_mul": 4, "norm.rmsnorm": 4}
+            "activation.silu_and_mul": 4,
+            "norm.rmsnorm": 4,
+        }
         assert worker.set_twin([]) == [] and worker._seq == 3
     finally:
         proc.kill()

@@ -6,7 +6,16 @@ import pytest
 import torch
 
 from hotfloat.errors import BundleError
-from hotfloat.seams import ENV_BUNDLE, ENV_IDENTITY, ENV_TWIN_IDENTITY, ENV_TWIN_OF, SeamCount, SeamLoadError, arm, arm_from_env
+from hotfloat.seams import (
+    ENV_BUNDLE,
+    ENV_IDENTITY,
+    ENV_TWIN_IDENTITY,
+    ENV_TWIN_OF,
+    SeamCount,
+    SeamLoadError,
+    arm,
+    arm_from_env,
+)
 from hotfloat.bundle import load_bundle
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -46,13 +55,16 @@ def test_broken_bundle_changes_the_output():
     assert router.counts()["activation.silu_and_mul"].routed == 1
 
 
-@pytest.mark.parametrize("tokens,dtype,routed", [
-    (1, torch.float32, False),   # below min_num_tokens
-    (2, torch.float32, True),
-    (64, torch.bfloat16, True),
-    (65, torch.float32, False),  # above max_num_tokens
-    (8, torch.float16, False),   # dtype not declared
-])
+@pytest.mark.parametrize(
+    "tokens,dtype,routed",
+    [
+        (1, torch.float32, False),  # below min_num_tokens
+        (2, torch.float32, True),
+        (64, torch.bfloat16, True),
+        (65, torch.float32, False),  # above max_num_tokens
+        (8, torch.float16, False),  # dtype not declared
+    ],
+)
 def test_domain_decides_per_call(tokens, dtype, routed):
     router = arm(FIXTURES / "rmsnorm_exact")
     x, w = torch.randn(tokens, 32, dtype=dtype), torch.rand(32, dtype=dtype) + 0.5
@@ -92,12 +104,15 @@ def test_missing_or_invalid_bundle_raises(tmp_path, make_bundle):
         arm(bad)
 
 
-@pytest.mark.parametrize("kernel,match", [
-    ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
-    ("import sys\nsys.exit(3)\n", "SystemExit"),
-    ("def other(x, out):\n    pass\n", "no callable 'run'"),
-    ("def run(x, out:\n", "SyntaxError"),
-])
+@pytest.mark.parametrize(
+    "kernel,match",
+    [
+        ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+        ("import sys\nsys.exit(3)\n", "SystemExit"),
+        ("def other(x, out):\n    pass\n", "no callable 'run'"),
+        ("def run(x, out:\n", "SyntaxError"),
+    ],
+)
 def test_candidate_import_failures_raise(make_bundle, kernel, match):
     with pytest.raises(SeamLoadError, match=match):
         arm(make_bundle(kernel))
@@ -140,12 +155,15 @@ def test_fused_add_rmsnorm_returns_both_fresh_outputs_and_leaves_inputs_alone():
     assert router.counts()["norm.fused_add_rmsnorm"] == SeamCount(routed=1, stock=0)
 
 
-@pytest.mark.parametrize("x_shape,r_shape,r_dtype", [
-    ((8, 32), (8, 32), torch.bfloat16),    # the routed baseline of this table
-    ((8, 32), (8, 32), torch.float16),     # residual dtype differs from x (an fp32 residual stream, say)
-    ((2, 4, 32), (8, 32), torch.bfloat16),  # same token count, different leading dims
-    ((8, 32), (4, 32), torch.bfloat16),    # token counts disagree
-])
+@pytest.mark.parametrize(
+    "x_shape,r_shape,r_dtype",
+    [
+        ((8, 32), (8, 32), torch.bfloat16),  # the routed baseline of this table
+        ((8, 32), (8, 32), torch.float16),  # residual dtype differs from x (an fp32 residual stream, say)
+        ((2, 4, 32), (8, 32), torch.bfloat16),  # same token count, different leading dims
+        ((8, 32), (4, 32), torch.bfloat16),  # token counts disagree
+    ],
+)
 def test_fused_add_rmsnorm_goes_stock_unless_the_inputs_agree(x_shape, r_shape, r_dtype):
     router = arm(FIXTURES / "engine_exact")
     x, r = torch.randn(x_shape, dtype=torch.bfloat16), torch.randn(r_shape).to(r_dtype)
@@ -192,8 +210,8 @@ def test_the_twins_nudge_is_unbiased_and_the_size_of_an_accurate_kernels_roundin
     moved = ulps(t, y)
     assert moved.abs().max() == 1 and torch.equal(y[:2], t[:2]) and y[2].isnan()
     assert abs(float((moved != 0).float().mean()) - 0.25) < 0.01
-    up = int(((y.float().abs() > t.float().abs())).sum())
-    down = int(((y.float().abs() < t.float().abs())).sum())
+    up = int((y.float().abs() > t.float().abs()).sum())
+    down = int((y.float().abs() < t.float().abs()).sum())
     assert abs(up - down) < 4 * (up + down) ** 0.5
     rel = (y.float() - t.float())[3:] / t.float()[3:].abs().clamp(min=1e-30)
     assert abs(float(rel.mean())) < 1e-4  # an ulp is 4e-3 relative: the mean is 40x smaller than a moved element
@@ -230,7 +248,9 @@ def test_the_handicap_delays_every_silu_call():
 def test_twin_of_an_armed_baseline_nudges_the_baselines_outputs():
     """With an incumbent armed, the twin is that baseline engine nudged: the armed op serves, then the nudge."""
     path = FIXTURES / "silu_exact"
-    router = arm_from_env({ENV_BUNDLE: str(path), ENV_TWIN_OF: str(path), ENV_TWIN_IDENTITY: load_bundle(path).identity})
+    router = arm_from_env(
+        {ENV_BUNDLE: str(path), ENV_TWIN_OF: str(path), ENV_TWIN_IDENTITY: load_bundle(path).identity}
+    )
     router.set_twin_slots({"activation.silu_and_mul"})
     x = torch.randn(16, 64, dtype=torch.bfloat16)
     y = router.silu_and_mul(x, stock=lambda x: pytest.fail("stock called inside the armed domain"))

@@ -30,15 +30,24 @@ def runs(tmp_path_factory):
     assert Path(python).exists(), f"{python} missing: `make engine` builds the engine venv (make test does)"
     bad = _bad_bundle(tmp_path_factory.mktemp("bad"))
     load_only = "from sglang.srt.plugins import load_plugins; load_plugins(); print('served stock')"
-    cases = {"engine_exact": (FIXTURES / "engine_exact", [str(HERE / "sglang_layers.py")]),
-             "silu_broken": (FIXTURES / "silu_broken", [str(HERE / "sglang_layers.py")]),
-             "fused_broken": (FIXTURES / "fused_broken", [str(HERE / "sglang_layers.py")]),
-             "load_fails": (bad, ["-c", load_only])}
+    cases = {
+        "engine_exact": (FIXTURES / "engine_exact", [str(HERE / "sglang_layers.py")]),
+        "silu_broken": (FIXTURES / "silu_broken", [str(HERE / "sglang_layers.py")]),
+        "fused_broken": (FIXTURES / "fused_broken", [str(HERE / "sglang_layers.py")]),
+        "load_fails": (bad, ["-c", load_only]),
+    }
     procs = {}
     for name, (bundle, args) in cases.items():
-        env = {**os.environ, "HOTFLOAT_SEAMS": "1", "SGLANG_PLUGINS": "hotfloat",
-               "HOTFLOAT_ARMED_BUNDLE": str(bundle), "PYTHONWARNINGS": "ignore"}
-        procs[name] = subprocess.Popen([python, *args], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        env = {
+            **os.environ,
+            "HOTFLOAT_SEAMS": "1",
+            "SGLANG_PLUGINS": "hotfloat",
+            "HOTFLOAT_ARMED_BUNDLE": str(bundle),
+            "PYTHONWARNINGS": "ignore",
+        }
+        procs[name] = subprocess.Popen(
+            [python, *args], env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
     out = {}
     for name, p in procs.items():
         stdout, stderr = p.communicate(timeout=540)

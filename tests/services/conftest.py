@@ -58,8 +58,13 @@ def services(sockdir):
 
     def start(*names, concurrency=2, **config):
         for name in names:
-            running[name] = start_service(name, str(sockdir / f"{name}.sock"), token=TOKEN, concurrency=concurrency,
-                                          config=StageConfig(**{**QUICK, **config}))
+            running[name] = start_service(
+                name,
+                str(sockdir / f"{name}.sock"),
+                token=TOKEN,
+                concurrency=concurrency,
+                config=StageConfig(**{**QUICK, **config}),
+            )
         return {n: r.target for n, r in running.items()}
 
     yield start
@@ -90,12 +95,17 @@ class Admitting:
         return Outcome(Status.PASS, [], ScanReport(identity=identity, bundle_id="b", ops=[]))
 
     def build(self, archive, identity, on_progress):
-        return Outcome(Status.N_A, ["nothing to build"],
-                       BuildRecord(bundle_identity=identity, arch="cpu", toolchain={}, status=Status.N_A, kernels=[]))
+        return Outcome(
+            Status.N_A,
+            ["nothing to build"],
+            BuildRecord(bundle_identity=identity, arch="cpu", toolchain={}, status=Status.N_A, kernels=[]),
+        )
 
     def admit(self, archive, identity, built, on_progress, *, on_start):
         on_start("")
-        report = VerifyReport(bundle_id="b", identity=identity, seed=1, device="cpu", arch="cpu", sandboxed=True, rows=[])
+        report = VerifyReport(
+            bundle_id="b", identity=identity, seed=1, device="cpu", arch="cpu", sandboxed=True, rows=[]
+        )
         return Outcome(Status.PASS, [], Admitted(verify=report, device="cpu"))
 
 
@@ -108,10 +118,18 @@ def stand_in(monkeypatch):
         start = time.monotonic()
         time.sleep(STAND_IN_S)
         runs.append((start, time.monotonic()))
-        evidence = Evidence(bundle_identity=bundle.identity, engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
-                            engine_identity="e" * 64, workload=make_workload("tiny", 512, seed=next(SEEDS)),
-                            rule=RuleConfig(), sandboxed=True, frames=[], started="2026-01-01T00:00:00+00:00",
-                            seconds=STAND_IN_S, decision=Decision(status="PASS", reason="stand-in", score=0.05, gate="PASS"))
+        evidence = Evidence(
+            bundle_identity=bundle.identity,
+            engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
+            engine_identity="e" * 64,
+            workload=make_workload("tiny", 512, seed=next(SEEDS)),
+            rule=RuleConfig(),
+            sandboxed=True,
+            frames=[],
+            started="2026-01-01T00:00:00+00:00",
+            seconds=STAND_IN_S,
+            decision=Decision(status="PASS", reason="stand-in", score=0.05, gate="PASS"),
+        )
         return QualifyResult(status="PASS", score=0.05, reason="stand-in PASS", evidence=evidence)
 
     monkeypatch.setattr(local, "qualify_bundle", qualify_bundle)
@@ -124,8 +142,10 @@ def qualifiers(sockdir, token):
     running = []
 
     def start(n):
-        new = [start_service("qualification", str(sockdir / f"q{len(running) + i}.sock"), token=token, concurrency=1)
-               for i in range(n)]
+        new = [
+            start_service("qualification", str(sockdir / f"q{len(running) + i}.sock"), token=token, concurrency=1)
+            for i in range(n)
+        ]
         running.extend(new)
         return new
 

@@ -36,7 +36,21 @@ def test_a_device_or_fifo_is_refused_without_reading_it(tmp_path):
 
 
 def test_serve_with_a_bad_token_file_exits_with_one_error_line(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "hotfloat.cli", "serve", "compiler", "--socket", str(tmp_path / "s.sock"),
-                        "--token-file", "/dev/zero"], capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hotfloat.cli",
+            "serve",
+            "compiler",
+            "--socket",
+            str(tmp_path / "s.sock"),
+            "--token-file",
+            "/dev/zero",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: --token-file"), p.stderr

@@ -32,8 +32,14 @@ def _score(led, sockdir, token, targets, **kwargs) -> tuple[float, list[str]]:
     clients = StageClients(str(sockdir / "no-compiler.sock"), str(sockdir / "no-admission.sock"), targets, token=token)
     start = time.monotonic()
     try:
-        Pipeline(led, clients, through=State.SCORED, backoff_s=0, on_progress=lambda sid, stage, msg: notes.append(msg),
-                 **kwargs).run()
+        Pipeline(
+            led,
+            clients,
+            through=State.SCORED,
+            backoff_s=0,
+            on_progress=lambda sid, stage, msg: notes.append(msg),
+            **kwargs,
+        ).run()
     finally:
         clients.close()
     return time.monotonic() - start, notes
@@ -74,8 +80,9 @@ def test_three_endpoints_finish_a_queue_faster_than_one(stand_in, qualifiers, ma
     fast_led.close()
 
 
-def test_a_run_whose_endpoint_dies_is_retried_on_another_and_recorded_once(stand_in, qualifiers, make_bundle, sockdir,
-                                                                         token, tmp_path):
+def test_a_run_whose_endpoint_dies_is_retried_on_another_and_recorded_once(
+    stand_in, qualifiers, make_bundle, sockdir, token, tmp_path
+):
     """One endpoint's server stops while its qualification runs: that try is counted as infrastructure, the run
     is done again elsewhere, every submission is scored once with both runs on distinct live endpoints."""
     running = qualifiers(3)
@@ -149,8 +156,9 @@ def test_a_dead_endpoint_is_down_for_every_submission_until_it_serves_again(qual
     pool.close()
 
 
-def test_a_killed_endpoint_costs_one_try_and_tries_wait_for_an_endpoint(stand_in, qualifiers, make_bundle, sockdir,
-                                                                       token, tmp_path):
+def test_a_killed_endpoint_costs_one_try_and_tries_wait_for_an_endpoint(
+    stand_in, qualifiers, make_bundle, sockdir, token, tmp_path
+):
     """Three submissions on two endpoints, one of them killed before the run: the one call it got fails and marks it
     down, no other submission is sent there during the cool-off, and at no time is a try recorded for more calls
     than there are live endpoints (a call waiting for an endpoint is no try)."""
@@ -168,8 +176,13 @@ def test_a_killed_endpoint_costs_one_try_and_tries_wait_for_an_endpoint(stand_in
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        clients = StageClients(str(sockdir / "no-compiler.sock"), str(sockdir / "no-admission.sock"),
-                               [dead.target, live.target], token=token, cool_off_s=60)
+        clients = StageClients(
+            str(sockdir / "no-compiler.sock"),
+            str(sockdir / "no-admission.sock"),
+            [dead.target, live.target],
+            token=token,
+            cool_off_s=60,
+        )
         Pipeline(led, clients, through=State.SCORED, workers=3, backoff_s=0).run()
         clients.close()
     finally:

@@ -28,7 +28,13 @@ def run(x, out):
 
 
 def _worker(sockdir, token_file):
-    return ServiceProcess("admission", sockdir / "admission.sock", token_file, extra=QUICK_ADMISSION.flags(), log=sockdir / "admission.log")
+    return ServiceProcess(
+        "admission",
+        sockdir / "admission.sock",
+        token_file,
+        extra=QUICK_ADMISSION.flags(),
+        log=sockdir / "admission.log",
+    )
 
 
 def _killer(worker, then=None):
@@ -46,7 +52,8 @@ def _killer(worker, then=None):
 
 
 def test_a_killed_worker_costs_one_try_and_the_submission_waits_unjudged_until_one_serves(
-        services, token, token_file, sockdir, make_bundle, tmp_path):
+    services, token, token_file, sockdir, make_bundle, tmp_path
+):
     """The only admission worker dies mid-verification and stays dead: its try is one retry, the endpoint is down,
     and the submission waits at BUILT without spending its other tries (health checks fail every cool-off); once a
     worker serves again it is admitted."""
@@ -55,7 +62,9 @@ def test_a_killed_worker_costs_one_try_and_the_submission_waits_unjudged_until_o
         sid = led.receive(pack(load_bundle(make_bundle(GOOD))))[0].id
         on_progress, fired = _killer(worker)
         clients = StageClients(compiler, worker.target, None, token=token, cool_off_s=0.3)
-        run = threading.Thread(target=Pipeline(led, clients, max_attempts=2, backoff_s=0.1, on_progress=on_progress).run)
+        run = threading.Thread(
+            target=Pipeline(led, clients, max_attempts=2, backoff_s=0.1, on_progress=on_progress).run
+        )
         run.start()
         deadline = time.monotonic() + 300
         while not any(a.outcome == "retry" for a in led.attempts(sid)) and time.monotonic() < deadline:
@@ -70,8 +79,9 @@ def test_a_killed_worker_costs_one_try_and_the_submission_waits_unjudged_until_o
         assert [a.outcome for a in led.attempts(sid) if a.stage == "admit"] == ["retry", "done"]
 
 
-def test_worker_killed_mid_verification_is_retried_after_restart(services, token, token_file, sockdir, make_bundle,
-                                                                  tmp_path):
+def test_worker_killed_mid_verification_is_retried_after_restart(
+    services, token, token_file, sockdir, make_bundle, tmp_path
+):
     compiler = services("compiler")["compiler"]
     with _worker(sockdir, token_file) as worker, Ledger(tmp_path / "l.db") as led:
         sid = led.receive(pack(load_bundle(make_bundle(GOOD))))[0].id
@@ -88,9 +98,23 @@ def test_validator_killed_mid_pipeline_resumes(services, token_file, make_bundle
     db = tmp_path / "l.db"
     with Ledger(db) as led:
         sids = [led.receive(pack(load_bundle(make_bundle(GOOD))))[0].id]
-    cmd = [sys.executable, "-c", "from hotfloat.cli.main import main; main()", "validator", "run", "--ledger", str(db),
-           "--compiler", targets["compiler"], "--admission", targets["admission"], "--token-file", str(token_file),
-           "--max-attempts", "3"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from hotfloat.cli.main import main; main()",
+        "validator",
+        "run",
+        "--ledger",
+        str(db),
+        "--compiler",
+        targets["compiler"],
+        "--admission",
+        targets["admission"],
+        "--token-file",
+        str(token_file),
+        "--max-attempts",
+        "3",
+    ]
     first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         with Ledger(db) as led:

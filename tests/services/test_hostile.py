@@ -14,8 +14,10 @@ from hotfloat_services._proto import admission_pb2, admission_pb2_grpc, common_p
 from hotfloat_services.common.auth import call_metadata
 from hotfloat_services.common.transport import channel
 
-MANIFEST = (b'bundle_id = "h"\nabi_version = "hotfloat-op-abi-v1"\n\n[[ops]]\nslot = "activation.silu_and_mul"\n'
-            b'source = "kernels/k.py"\nentry = "run"\n')
+MANIFEST = (
+    b'bundle_id = "h"\nabi_version = "hotfloat-op-abi-v1"\n\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+    b'source = "kernels/k.py"\nentry = "run"\n'
+)
 KERNEL = b"def run(x, out):\n    out.copy_(x[:, : x.shape[1] // 2])\n"
 
 
@@ -36,14 +38,27 @@ def longname(size: int) -> bytes:
 
 
 ATTACKS = {
-    "deep manifest": (gzip.compress(tar({"manifest.toml": b"x = " + b"[" * 100_000 + b"]" * 100_000,
-                                         "kernels/k.py": KERNEL})), "over the 65536-character limit"),
+    "deep manifest": (
+        gzip.compress(tar({"manifest.toml": b"x = " + b"[" * 100_000 + b"]" * 100_000, "kernels/k.py": KERNEL})),
+        "over the 65536-character limit",
+    ),
     "1 GiB long name": (longname(1 << 30), "extended header of 1073741824 bytes"),
-    "file and directory": (gzip.compress(tar({"manifest.toml": MANIFEST, "kernels/k.py": KERNEL,
-                                              "kernels/k.py/evil.py": b"x = 1\n"})), "both a file and a directory"),
-    "min_num_tokens": (gzip.compress(tar({"manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n',
-                                          "kernels/k.py": KERNEL, "metadata/m.json": b'{"min_num_tokens": 500000}'})),
-                       "beyond the slot's largest token count"),
+    "file and directory": (
+        gzip.compress(tar({"manifest.toml": MANIFEST, "kernels/k.py": KERNEL, "kernels/k.py/evil.py": b"x = 1\n"})),
+        "both a file and a directory",
+    ),
+    "min_num_tokens": (
+        gzip.compress(
+            tar(
+                {
+                    "manifest.toml": MANIFEST + b'metadata = "metadata/m.json"\n',
+                    "kernels/k.py": KERNEL,
+                    "metadata/m.json": b'{"min_num_tokens": 500000}',
+                }
+            )
+        ),
+        "beyond the slot's largest token count",
+    ),
 }
 
 
@@ -66,9 +81,12 @@ def test_hostile_archives_are_invalid_argument_and_the_server_keeps_serving(stub
     compiler, admission, auth = stubs
     for name, (archive, why) in ATTACKS.items():
         bundle = common_pb2.BundleArchive(identity="0" * 64, archive=archive)
-        assert why in refused(lambda: compiler.Scan(compiler_pb2.ScanRequest(bundle=bundle), timeout=30, metadata=auth)), name
-        assert why in refused(lambda: list(admission.Admit(admission_pb2.AdmitRequest(bundle=bundle), timeout=30,
-                                                           metadata=auth))), name
+        assert why in refused(
+            lambda: compiler.Scan(compiler_pb2.ScanRequest(bundle=bundle), timeout=30, metadata=auth)
+        ), name
+        assert why in refused(
+            lambda: list(admission.Admit(admission_pb2.AdmitRequest(bundle=bundle), timeout=30, metadata=auth))
+        ), name
     archive, identity = packed()
     good = common_pb2.BundleArchive(identity=identity, archive=archive)
     reply = compiler.Scan(compiler_pb2.ScanRequest(bundle=good), timeout=30, metadata=auth)
@@ -79,6 +97,8 @@ def test_a_deep_build_record_is_invalid_argument(stubs, packed):
     _, admission, auth = stubs
     archive, identity = packed()
     deep = common_pb2.Verdict(status=common_pb2.PASS, evidence_json="[" * 100_000 + "]" * 100_000)
-    request = admission_pb2.AdmitRequest(bundle=common_pb2.BundleArchive(identity=identity, archive=archive),
-                                         build=compiler_pb2.BuildResult(verdict=deep))
+    request = admission_pb2.AdmitRequest(
+        bundle=common_pb2.BundleArchive(identity=identity, archive=archive),
+        build=compiler_pb2.BuildResult(verdict=deep),
+    )
     assert "nested deeper than" in refused(lambda: list(admission.Admit(request, timeout=30, metadata=auth)))

@@ -52,16 +52,21 @@ def test_deadline_is_required(compiler):
 
 def test_oversize_request_is_refused(compiler):
     stub, _, good, still_serving, auth = compiler
-    huge = compiler_pb2.ScanRequest(bundle={"identity": good.bundle.identity, "archive": b"\0" * (MAX_MESSAGE_BYTES + 1)})
+    huge = compiler_pb2.ScanRequest(
+        bundle={"identity": good.bundle.identity, "archive": b"\0" * (MAX_MESSAGE_BYTES + 1)}
+    )
     assert _code(lambda: stub.Scan(huge, timeout=30, metadata=auth))[0] is grpc.StatusCode.RESOURCE_EXHAUSTED
     still_serving()
 
 
-@pytest.mark.parametrize("archive, why", [
-    (b"not an archive", "not a valid bundle archive"),
-    (b"\x1f\x8b\x08\x00" + b"\0" * 64, "not a valid bundle archive"),
-    (b"\0" * (17 << 20), "over the"),
-])
+@pytest.mark.parametrize(
+    "archive, why",
+    [
+        (b"not an archive", "not a valid bundle archive"),
+        (b"\x1f\x8b\x08\x00" + b"\0" * 64, "not a valid bundle archive"),
+        (b"\0" * (17 << 20), "over the"),
+    ],
+)
 def test_malformed_archives_are_invalid_argument(compiler, archive, why):
     stub, _, good, still_serving, auth = compiler
     bad = compiler_pb2.ScanRequest(bundle={"identity": good.bundle.identity, "archive": archive})

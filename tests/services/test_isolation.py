@@ -25,16 +25,20 @@ class PoisonedClients(StageClients):
 def test_an_internal_fault_ends_only_its_own_submission(services, token, make_bundle, tmp_path):
     compiler = services("compiler")["compiler"]
     with Ledger(tmp_path / "l.db") as led:
-        ids = {name: led.receive(pack(load_bundle(make_bundle(kernel, name=name))))[0].id
-               for name, kernel in (("poisoned", BANNED), ("before", BANNED), ("after", BANNED))}
+        ids = {
+            name: led.receive(pack(load_bundle(make_bundle(kernel, name=name))))[0].id
+            for name, kernel in (("poisoned", BANNED), ("before", BANNED), ("after", BANNED))
+        }
         clients = PoisonedClients(compiler, compiler, None, token=token)
         clients.poisoned = led.get(ids["poisoned"]).identity
         counts = Pipeline(led, clients, through=State.SCANNED, max_attempts=2, backoff_s=0).run()
         clients.close()
         poisoned = led.get(ids["poisoned"])
         assert poisoned.state is State.NO_DECISION
-        assert poisoned.reason == ("scan: no decision after 2 failed attempts (last: internal fault: RecursionError: "
-                                   "maximum recursion depth exceeded)")
+        assert poisoned.reason == (
+            "scan: no decision after 2 failed attempts (last: internal fault: RecursionError: "
+            "maximum recursion depth exceeded)"
+        )
         assert [a.outcome for a in led.attempts(ids["poisoned"])] == ["retry", "retry"]
         for name in ("before", "after"):
             sub = led.get(ids[name])

@@ -13,8 +13,12 @@ TOOL = Path(__file__).resolve().parents[2] / "tools" / "loadtest.py"
 
 
 def test_mixed_submissions_survive_a_killed_worker_and_a_killed_validator():
-    run = subprocess.run([sys.executable, str(TOOL), "--n", "15", "--workers", "2", "--faults", "--timeout", "500",
-                          "--json"], capture_output=True, text=True, timeout=700)
+    run = subprocess.run(
+        [sys.executable, str(TOOL), "--n", "15", "--workers", "2", "--faults", "--timeout", "500", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=700,
+    )
     result = json.loads(run.stdout)
     assert run.returncode == 0 and not result["problems"], result["problems"] or run.stderr[-2000:]
     assert result["in_ledger"] == result["final"] == 12

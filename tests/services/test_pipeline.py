@@ -34,8 +34,10 @@ architectures = ["sm_90"]
 
 
 def _submit(led, make_bundle, **bundles):
-    return {name: led.receive(pack(load_bundle(make_bundle(name=name, **kw))), source=name)[0].id
-            for name, kw in bundles.items()}
+    return {
+        name: led.receive(pack(load_bundle(make_bundle(name=name, **kw))), source=name)[0].id
+        for name, kw in bundles.items()
+    }
 
 
 def test_submissions_reach_their_verdicts(services, token, make_bundle, tmp_path):
@@ -43,18 +45,31 @@ def test_submissions_reach_their_verdicts(services, token, make_bundle, tmp_path
     clients = StageClients(targets["compiler"], targets["admission"], None, token=token)
     events = []
     with Ledger(tmp_path / "l.db") as led:
-        ids = _submit(led, make_bundle, good={"kernel": GOOD}, wrong={}, banned={"kernel": BANNED},
-                      gpuonly={"kernel": GOOD, "manifest": AOT_ONLY})
+        ids = _submit(
+            led,
+            make_bundle,
+            good={"kernel": GOOD},
+            wrong={},
+            banned={"kernel": BANNED},
+            gpuonly={"kernel": GOOD, "manifest": AOT_ONLY},
+        )
         pipeline = Pipeline(led, clients, through=State.ADMITTED, on_event=lambda *e: events.append(e))
         counts = pipeline.run()
         subs = {name: led.get(sid) for name, sid in ids.items()}
         assert subs["good"].state is State.ADMITTED
-        assert [t.to_state for t in led.transitions(ids["good"])] == [State.RECEIVED, State.SCANNED, State.BUILT,
-                                                                      State.ADMITTED]
+        assert [t.to_state for t in led.transitions(ids["good"])] == [
+            State.RECEIVED,
+            State.SCANNED,
+            State.BUILT,
+            State.ADMITTED,
+        ]
         assert subs["wrong"].state is State.FAILED and subs["wrong"].reason.startswith("admit: activation.silu_and_mul")
         assert subs["banned"].state is State.FAILED and "subprocess" in subs["banned"].reason
         assert [t.to_state for t in led.transitions(ids["banned"])] == [State.RECEIVED, State.FAILED]
-        assert subs["gpuonly"].state is State.NO_DECISION and "no op of the bundle applies on cpu" in subs["gpuonly"].reason
+        assert (
+            subs["gpuonly"].state is State.NO_DECISION
+            and "no op of the bundle applies on cpu" in subs["gpuonly"].reason
+        )
         assert led.evidence(ids["good"], State.ADMITTED, StageEvidence[Admitted]).record.verify.rows
         assert counts["admitted"] == 1 and counts["failed"] == 2 and counts["no_decision"] == 1
         # a second run finds nothing to do and changes nothing
@@ -87,7 +102,9 @@ def test_follow_mode_picks_up_new_submissions_until_stopped(services, token, mak
     clients = StageClients(targets["compiler"], targets["admission"], None, token=token)
     stop = threading.Event()
     with Ledger(tmp_path / "l.db") as led:
-        runner = threading.Thread(target=Pipeline(led, clients).run, kwargs={"drain": False, "poll_s": 0.1, "stop": stop})
+        runner = threading.Thread(
+            target=Pipeline(led, clients).run, kwargs={"drain": False, "poll_s": 0.1, "stop": stop}
+        )
         runner.start()
         try:
             time.sleep(0.5)

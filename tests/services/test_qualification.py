@@ -25,8 +25,11 @@ def test_qualify_streams_runs_and_returns_recomputable_evidence(services, token,
     archive, identity = packed(make_bundle(GOOD))
     bundle = common_pb2.BundleArchive(identity=identity, archive=archive)
     with channel(targets["qualification"]) as q:
-        events = list(qualification_pb2_grpc.QualificationStub(q).Qualify(
-            qualification_pb2.QualifyRequest(bundle=bundle), timeout=600, metadata=auth))
+        events = list(
+            qualification_pb2_grpc.QualificationStub(q).Qualify(
+                qualification_pb2.QualifyRequest(bundle=bundle), timeout=600, metadata=auth
+            )
+        )
     assert events[0].HasField("progress") and events[-1].HasField("result")
     result = events[-1].result
     assert result.verdict.status in (common_pb2.PASS, common_pb2.FAIL, common_pb2.NO_DECISION)
@@ -49,8 +52,11 @@ def test_two_qualifications_on_one_host_are_timed_one_after_the_other(services, 
     def qualify(name: str, source: str) -> None:
         archive, identity = packed(make_bundle(source, name=name))
         with channel(targets["qualification"]) as q:
-            for e in qualification_pb2_grpc.QualificationStub(q).Qualify(qualification_pb2.QualifyRequest(
-                    bundle=common_pb2.BundleArchive(identity=identity, archive=archive)), timeout=600, metadata=auth):
+            for e in qualification_pb2_grpc.QualificationStub(q).Qualify(
+                qualification_pb2.QualifyRequest(bundle=common_pb2.BundleArchive(identity=identity, archive=archive)),
+                timeout=600,
+                metadata=auth,
+            ):
                 runs[name].append((time.monotonic(), e.progress.message if e.HasField("progress") else "result"))
 
     threads = [threading.Thread(target=qualify, args=(n, GOOD + f"# {n}\n")) for n in runs]

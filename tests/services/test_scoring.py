@@ -62,7 +62,10 @@ def test_reproduced_passes_are_scored_at_the_lower_score_and_crowned(services, t
         for sid in ids:
             assert [t.to_state for t in led.transitions(sid)] == ALL_STAGES
             assert _stages(led, sid) == [("qualify", "done"), ("score", "done")]
-            first, second = led.evidence(sid, State.QUALIFIED, StageEvidence[Qualified]), led.evidence(sid, State.SCORED, ScoreEvidence)
+            first, second = (
+                led.evidence(sid, State.QUALIFIED, StageEvidence[Qualified]),
+                led.evidence(sid, State.SCORED, ScoreEvidence),
+            )
             runs = second.runs
             assert [r.status for r in runs] == ["PASS", "PASS"]
             assert runs[0].seed == first.record.workload.seed != runs[1].seed
@@ -88,7 +91,10 @@ def test_reproduced_passes_are_scored_at_the_lower_score_and_crowned(services, t
     status = json.loads(capsys.readouterr().out)
     rows = {r["id"]: r for r in status["submissions"]}
     assert rows[winner]["crown"] == "winner" and rows[runner]["crown"] == "runner-up"
-    assert rows[winner]["score"] == kept[winner][1] and status["crowns"]["activation.silu_and_mul"]["winner"] == identity[winner]
+    assert (
+        rows[winner]["score"] == kept[winner][1]
+        and status["crowns"]["activation.silu_and_mul"]["winner"] == identity[winner]
+    )
     with pytest.raises(SystemExit):
         main(["validator", "status", "--ledger", str(db)])
     out = capsys.readouterr().out
@@ -120,13 +126,30 @@ def test_a_pass_that_does_not_reproduce_ends_no_decision(services, token, sockdi
         assert scores(led) == {} and crowns(led) == {}
 
 
-def test_a_validator_killed_between_the_two_runs_resumes_at_the_second(services, token, token_file, make_bundle, tmp_path):
+def test_a_validator_killed_between_the_two_runs_resumes_at_the_second(
+    services, token, token_file, make_bundle, tmp_path
+):
     targets = services("compiler", "admission", "qualification", **FASTER)
     db = tmp_path / "l.db"
     with Ledger(db) as led:
         [sid] = _submit(led, make_bundle, "resumed")
-    argv = [sys.executable, "-m", "hotfloat.cli", "validator", "run", "--ledger", str(db), "--compiler", targets["compiler"],
-            "--admission", targets["admission"], "--qualification", targets["qualification"], "--token-file", str(token_file)]
+    argv = [
+        sys.executable,
+        "-m",
+        "hotfloat.cli",
+        "validator",
+        "run",
+        "--ledger",
+        str(db),
+        "--compiler",
+        targets["compiler"],
+        "--admission",
+        targets["admission"],
+        "--qualification",
+        targets["qualification"],
+        "--token-file",
+        str(token_file),
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         with Ledger(db) as led:

@@ -24,8 +24,24 @@ ENTRY = "from hotfloat.cli.main import main; main()"
 def _validator(db, sockdir, token_file, qualification, *extra) -> subprocess.Popen:
     """`validator run` on the ledger with every submission already admitted (compiler and admission never dialled)."""
     dial = [a for q in qualification for a in ("--qualification", q)]
-    argv = [sys.executable, "-c", ENTRY, "validator", "run", "--ledger", str(db), "--compiler", str(sockdir / "c.sock"),
-            "--admission", str(sockdir / "a.sock"), *dial, "--token-file", str(token_file), "--json", *extra]
+    argv = [
+        sys.executable,
+        "-c",
+        ENTRY,
+        "validator",
+        "run",
+        "--ledger",
+        str(db),
+        "--compiler",
+        str(sockdir / "c.sock"),
+        "--admission",
+        str(sockdir / "a.sock"),
+        *dial,
+        "--token-file",
+        str(token_file),
+        "--json",
+        *extra,
+    ]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -66,8 +82,9 @@ def _scored_once(led) -> None:
         assert None not in [o for _, o in outcomes] and "interrupted" not in [o for _, o in outcomes], outcomes
 
 
-def test_sigterm_with_every_endpoint_down_exits_at_once_and_a_restart_finishes(stand_in, qualifiers, make_bundle,
-                                                                              sockdir, token_file, tmp_path):
+def test_sigterm_with_every_endpoint_down_exits_at_once_and_a_restart_finishes(
+    stand_in, qualifiers, make_bundle, sockdir, token_file, tmp_path
+):
     """Both qualification endpoints are dead: each costs the one try that found it dead, then both submissions wait
     for an endpoint (the 30 s cool-off). SIGTERM: exit 0 within seconds, the waits unrecorded, nothing open; a
     restart with a live endpoint scores both."""
@@ -92,8 +109,9 @@ def test_sigterm_with_every_endpoint_down_exits_at_once_and_a_restart_finishes(s
         _scored_once(led)
 
 
-def test_sigterm_lets_a_call_on_a_live_endpoint_finish_and_starts_nothing_new(stand_in, qualifiers, make_bundle,
-                                                                             sockdir, token_file, tmp_path):
+def test_sigterm_lets_a_call_on_a_live_endpoint_finish_and_starts_nothing_new(
+    stand_in, qualifiers, make_bundle, sockdir, token_file, tmp_path
+):
     """One live endpoint, one dead, three submissions: SIGTERM while the live one qualifies. That run finishes and
     is recorded (QUALIFIED), its reproduction is not started, the others' waits are dropped; a restart finishes."""
     db, live, dead = tmp_path / "l.db", qualifiers(1)[0].target, str(sockdir / "q-dead.sock")

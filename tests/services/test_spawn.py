@@ -29,8 +29,19 @@ def test_spawned_admission_flags_give_the_in_process_settings(quick, monkeypatch
     monkeypatch.setattr(hotfloat_services.serve, "start", start)
     flags = service_args("admission", quick=quick)
     with pytest.raises(Started):  # `hotfloat serve` parses the flags and builds its config as it does in a service
-        serve.main(["admission", "--socket", str(sockdir / "a.sock"), "--token-file", str(token_file), "--device", "cpu",
-                    *flags], standalone_mode=False)
+        serve.main(
+            [
+                "admission",
+                "--socket",
+                str(sockdir / "a.sock"),
+                "--token-file",
+                str(token_file),
+                "--device",
+                "cpu",
+                *flags,
+            ],
+            standalone_mode=False,
+        )
     in_process = stage_config(ValidatorConfig(ledger="l.db", stages="local", device="cpu", quick=quick))
     assert made == [in_process]
     assert (in_process.verify_max_shapes, in_process.verify_dtypes) == ((1, ("fp32",)) if quick else (None, None))

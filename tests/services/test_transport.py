@@ -10,13 +10,16 @@ from hotfloat_services.common.transport import Tls, address
 TLS = Tls(b"ca", b"cert", b"key")
 
 
-@pytest.mark.parametrize("given, expected", [
-    ("unix:/run/hf/c.sock", "unix:/run/hf/c.sock"),
-    ("/run/hf/c.sock", "unix:/run/hf/c.sock"),
-    ("127.0.0.1:0", "127.0.0.1:0"),
-    ("localhost:7000", "localhost:7000"),
-    ("[::1]:7000", "[::1]:7000"),
-])
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("unix:/run/hf/c.sock", "unix:/run/hf/c.sock"),
+        ("/run/hf/c.sock", "unix:/run/hf/c.sock"),
+        ("127.0.0.1:0", "127.0.0.1:0"),
+        ("localhost:7000", "localhost:7000"),
+        ("[::1]:7000", "[::1]:7000"),
+    ],
+)
 def test_accepted_addresses(given, expected):
     assert address(given) == expected
 
@@ -27,8 +30,17 @@ def test_refused_addresses(given):
         address(given)
 
 
-@pytest.mark.parametrize("given", ["10.1.2.3:50051", "0.0.0.0:7000", "example.com:443", "compiler:50051",
-                                   "dns:///admission.hotfloat.svc:50051", "[fd00::1]:50051"])
+@pytest.mark.parametrize(
+    "given",
+    [
+        "10.1.2.3:50051",
+        "0.0.0.0:7000",
+        "example.com:443",
+        "compiler:50051",
+        "dns:///admission.hotfloat.svc:50051",
+        "[fd00::1]:50051",
+    ],
+)
 def test_other_hosts_and_dns_targets_need_mutual_tls(given):
     assert address(given, TLS) == given
     with pytest.raises(InputError, match="needs mutual TLS"):

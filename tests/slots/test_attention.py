@@ -24,7 +24,7 @@ def _naive(t) -> torch.Tensor:
     group = q.shape[1] // k.shape[1]
     out = torch.zeros_like(q)
     for b in range(q.shape[0]):
-        pages = [int(p) for p in t["kv_indices"][int(t["kv_indptr"][b]): int(t["kv_indptr"][b + 1])]]
+        pages = [int(p) for p in t["kv_indices"][int(t["kv_indptr"][b]) : int(t["kv_indptr"][b + 1])]]
         for h in range(q.shape[1]):
             scores = torch.stack([q[b, h] @ k[p, h // group] for p in pages]) * t["sm_scale"]
             w = torch.exp(scores - scores.max())
@@ -34,8 +34,10 @@ def _naive(t) -> torch.Tensor:
 
 def test_registered_with_the_triton_backend_layout():
     assert SLOTS["attention.decode"] is SLOT
-    assert SLOT.signature() == ("attention.decode(q[B,Hq,D], k_buffer[P,Hkv,D], v_buffer[P,Hkv,D], kv_indptr[B+1], "
-                                "kv_indices[N], out[B,Hq,D], sm_scale=0.125)")
+    assert SLOT.signature() == (
+        "attention.decode(q[B,Hq,D], k_buffer[P,Hkv,D], v_buffer[P,Hkv,D], kv_indptr[B+1], "
+        "kv_indices[N], out[B,Hq,D], sm_scale=0.125)"
+    )
     assert [a.name for a in SLOT.of_role(Role.OUTPUT)] == ["out"]
     assert SLOT.dtype_of(SLOT.arg("kv_indptr"), "bf16") == torch.int32
     assert SLOT.dtype_of(SLOT.arg("kv_indices"), "fp16") == torch.int64
@@ -63,8 +65,9 @@ def test_inputs_are_ragged_scattered_and_fit_the_pool():
         assert int(t["kv_indptr"][0]) == 0 and int(lens.min()) >= 1 and int(t["kv_indptr"][-1]) <= dims["P"]
         assert sorted(t["kv_indices"].tolist()) == list(range(dims["P"]))  # a permutation of the whole pool
         assert int(lens.max()) == dims["S"] and (dims["B"] == 1 or int(lens.min()) == 1)
-        seen_scales.add(round(SLOT.make_scalars(dims, torch.Generator().manual_seed(seed))["sm_scale"]
-                              * math.sqrt(dims["D"]), 3))
+        seen_scales.add(
+            round(SLOT.make_scalars(dims, torch.Generator().manual_seed(seed))["sm_scale"] * math.sqrt(dims["D"]), 3)
+        )
     assert len(seen_scales) == 20 and min(seen_scales) >= 0.5 and max(seen_scales) <= 3.0
 
 
@@ -85,8 +88,9 @@ def test_uniform_bench_shapes_move_exactly_the_bytes_counted():
         t = SLOT.make_inputs(dims, torch.bfloat16, torch.Generator().manual_seed(1)) if shape.cpu else None
         kv_tokens = dims["B"] * dims["S"]
         assert dims["P"] == kv_tokens and dims["Lmin"] == dims["S"]
-        assert SLOT.bytes_moved(dims, 2) == (kv_tokens * (4 * dims["Hkv"] * dims["D"] + 8)
-                                             + 4 * dims["B"] * dims["Hq"] * dims["D"] + 4 * (dims["B"] + 1))
+        assert SLOT.bytes_moved(dims, 2) == (
+            kv_tokens * (4 * dims["Hkv"] * dims["D"] + 8) + 4 * dims["B"] * dims["Hq"] * dims["D"] + 4 * (dims["B"] + 1)
+        )
         if t is not None:
             assert t["kv_indptr"].diff().tolist() == [dims["S"]] * dims["B"]
 
@@ -101,8 +105,10 @@ def test_verification_shapes_cover_the_issue_and_cpu_shapes_stay_unscaled():
 
 
 def test_the_triton_example_passes_verify_in_the_interpreter():
-    report = verify_bundle(load_bundle(EXAMPLES / "attention_decode_triton"),
-                           VerifyOptions(seed=25, dtypes=["bf16", "fp16"], timeout_s=300))
+    report = verify_bundle(
+        load_bundle(EXAMPLES / "attention_decode_triton"),
+        VerifyOptions(seed=25, dtypes=["bf16", "fp16"], timeout_s=300),
+    )
     assert report.sandboxed and report.status is Status.PASS, [(r.shape, r.reason) for r in report.rows]
     assert {r.dtype for r in report.rows} == {"bf16", "fp16"}
     assert sum(not r.shape.startswith("drawn") for r in report.rows) == 2 * sum(s.cpu for s in SLOT.shapes)

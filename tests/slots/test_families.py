@@ -25,8 +25,11 @@ def test_a_call_is_never_all_zeros_and_draws_differ():
 
 
 def test_fp16_inputs_keep_honest_results_finite():
-    for name, dims in (("activation.silu_and_mul", {"T": 256, "D": 512}), ("norm.rmsnorm", {"T": 256, "H": 512}),
-                       ("norm.fused_add_rmsnorm", {"T": 256, "H": 512})):
+    for name, dims in (
+        ("activation.silu_and_mul", {"T": 256, "D": 512}),
+        ("norm.rmsnorm", {"T": 256, "H": 512}),
+        ("norm.fused_add_rmsnorm", {"T": 256, "H": 512}),
+    ):
         slot = get_slot(name)
         for seed in range(5):
             t = slot.make_inputs(dims, torch.float16, torch.Generator().manual_seed(seed))

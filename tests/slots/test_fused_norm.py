@@ -23,8 +23,9 @@ def test_registered_with_two_outputs_and_read_only_inputs():
     assert SLOTS["norm.fused_add_rmsnorm"] is SLOT
     assert [a.name for a in SLOT.of_role(Role.INPUT)] == ["x", "residual", "weight"]
     assert [a.name for a in SLOT.of_role(Role.OUTPUT)] == ["out", "residual_out"]
-    assert SLOT.signature() == ("norm.fused_add_rmsnorm(x[T,H], residual[T,H], weight[H], out[T,H], "
-                                "residual_out[T,H], eps=1e-06)")
+    assert SLOT.signature() == (
+        "norm.fused_add_rmsnorm(x[T,H], residual[T,H], weight[H], out[T,H], residual_out[T,H], eps=1e-06)"
+    )
 
 
 def test_shapes_cover_decode_and_prefill_at_every_hidden_size():
@@ -58,8 +59,10 @@ def test_both_legitimate_roundings_pass(dtype):
     want = SLOT.reference(t)
     dt = DTYPES[dtype]
     s = t["x"].float() + t["residual"].float()
-    fp32_sum = {"out": (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + 1e-6) * t["weight"].float()).to(dt),
-                "residual_out": s.to(dt)}
+    fp32_sum = {
+        "out": (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + 1e-6) * t["weight"].float()).to(dt),
+        "residual_out": s.to(dt),
+    }
     r = t["x"] + t["residual"]
     rounded = {"out": torch.nn.functional.rms_norm(r, (8192,), t["weight"], 1e-6), "residual_out": r}
     assert _check(dtype, fp32_sum, want) and _check(dtype, rounded, want)

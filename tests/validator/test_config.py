@@ -36,31 +36,45 @@ def test_a_file_with_several_qualification_endpoints_loads_typed(tmp_path):
     config = load_config(str(path), {})
     assert config.stages == "remote" and config.qualifies and config.workers == 6
     assert config.qualification == ["q-0.q.svc:50051", "q-1.q.svc:50051", "q-2.q.svc:50051"]
-    assert (config.tls.ca, config.chain.network, config.chain.netuid, config.chain.hotkey) == ("ca.pem", "finney", 7, "default")
+    assert (config.tls.ca, config.chain.network, config.chain.netuid, config.chain.hotkey) == (
+        "ca.pem",
+        "finney",
+        7,
+        "default",
+    )
 
 
 def test_flags_override_the_file_key_by_key(tmp_path):
     path = tmp_path / "v.toml"
     path.write_text(FILE.format(db=tmp_path / "l.db"))
-    config = load_config(str(path), {"workers": 2, "qualification": ["q-9:1"], "chain": {"hotkey": "hk"}},
-                         defaults={"ledger": "ignored.db", "workers": 1})
+    config = load_config(
+        str(path),
+        {"workers": 2, "qualification": ["q-9:1"], "chain": {"hotkey": "hk"}},
+        defaults={"ledger": "ignored.db", "workers": 1},
+    )
     assert config.workers == 2 and config.qualification == ["q-9:1"] and config.ledger == str(tmp_path / "l.db")
     assert (config.chain.network, config.chain.wallet, config.chain.hotkey) == ("finney", "validator", "hk")
     local = load_config(None, {"ledger": "x.db", "stages": "local", "rule_from": "r.json"})
     assert local.qualifies and local.through is None
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("x = " + "[" * 100_000 + "]" * 100_000, "nested deeper than"),
-    ("ledger = 'a'\nledger = 'b'\n", "not valid TOML"),
-    ("ledger = 'a'\nstages = 'local'\nsecret_backdoor = true\n", "secret_backdoor: unknown key"),
-    ("ledger = 'a'\nstages = 'local'\nworkers = 'many'\n", "workers: Input should be a valid integer"),
-    ("ledger = 'a'\nstages = 'local'\ncompiler = 'c.sock'\n", "either --spawn or both --compiler and --admission"),
-    ("ledger = 'a'\ncompiler = 'c.sock'\nadmission = ['a.sock']\nrule_from = 'r.json'\n", "--rule-from applies only"),
-    ("ledger = 'a'\nstages = 'spawned'\n[chain]\nnetuid = 7\n", "apply only with --chain"),
-    ("ledger = 'a'\nstages = 'spawned'\n[tls]\nca = 'ca.pem'\n", "mutual TLS needs all"),
-    ("x" * (2 << 20), "limit"),
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("x = " + "[" * 100_000 + "]" * 100_000, "nested deeper than"),
+        ("ledger = 'a'\nledger = 'b'\n", "not valid TOML"),
+        ("ledger = 'a'\nstages = 'local'\nsecret_backdoor = true\n", "secret_backdoor: unknown key"),
+        ("ledger = 'a'\nstages = 'local'\nworkers = 'many'\n", "workers: Input should be a valid integer"),
+        ("ledger = 'a'\nstages = 'local'\ncompiler = 'c.sock'\n", "either --spawn or both --compiler and --admission"),
+        (
+            "ledger = 'a'\ncompiler = 'c.sock'\nadmission = ['a.sock']\nrule_from = 'r.json'\n",
+            "--rule-from applies only",
+        ),
+        ("ledger = 'a'\nstages = 'spawned'\n[chain]\nnetuid = 7\n", "apply only with --chain"),
+        ("ledger = 'a'\nstages = 'spawned'\n[tls]\nca = 'ca.pem'\n", "mutual TLS needs all"),
+        ("x" * (2 << 20), "limit"),
+    ],
+)
 def test_a_hostile_or_inconsistent_file_is_one_input_error(tmp_path, text, says):
     path = tmp_path / "v.toml"
     path.write_text(text)
@@ -75,10 +89,16 @@ def test_validator_run_reads_the_file_and_its_flags_win(capsys, tmp_path):
     with pytest.raises(SystemExit) as done:
         main(["validator", "run", "--config", str(path)])
     out, err = capsys.readouterr()
-    assert done.value.code == 2 and err.count("\n") == 1 and "workers: Input should be greater than or equal to 1" in err
+    assert (
+        done.value.code == 2 and err.count("\n") == 1 and "workers: Input should be greater than or equal to 1" in err
+    )
     path.write_text(f'ledger = "{tmp_path / "file.db"}"\nstages = "local"\nworkers = 3\n')
     with pytest.raises(SystemExit) as done:
         main(["validator", "run", "--config", str(path), "--ledger", str(tmp_path / "flag.db"), "--json"])
     out, err = capsys.readouterr()
     assert done.value.code == 0, err
-    assert json.loads(out)["counts"]["received"] == 0 and (tmp_path / "flag.db").exists() and not (tmp_path / "file.db").exists()
+    assert (
+        json.loads(out)["counts"]["received"] == 0
+        and (tmp_path / "flag.db").exists()
+        and not (tmp_path / "file.db").exists()
+    )

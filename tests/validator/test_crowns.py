@@ -50,9 +50,16 @@ def test_duplicate_settlements_refused():
         crown([s("a", 0.02), s("a", 0.03)])
 
 
-@pytest.mark.parametrize("weights,why", [({"a": float("nan")}, "finite"), ({"a": float("inf")}, "finite"),
-                                         ({"a": -0.5}, "greater than or equal to 0"), ({"a": 2.0}, "less than or equal to 1"),
-                                         ({"a": 0.8, "b": 0.8}, "more than the whole pool")])
+@pytest.mark.parametrize(
+    "weights,why",
+    [
+        ({"a": float("nan")}, "finite"),
+        ({"a": float("inf")}, "finite"),
+        ({"a": -0.5}, "greater than or equal to 0"),
+        ({"a": 2.0}, "less than or equal to 1"),
+        ({"a": 0.8, "b": 0.8}, "more than the whole pool"),
+    ],
+)
 def test_a_crown_read_back_never_hands_out_more_than_its_pool(weights, why):
     with pytest.raises(ValidationError, match=why):
         Crown(winner="a", runner_up="b", weights=weights, reason="")

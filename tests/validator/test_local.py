@@ -54,15 +54,23 @@ def test_the_pipeline_runs_in_this_process_through_scored(make_bundle, tmp_path,
     reproduction independent of the first run) and scored: the services' verdicts, with no service."""
     events = []
     with Ledger(tmp_path / "l.db", evidence=EVIDENCE) as led:
-        ids = {name: led.receive(pack(load_bundle(make_bundle(kernel, name=name))), source=name)[0].id
-               for name, kernel in (("good", GOOD), ("wrong", "def run(x, out):\n    out.zero_()\n"), ("banned", BANNED))}
-        Pipeline(led, LocalStages(QUICK), through=State.SCORED, workers=1, backoff_s=0,
-                 on_event=lambda *e: events.append(e)).run()
+        ids = {
+            name: led.receive(pack(load_bundle(make_bundle(kernel, name=name))), source=name)[0].id
+            for name, kernel in (("good", GOOD), ("wrong", "def run(x, out):\n    out.zero_()\n"), ("banned", BANNED))
+        }
+        Pipeline(
+            led, LocalStages(QUICK), through=State.SCORED, workers=1, backoff_s=0, on_event=lambda *e: events.append(e)
+        ).run()
         subs = {name: led.get(sid) for name, sid in ids.items()}
         assert subs["good"].state is State.SCORED, subs["good"].reason
         assert scores(led)[ids["good"]][1] == 0.04 and stand_in == ["cpu", "cpu"]
         admitted = led.evidence(ids["good"], State.ADMITTED)  # the ledger reads each state's evidence as its record
-        assert isinstance(admitted, StageEvidence[Admitted]) and admitted.status is Status.PASS and admitted.record.device == "cpu" and admitted.record.verify.rows
+        assert (
+            isinstance(admitted, StageEvidence[Admitted])
+            and admitted.status is Status.PASS
+            and admitted.record.device == "cpu"
+            and admitted.record.verify.rows
+        )
         assert subs["wrong"].state is State.FAILED and subs["wrong"].reason.startswith("admit: activation.silu_and_mul")
         assert subs["banned"].state is State.FAILED and "socket" in subs["banned"].reason
         assert [t.to_state for t in led.transitions(ids["banned"])] == [State.RECEIVED, State.FAILED]
@@ -79,8 +87,9 @@ def test_build_scans_first_and_admission_takes_only_a_passed_or_unneeded_build(m
     assert built.status is Status.FAIL and built.reasons[0] == "scan refused the bundle" and built.artifacts == {}
     with pytest.raises(InputError, match="passed or not-needed build, got FAIL"):
         local.admit_stage(bundle, built, QUICK.verify_options())
-    lying = Outcome(Status.PASS, [], BuildRecord(bundle_identity=bundle.identity, arch="none", toolchain={},
-                                                 status=Status.N_A))
+    lying = Outcome(
+        Status.PASS, [], BuildRecord(bundle_identity=bundle.identity, arch="none", toolchain={}, status=Status.N_A)
+    )
     with pytest.raises(InputError, match="its record says N/A"):
         local.admit_stage(bundle, lying, QUICK.verify_options())
 
@@ -105,14 +114,18 @@ def test_a_configured_rule_sets_only_what_it_names_over_the_devices_defaults():
     cpu = QualifyOptions.for_device("cpu").rule
     assert (rule.look_rounds, rule.max_looks, rule.drift_bound, rule.logprob_tol) == (3, 2, 5.0, 1e-3)
     assert (rule.carry_bound, rule.noise_floor, rule.audit_slack) == (cpu.carry_bound, cpu.noise_floor, cpu.audit_slack)
-    full = RuleConfig.model_validate_json(RuleConfig(look_rounds=7, carry_bound=0.02, logprob_tol=0.1).model_dump_json())
+    full = RuleConfig.model_validate_json(
+        RuleConfig(look_rounds=7, carry_bound=0.02, logprob_tol=0.1).model_dump_json()
+    )
     got = StageConfig(qualify_rule=full).qualify_options().rule
     assert got == full.model_copy(update={"gate_slack": cpu.gate_slack, "audit_slack": cpu.audit_slack})
     record = load_rule(CUDA_RECORD)
     assert "audit_slack" in record.model_fields_set and record.audit_slack == 0
     got = StageConfig(qualify_rule=record).qualify_options().rule
-    assert (got.gate_slack, got.audit_slack) == (cpu.gate_slack, cpu.audit_slack) and got.look_rounds == record.look_rounds
-
+    assert (got.gate_slack, got.audit_slack) == (
+        cpu.gate_slack,
+        cpu.audit_slack,
+    ) and got.look_rounds == record.look_rounds
 
 
 def test_qualify_says_it_waits_only_while_another_qualification_holds_the_host():
@@ -135,6 +148,7 @@ def test_qualify_says_it_waits_only_while_another_qualification_holds_the_host()
         def note(stage, message):
             seen.append(message)
             raise Stop
+
         return note
 
     holder = threading.Thread(target=lambda: pytest.raises(Stop, stages.qualify, archive, identity, hold))

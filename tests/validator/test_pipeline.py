@@ -20,9 +20,22 @@ from hotfloat.verdict import Status
 from hotfloat.verify import VerifyReport
 
 CUBIN = b"\x7fELF pretend cubin"
-KERNEL = KernelArtifact(op="activation:silu_and_mul", kind="triton", entry="k", symbol="k", dtype="bf16", arch="sm_90",
-                        cubin="k.cubin", cubin_sha256=sha256(CUBIN).hexdigest(), param_names=[], param_types=[],
-                        layout=[], grid=["1"], block=128, inputs={})
+KERNEL = KernelArtifact(
+    op="activation:silu_and_mul",
+    kind="triton",
+    entry="k",
+    symbol="k",
+    dtype="bf16",
+    arch="sm_90",
+    cubin="k.cubin",
+    cubin_sha256=sha256(CUBIN).hexdigest(),
+    param_names=[],
+    param_types=[],
+    layout=[],
+    grid=["1"],
+    block=128,
+    inputs={},
+)
 BUILT = BuildRecord(bundle_identity="0" * 64, arch="sm_90", toolchain={}, status=Status.PASS, kernels=[KERNEL])
 VERIFIED = VerifyReport(bundle_id="a", identity="0" * 64, seed=1, device="cpu", arch="cpu", sandboxed=True, rows=[])
 
@@ -60,12 +73,15 @@ def submitted(make_bundle, tmp_path):
     led.close()
 
 
-@pytest.mark.parametrize(("second", "ends"), [
-    (("PASS", 0.03, "PASS"), State.SCORED),
-    (("FAIL", 0.0, "FAIL"), State.FAILED),
-    (("FAIL", 0.0, "PASS"), State.NO_DECISION),
-    (("NO_DECISION", 0.0, "N/A"), State.NO_DECISION),
-])
+@pytest.mark.parametrize(
+    ("second", "ends"),
+    [
+        (("PASS", 0.03, "PASS"), State.SCORED),
+        (("FAIL", 0.0, "FAIL"), State.FAILED),
+        (("FAIL", 0.0, "PASS"), State.NO_DECISION),
+        (("NO_DECISION", 0.0, "N/A"), State.NO_DECISION),
+    ],
+)
 def test_the_score_stage_settles_by_the_one_rule(submitted, qualified_record, second, ends):
     def run(status: str, score: float, gate: str) -> Outcome:
         return Outcome(Status(status), [f"{status} run"], qualified_record(status, score, gate))
@@ -76,8 +92,10 @@ def test_the_score_stage_settles_by_the_one_rule(submitted, qualified_record, se
     Pipeline(led, stages, through=State.SCORED, workers=1, backoff_s=0).run()
     sub = led.get(sid)
     assert sub.state is ends, sub.reason
-    assert all(b.status is Status.PASS and b.artifacts == {"k.cubin": CUBIN} and b.evidence == BUILT
-               for b in stages.seen) and len(stages.seen) == 1
+    assert (
+        all(b.status is Status.PASS and b.artifacts == {"k.cubin": CUBIN} and b.evidence == BUILT for b in stages.seen)
+        and len(stages.seen) == 1
+    )
     assert scores(led).get(sid, (None, None))[1] == (0.03 if ends is State.SCORED else None)
     if ends is State.SCORED:
         assert sub.reason == "reproduced: scores 0.0500 and 0.0300, the lower is kept"
@@ -96,8 +114,9 @@ def test_the_reproduction_is_asked_to_avoid_the_endpoint_of_the_first_run(submit
 
 def test_a_fault_is_retried_then_undecided(submitted):
     led, sid = submitted
-    Pipeline(led, Scripted(scan=InfrastructureError("UNAVAILABLE: down")), through=State.SCANNED, max_attempts=2,
-             backoff_s=0).run()
+    Pipeline(
+        led, Scripted(scan=InfrastructureError("UNAVAILABLE: down")), through=State.SCANNED, max_attempts=2, backoff_s=0
+    ).run()
     assert led.get(sid).state is State.NO_DECISION and "UNAVAILABLE: down" in led.get(sid).reason
     assert [a.outcome for a in led.attempts(sid)] == ["retry", "retry"]
 
@@ -143,8 +162,9 @@ class Stopping(Scripted):
         return super().qualify(archive, identity, on_progress, on_start=on_start, avoid=avoid)
 
 
-def test_a_stop_starts_nothing_new_records_the_call_in_flight_and_nothing_for_a_wait(make_bundle, tmp_path,
-                                                                                    qualified_record):
+def test_a_stop_starts_nothing_new_records_the_call_in_flight_and_nothing_for_a_wait(
+    make_bundle, tmp_path, qualified_record
+):
     led = Ledger(tmp_path / "l.db")
     for name in "ab":
         led.receive(pack(load_bundle(make_bundle(name=name))))
@@ -164,7 +184,9 @@ def test_a_stop_starts_nothing_new_records_the_call_in_flight_and_nothing_for_a_
     ran, waited = stages.calls
     assert {s.identity: s.state for s in led.submissions()} == {ran: State.QUALIFIED, waited: State.ADMITTED}
     assert stages.refused == ["the validator is stopping: the call was not made"]  # and no reproduction started
-    tries = {s.identity: [(a.stage, a.outcome) for a in led.attempts(s.id) if a.stage in ("qualify", "score")]
-             for s in led.submissions()}
+    tries = {
+        s.identity: [(a.stage, a.outcome) for a in led.attempts(s.id) if a.stage in ("qualify", "score")]
+        for s in led.submissions()
+    }
     assert tries == {ran: [("qualify", "done")], waited: []}
     led.close()

@@ -22,14 +22,17 @@ def test_one_pass_is_not_enough():
     assert settle(att("PASS", 0.05), att("NO_DECISION")).score == 0
 
 
-@pytest.mark.parametrize(("status", "gate", "ends"), [
-    ("FAIL", "FAIL", "FAIL"),                # wrong tokens in the second run: wrong, whenever it happens
-    ("FAIL", "PASS", "NO_DECISION"),         # correct but slower this time: not reproduced, not a loss
-    ("FAIL", None, "NO_DECISION"),           # failed before the gate ran: nothing says it is wrong
-    ("NO_DECISION", "PASS", "NO_DECISION"),
-    ("NO_DECISION", "N/A", "NO_DECISION"),   # infrastructure
-    ("N/A", None, "NO_DECISION"),
-])
+@pytest.mark.parametrize(
+    ("status", "gate", "ends"),
+    [
+        ("FAIL", "FAIL", "FAIL"),  # wrong tokens in the second run: wrong, whenever it happens
+        ("FAIL", "PASS", "NO_DECISION"),  # correct but slower this time: not reproduced, not a loss
+        ("FAIL", None, "NO_DECISION"),  # failed before the gate ran: nothing says it is wrong
+        ("NO_DECISION", "PASS", "NO_DECISION"),
+        ("NO_DECISION", "N/A", "NO_DECISION"),  # infrastructure
+        ("N/A", None, "NO_DECISION"),
+    ],
+)
 def test_an_unreproduced_pass_fails_only_on_the_correctness_gate(status, gate, ends):
     s = settle(att("PASS", 0.05), att(status, gate=gate, reason="why"))
     assert s.status == ends and s.score == 0
@@ -59,8 +62,16 @@ def test_attempt_rejects_bad_identity_and_score():
         Attempt(identity=H, status="PASS", score=-0.1)
 
 
-@pytest.mark.parametrize(("fault", "ends"), [("C:isolation", "FAIL"), ("C:died", "FAIL"), ("C:protocol", "FAIL"),
-                                             ("C:host", "NO_DECISION"), ("B:stalled", "NO_DECISION")])
+@pytest.mark.parametrize(
+    ("fault", "ends"),
+    [
+        ("C:isolation", "FAIL"),
+        ("C:died", "FAIL"),
+        ("C:protocol", "FAIL"),
+        ("C:host", "NO_DECISION"),
+        ("B:stalled", "NO_DECISION"),
+    ],
+)
 def test_a_run_the_candidates_engine_broke_is_a_loss_never_a_re_roll(fault, ends):
     """Honest in the first run, leaving GPU work running in the second: the second run's FAIL stands."""
     status = "FAIL" if fault.startswith("C:") and fault != "C:host" else "NO_DECISION"

@@ -60,13 +60,19 @@ def test_each_slot_set_keeps_its_own_crown_and_the_margin_protects_the_incumbent
     score(led, a, pool, 0.30, qualified_record())
     score(led, n, other, 0.05, qualified_record())
     assert crowns(led)[pool].weights == {a.identity: 0.8} and crowns(led)[other].weights == {n.identity: 0.8}
-    score(led, b, pool, 0.30 + CHALLENGE_MARGIN / 2, qualified_record())  # faster, but not by the margin: the incumbent defends
+    score(
+        led, b, pool, 0.30 + CHALLENGE_MARGIN / 2, qualified_record()
+    )  # faster, but not by the margin: the incumbent defends
     assert (crowns(led)[pool].winner, crowns(led)[pool].runner_up) == (a.identity, b.identity)
     score(led, c, pool, 0.30 + 2 * CHALLENGE_MARGIN, qualified_record())  # beats the incumbent by more than the margin
     assert crowns(led)[pool].weights == {c.identity: 0.8, b.identity: 0.2}
     assert crowns(led)[other].weights == {n.identity: 0.8}
-    assert scores(led) == {a.id: (pool, 0.30), n.id: (other, 0.05), b.id: (pool, 0.30 + CHALLENGE_MARGIN / 2),
-                           c.id: (pool, 0.30 + 2 * CHALLENGE_MARGIN)}
+    assert scores(led) == {
+        a.id: (pool, 0.30),
+        n.id: (other, 0.05),
+        b.id: (pool, 0.30 + CHALLENGE_MARGIN / 2),
+        c.id: (pool, 0.30 + 2 * CHALLENGE_MARGIN),
+    }
     assert led.get(c.id).state is State.SCORED and led.evidence(c.id, State.SCORED, ScoreEvidence).settled.score == 0.32
 
 
@@ -78,6 +84,12 @@ def test_a_submission_is_scored_once_and_a_refused_score_writes_nothing(qualifie
         score(led, a, pool, 0.9, qualified_record())  # a resumed run that scores again changes nothing
     assert scores(led) == {a.id: (pool, 0.2)} and crowns(led)[pool].winner == a.identity
     with pytest.raises(ValueError, match="settled PASS of this submission"):
-        record_scored(led, b, Settled(identity=a.identity, status="PASS", score=0.5, reason=""), pool, "",
-                      ScoreEvidence(status="PASS", reasons=[], record=qualified_record(), runs=[]))
+        record_scored(
+            led,
+            b,
+            Settled(identity=a.identity, status="PASS", score=0.5, reason=""),
+            pool,
+            "",
+            ScoreEvidence(status="PASS", reasons=[], record=qualified_record(), runs=[]),
+        )
     assert led.get(b.id).state is State.QUALIFIED and list(scores(led)) == [a.id]

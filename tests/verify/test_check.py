@@ -31,7 +31,12 @@ def _reply(prep, write=True, edit=None, **meta):
         view.copy_(prep.expected["out"].to(view.dtype))
     if edit:
         edit(flat, view, inputs[0])
-    fields = {"returned": None, "moved": [], "outputs_digest": wire.digest([flat]), "inputs_digest": wire.digest(inputs)}
+    fields = {
+        "returned": None,
+        "moved": [],
+        "outputs_digest": wire.digest([flat]),
+        "inputs_digest": wire.digest(inputs),
+    }
     fields.update(meta)
     return wire.Frame("result", fields, ((sent["out"][0], wire.flat_bytes(flat)),))
 
@@ -43,15 +48,18 @@ def test_an_honest_reply_passes(prep):
     assert outcome.ok and outcome.max_abs_err is not None and outcome.max_abs_err <= bound
 
 
-@pytest.mark.parametrize("kwargs, reason", [
-    ({"write": False}, "left unwritten"),
-    ({"edit": lambda f, v, x: v[-1:].copy_(v[:1])}, "elements outside atol"),
-    ({"edit": lambda f, v, x: v[0, 0].fill_(float("inf"))}, "non-finite"),
-    ({"edit": lambda f, v, x: x.add_(1)}, "input mutated"),
-    ({"outputs_digest": "0" * 64}, "deferred or asynchronous write"),
-    ({"returned": "Tensor"}, "returned a Tensor"),
-    ({"moved": ["out"]}, "output identity changed"),
-])
+@pytest.mark.parametrize(
+    "kwargs, reason",
+    [
+        ({"write": False}, "left unwritten"),
+        ({"edit": lambda f, v, x: v[-1:].copy_(v[:1])}, "elements outside atol"),
+        ({"edit": lambda f, v, x: v[0, 0].fill_(float("inf"))}, "non-finite"),
+        ({"edit": lambda f, v, x: x.add_(1)}, "input mutated"),
+        ({"outputs_digest": "0" * 64}, "deferred or asynchronous write"),
+        ({"returned": "Tensor"}, "returned a Tensor"),
+        ({"moved": ["out"]}, "output identity changed"),
+    ],
+)
 def test_each_defect_has_its_reason(prep, kwargs, reason):
     outcome = judge(SILU, "bf16", prep, _reply(prep, **kwargs))
     assert not outcome.ok and reason in outcome.reason

@@ -17,8 +17,10 @@ def _op(make_bundle, metadata: str | None = None):
     files = {"metadata/m.json": metadata} if metadata else {}
     manifest = None
     if metadata:
-        manifest = ('bundle_id = "b"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
-                    'source = "kernels/k.py"\nentry = "run"\nmetadata = "metadata/m.json"\n')
+        manifest = (
+            'bundle_id = "b"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+            'source = "kernels/k.py"\nentry = "run"\nmetadata = "metadata/m.json"\n'
+        )
     return load_bundle(make_bundle(manifest=manifest, files=files)).ops[0]
 
 
@@ -92,8 +94,16 @@ def test_paddings_and_drawn_shapes_are_secret_over_the_slots_whole_range(make_bu
 
 
 def test_schedule_shuffles_every_call_once():
-    cases = make_cases(SILU, type("O", (), {"metadata": type("M", (), {"min_num_tokens": 1, "max_num_tokens": None})()})(),
-                       ["bf16"], "cpu", random.Random(1), 3, 2, None)
+    cases = make_cases(
+        SILU,
+        type("O", (), {"metadata": type("M", (), {"min_num_tokens": 1, "max_num_tokens": None})()})(),
+        ["bf16"],
+        "cpu",
+        random.Random(1),
+        3,
+        2,
+        None,
+    )
     calls = schedule(cases, 3, random.Random(2))
     assert sorted((c.case.index, c.trial) for c in calls) == [(c.index, t) for c in cases for t in range(3)]
     assert [(c.case.index, c.trial) for c in calls] != sorted((c.case.index, c.trial) for c in calls)

@@ -19,8 +19,10 @@ from hotfloat.verify import launcher as launcher_module
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-GPU_ONLY = ('bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
-            'source = "kernels/k.py"\nentry = "run"\narchitectures = ["sm_90"]\n')
+GPU_ONLY = (
+    'bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+    'source = "kernels/k.py"\nentry = "run"\narchitectures = ["sm_90"]\n'
+)
 QUICK = dict(dtypes=["bf16"], max_shapes=2, timeout_s=120)
 
 EXAMPLE_VERDICTS = {
@@ -51,8 +53,9 @@ def test_nothing_applicable_is_n_a(make_bundle):
     report = verify_bundle(load_bundle(make_bundle(manifest=GPU_ONLY)), VerifyOptions())
     assert report.status is Status.N_A and "not built for cpu" in report.rows[0].reason
     assert 'add "cpu" to its architectures' in report.rows[0].reason
-    filtered = verify_bundle(load_bundle(EXAMPLES / "silu_torch"), VerifyOptions(dtypes=["fp16"]).model_copy(
-        update={"dtypes": []}))
+    filtered = verify_bundle(
+        load_bundle(EXAMPLES / "silu_torch"), VerifyOptions(dtypes=["fp16"]).model_copy(update={"dtypes": []})
+    )
     assert filtered.status is Status.N_A and "no requested dtype" in filtered.rows[0].reason
 
 
@@ -74,12 +77,16 @@ def test_load_failure_is_one_row_with_the_error(make_bundle):
     assert "loading the op failed: ImportError: no such kernel lib" in row.reason
     missing = verify_bundle(load_bundle(make_bundle(name="e", entry="nope")), VerifyOptions(dtypes=["fp32"]))
     [row] = missing.rows
-    assert row.status is Status.FAIL and "entry 'nope' is not a callable in kernels/k.py (its functions: run;" in row.reason
+    assert (
+        row.status is Status.FAIL
+        and "entry 'nope' is not a callable in kernels/k.py (its functions: run;" in row.reason
+    )
 
 
 def test_unsandboxed_runs_but_says_so(caplog):
-    report = verify_bundle(load_bundle(EXAMPLES / "silu_torch"),
-                           VerifyOptions(sandboxed=False, dtypes=["fp32"], max_shapes=1))
+    report = verify_bundle(
+        load_bundle(EXAMPLES / "silu_torch"), VerifyOptions(sandboxed=False, dtypes=["fp32"], max_shapes=1)
+    )
     assert report.status is Status.PASS and report.sandboxed is False and "namespaces" not in report.bounds
     assert "UNSANDBOXED" in caplog.text
 
@@ -95,8 +102,9 @@ def test_missing_sandbox_fails_closed(monkeypatch, tmp_path):
         spawn_module._probe.cache_clear()
 
 
-@pytest.mark.parametrize("body, why", [("import time\ntime.sleep(60)\n", "deadline passed"),
-                                       ("raise SystemExit(3)\n", "peer closed")])
+@pytest.mark.parametrize(
+    "body, why", [("import time\ntime.sleep(60)\n", "deadline passed"), ("raise SystemExit(3)\n", "peer closed")]
+)
 def test_a_child_that_cannot_start_is_an_infrastructure_error(monkeypatch, tmp_path, body, why):
     """A child that never says hello (one that hangs, one that dies first) stops the run as an infrastructure error,
     within the startup bound plus the one-second grace, not after the op's timeout."""
@@ -105,14 +113,17 @@ def test_a_child_that_cannot_start_is_an_infrastructure_error(monkeypatch, tmp_p
     monkeypatch.setattr(launcher_module, "HERE", tmp_path)
     started = time.monotonic()
     with pytest.raises(InfrastructureError, match="did not start") as info:
-        verify_bundle(load_bundle(EXAMPLES / "silu_torch"),
-                      VerifyOptions(dtypes=["fp32"], max_shapes=1, startup_timeout_s=0.5))
+        verify_bundle(
+            load_bundle(EXAMPLES / "silu_torch"), VerifyOptions(dtypes=["fp32"], max_shapes=1, startup_timeout_s=0.5)
+        )
     assert time.monotonic() - started < 30 and re.search(why, str(info.value), re.I)
 
 
 def test_scan_is_the_first_gate_and_nothing_runs_after_a_finding():
     seen = []
-    report = verify_bundle(load_bundle(EXAMPLES / "silu_banned_import"), VerifyOptions(seed=1, **QUICK), on_row=seen.append)
+    report = verify_bundle(
+        load_bundle(EXAMPLES / "silu_banned_import"), VerifyOptions(seed=1, **QUICK), on_row=seen.append
+    )
     assert report.status is Status.FAIL and report.bounds == [] and seen == report.rows
     (row,) = report.rows
     assert row.trials == 0 and row.reason.startswith("scan refused the bundle: kernels/silu.py:3: import of 'socket'")
@@ -120,8 +131,11 @@ def test_scan_is_the_first_gate_and_nothing_runs_after_a_finding():
 
 def test_on_row_streams_every_row_once_as_it_becomes_final():
     seen = []
-    report = verify_bundle(load_bundle(EXAMPLES / "silu_torch"), VerifyOptions(seed=5, dtypes=["fp32", "bf16"],
-                                                                               max_shapes=1, trials=2), on_row=seen.append)
+    report = verify_bundle(
+        load_bundle(EXAMPLES / "silu_torch"),
+        VerifyOptions(seed=5, dtypes=["fp32", "bf16"], max_shapes=1, trials=2),
+        on_row=seen.append,
+    )
     assert len(seen) == len(report.rows) == 8, "per dtype: one published shape, the drawn one, two corners"
     assert sorted(seen, key=lambda r: (r.dtype, r.shape)) == sorted(report.rows, key=lambda r: (r.dtype, r.shape))
 
@@ -134,28 +148,34 @@ def test_one_trial_still_tests_padded_rows():
 
 
 def test_a_failing_rows_reason_quotes_the_rows_max_error():
-    report = verify_bundle(load_bundle(EXAMPLES / "silu_broken"), VerifyOptions(dtypes=["fp32"], trials=3, seed=1,
-                                                                                max_shapes=3))
+    report = verify_bundle(
+        load_bundle(EXAMPLES / "silu_broken"), VerifyOptions(dtypes=["fp32"], trials=3, seed=1, max_shapes=3)
+    )
     failed = [r for r in report.rows if r.status is Status.FAIL and r.max_abs_err is not None]
     assert failed and all(f"(max abs err {r.max_abs_err:.3g})" in r.reason for r in failed), [
-        (r.max_abs_err, r.reason) for r in failed]
+        (r.max_abs_err, r.reason) for r in failed
+    ]
 
 
 def test_the_first_child_starts_before_this_process_imports_torch():
     """The child spends its start-up importing torch, as the parent does: started first, the two overlap."""
-    code = ("import sys\nfrom hotfloat.verify import launcher\nseen = []\nlaunch = launcher.ChildSession.launch\n"
-            "launcher.ChildSession.launch = lambda self, s: seen.append('torch' in sys.modules) or launch(self, s)\n"
-            "from hotfloat.bundle import load_bundle\nfrom hotfloat.verify import VerifyOptions, verify_bundle\n"
-            f"bundle = load_bundle({str(EXAMPLES / 'silu_torch')!r})\n"
-            "report = verify_bundle(bundle, VerifyOptions(seed=1, dtypes=['fp32'], max_shapes=1, trials=1))\n"
-            "print(report.status.value, seen)\n")
+    code = (
+        "import sys\nfrom hotfloat.verify import launcher\nseen = []\nlaunch = launcher.ChildSession.launch\n"
+        "launcher.ChildSession.launch = lambda self, s: seen.append('torch' in sys.modules) or launch(self, s)\n"
+        "from hotfloat.bundle import load_bundle\nfrom hotfloat.verify import VerifyOptions, verify_bundle\n"
+        f"bundle = load_bundle({str(EXAMPLES / 'silu_torch')!r})\n"
+        "report = verify_bundle(bundle, VerifyOptions(seed=1, dtypes=['fp32'], max_shapes=1, trials=1))\n"
+        "print(report.status.value, seen)\n"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert p.stdout.split() == ["PASS", "[False]"], p.stdout + p.stderr
 
 
-TWO_OPS = ('bundle_id = "two"\nabi_version = "hotfloat-op-abi-v1"\n' + "".join(
+TWO_OPS = 'bundle_id = "two"\nabi_version = "hotfloat-op-abi-v1"\n' + "".join(
     f'[[ops]]\nslot = "activation.silu_and_mul"\nvariant = "{v}"\nsource = "kernels/k.py"\nentry = "run"\n'
-    f'metadata = "metadata/{v}.json"\n' for v in ("small", "large")))
+    f'metadata = "metadata/{v}.json"\n'
+    for v in ("small", "large")
+)
 
 
 def test_each_ops_child_is_launched_while_the_op_before_it_runs(make_bundle, monkeypatch):
@@ -164,13 +184,27 @@ def test_each_ops_child_is_launched_while_the_op_before_it_runs(make_bundle, mon
     events = []
     for name in ("launch", "ready", "close"):
         original = getattr(launcher.ChildSession, name)
-        monkeypatch.setattr(launcher.ChildSession, name, lambda self, *a, _o=original, _n=name: (
-            events.append((_n, self.run_id)), _o(self, *a))[1])
+        monkeypatch.setattr(
+            launcher.ChildSession,
+            name,
+            lambda self, *a, _o=original, _n=name: (events.append((_n, self.run_id)), _o(self, *a))[1],
+        )
     kernel = "import torch\n\n\ndef run(x, out):\n    d = x.shape[1] // 2\n    out.copy_(torch.nn.functional.silu(x[:, :d]) * x[:, d:])\n"
-    bundle = load_bundle(make_bundle(kernel, manifest=TWO_OPS, files={
-        "metadata/small.json": '{"max_num_tokens": 64}', "metadata/large.json": '{"min_num_tokens": 65}'}))
+    bundle = load_bundle(
+        make_bundle(
+            kernel,
+            manifest=TWO_OPS,
+            files={"metadata/small.json": '{"max_num_tokens": 64}', "metadata/large.json": '{"min_num_tokens": 65}'},
+        )
+    )
     report = verify_bundle(bundle, VerifyOptions(seed=3, dtypes=["fp32"], max_shapes=1, trials=1))
     assert report.status is Status.PASS and {r.variant for r in report.rows} == {"small", "large"}
     first, second = dict.fromkeys(run for _, run in events)
-    assert events == [("launch", first), ("launch", second), ("ready", first), ("close", first), ("ready", second),
-                      ("close", second)], "the second child starts before the first op runs; each is killed after its op"
+    assert events == [
+        ("launch", first),
+        ("launch", second),
+        ("ready", first),
+        ("close", first),
+        ("ready", second),
+        ("close", second),
+    ], "the second child starts before the first op runs; each is killed after its op"

@@ -25,8 +25,13 @@ def _main(capsys, *argv) -> tuple[int, str, str]:
 
 def test_silu_triton_passes_end_to_end_on_cpu():
     started = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "hotfloat.cli", "verify", str(EXAMPLES / "silu_triton"), "--device",
-                        "cpu"], capture_output=True, text=True, timeout=300, cwd=REPO)
+    r = subprocess.run(
+        [sys.executable, "-m", "hotfloat.cli", "verify", str(EXAMPLES / "silu_triton"), "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
     elapsed = time.monotonic() - started
     print(f"hotfloat verify examples/silu_triton --device cpu: {elapsed:.1f}s")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -35,8 +40,9 @@ def test_silu_triton_passes_end_to_end_on_cpu():
 
 
 def test_json_report_and_exit_1_for_a_failing_bundle(capsys):
-    code, out, _ = _main(capsys, "verify", str(EXAMPLES / "silu_broken"), "--json", "--dtype", "fp16", "--seed", "5",
-                         "--trials", "3")
+    code, out, _ = _main(
+        capsys, "verify", str(EXAMPLES / "silu_broken"), "--json", "--dtype", "fp16", "--seed", "5", "--trials", "3"
+    )
     assert code == 1
     report = json.loads(out)
     assert report["status"] == "FAIL" and report["seed"] == 5 and report["sandboxed"] is True
@@ -45,9 +51,11 @@ def test_json_report_and_exit_1_for_a_failing_bundle(capsys):
 
 
 def test_nothing_applicable_exits_4(capsys, make_bundle):
-    gpu_only = make_bundle(manifest='bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\n'
-                                    'slot = "activation.silu_and_mul"\nsource = "kernels/k.py"\nentry = "run"\n'
-                                    'architectures = ["sm_90"]\n')
+    gpu_only = make_bundle(
+        manifest='bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\n'
+        'slot = "activation.silu_and_mul"\nsource = "kernels/k.py"\nentry = "run"\n'
+        'architectures = ["sm_90"]\n'
+    )
     code, out, _ = _main(capsys, "verify", str(gpu_only))
     assert code == 4 and "N/A" in out and "not built for cpu" in out
 

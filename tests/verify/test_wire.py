@@ -38,27 +38,81 @@ def test_round_trip_keeps_bits_strides_and_padding():
     assert wire.digest([got_flat]) == wire.digest([flat])
 
 
-@pytest.mark.parametrize("data, message", [
-    (_raw({"kind": "result", "meta": {}, "tensors": []}, magic=b"EVIL"), "bad frame magic"),
-    (b"HFW1" + (wire.MAX_HEADER_BYTES + 1).to_bytes(4, "big"), "exceeds"),
-    (_raw(b"{not json"), "not JSON"),
-    (_raw(b'{"kind": "result", "meta": {"x": NaN}, "tensors": []}'), "not allowed"),
-    (_raw({"kind": "verdict", "meta": {}, "tensors": []}), "unexpected frame kind"),
-    (_raw({"kind": "result", "meta": {}, "tensors": [], "status": "PASS"}), "exactly kind, meta, tensors"),
-    (_raw({"kind": "result", "meta": [], "tensors": []}), "meta must be an object"),
-    (_raw({"kind": "result", "meta": {}, "tensors": [{"name": "o", "dtype": "fp64", "shape": [1], "stride": [1],
-                                                       "storage": 1}]}), "unknown dtype"),
-    (_raw({"kind": "result", "meta": {}, "tensors": [{"name": "o", "dtype": "fp32", "shape": [4, 4], "stride": [4, 1],
-                                                       "storage": 8}]}), "reaches past"),
-    (_raw({"kind": "result", "meta": {}, "tensors": [{"name": "o", "dtype": "fp32", "shape": [-1], "stride": [1],
-                                                       "storage": 1}]}), "small integers"),
-    (_raw({"kind": "result", "meta": {}, "tensors": [{"name": "o", "dtype": "fp32", "shape": [1], "stride": [1],
-                                                       "storage": 1, "pickle": "x"}]}), "exactly the keys"),
-    (_raw({"kind": "result", "meta": {}, "tensors": [{"name": "o", "dtype": "fp32", "shape": [1 << 20],
-                                                       "stride": [1], "storage": 1 << 20}]}), "payload exceeds"),
-    (_raw({"kind": "result", "meta": {}, "tensors": [{"name": "o", "dtype": "fp32", "shape": [2], "stride": [1],
-                                                       "storage": 2}]}, b"\0" * 3), "closed the channel"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (_raw({"kind": "result", "meta": {}, "tensors": []}, magic=b"EVIL"), "bad frame magic"),
+        (b"HFW1" + (wire.MAX_HEADER_BYTES + 1).to_bytes(4, "big"), "exceeds"),
+        (_raw(b"{not json"), "not JSON"),
+        (_raw(b'{"kind": "result", "meta": {"x": NaN}, "tensors": []}'), "not allowed"),
+        (_raw({"kind": "verdict", "meta": {}, "tensors": []}), "unexpected frame kind"),
+        (_raw({"kind": "result", "meta": {}, "tensors": [], "status": "PASS"}), "exactly kind, meta, tensors"),
+        (_raw({"kind": "result", "meta": [], "tensors": []}), "meta must be an object"),
+        (
+            _raw(
+                {
+                    "kind": "result",
+                    "meta": {},
+                    "tensors": [{"name": "o", "dtype": "fp64", "shape": [1], "stride": [1], "storage": 1}],
+                }
+            ),
+            "unknown dtype",
+        ),
+        (
+            _raw(
+                {
+                    "kind": "result",
+                    "meta": {},
+                    "tensors": [{"name": "o", "dtype": "fp32", "shape": [4, 4], "stride": [4, 1], "storage": 8}],
+                }
+            ),
+            "reaches past",
+        ),
+        (
+            _raw(
+                {
+                    "kind": "result",
+                    "meta": {},
+                    "tensors": [{"name": "o", "dtype": "fp32", "shape": [-1], "stride": [1], "storage": 1}],
+                }
+            ),
+            "small integers",
+        ),
+        (
+            _raw(
+                {
+                    "kind": "result",
+                    "meta": {},
+                    "tensors": [
+                        {"name": "o", "dtype": "fp32", "shape": [1], "stride": [1], "storage": 1, "pickle": "x"}
+                    ],
+                }
+            ),
+            "exactly the keys",
+        ),
+        (
+            _raw(
+                {
+                    "kind": "result",
+                    "meta": {},
+                    "tensors": [{"name": "o", "dtype": "fp32", "shape": [1 << 20], "stride": [1], "storage": 1 << 20}],
+                }
+            ),
+            "payload exceeds",
+        ),
+        (
+            _raw(
+                {
+                    "kind": "result",
+                    "meta": {},
+                    "tensors": [{"name": "o", "dtype": "fp32", "shape": [2], "stride": [1], "storage": 2}],
+                },
+                b"\0" * 3,
+            ),
+            "closed the channel",
+        ),
+    ],
+)
 def test_hostile_frames_are_refused(data, message):
     with pytest.raises(wire.ProtocolError, match=message):
         wire.read_frame(_pipe_with(data), kinds={"result"}, max_payload=1 << 16, deadline=time.monotonic() + 5)

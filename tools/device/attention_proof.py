@@ -55,12 +55,28 @@ def _sglang_triton(dims, sets):
         lse = torch.empty((b, hq, max_splits), dtype=torch.float32, device="cuda")
         splits = torch.empty((b,), dtype=torch.int32, device="cuda")
         seq_lens = s["kv_indptr"].diff().to(torch.int32)
-        get_num_kv_splits_triton[(1,)](splits, seq_lens, b, 1, hq, hkv, max_splits, cores,
-                                       MAX_NUM_SEQ=max(256, triton.next_power_of_2(b)))
+        get_num_kv_splits_triton[(1,)](
+            splits, seq_lens, b, 1, hq, hkv, max_splits, cores, MAX_NUM_SEQ=max(256, triton.next_power_of_2(b))
+        )
 
         def call(s=s, logits=logits, lse=lse, splits=splits):
-            decode_attention_fwd(s["q"], s["k_buffer"], s["v_buffer"], s["out"], s["kv_indptr"], s["kv_indices"],
-                                 logits, lse, splits, max_splits, s["sm_scale"], 1.0, 1.0, use_pdl=pdl)
+            decode_attention_fwd(
+                s["q"],
+                s["k_buffer"],
+                s["v_buffer"],
+                s["out"],
+                s["kv_indptr"],
+                s["kv_indices"],
+                logits,
+                lse,
+                splits,
+                max_splits,
+                s["sm_scale"],
+                1.0,
+                1.0,
+                use_pdl=pdl,
+            )
+
         calls.append(call)
     return calls
 
@@ -74,12 +90,25 @@ def _flashinfer(dims, sets):
     calls = []
     for s in sets:
         wrapper = flashinfer.BatchDecodeWithPagedKVCacheWrapper(
-            workspace, "NHD", use_cuda_graph=True,
-            paged_kv_indptr_buffer=s["kv_indptr"], paged_kv_indices_buffer=s["kv_indices"].to(torch.int32),
-            paged_kv_last_page_len_buffer=torch.ones(b, dtype=torch.int32, device="cuda"))
-        wrapper.plan(s["kv_indptr"], s["kv_indices"].to(torch.int32), torch.ones(b, dtype=torch.int32, device="cuda"),
-                     hq, hkv, d, 1, q_data_type=s["q"].dtype, kv_data_type=s["k_buffer"].dtype,
-                     sm_scale=s["sm_scale"])
+            workspace,
+            "NHD",
+            use_cuda_graph=True,
+            paged_kv_indptr_buffer=s["kv_indptr"],
+            paged_kv_indices_buffer=s["kv_indices"].to(torch.int32),
+            paged_kv_last_page_len_buffer=torch.ones(b, dtype=torch.int32, device="cuda"),
+        )
+        wrapper.plan(
+            s["kv_indptr"],
+            s["kv_indices"].to(torch.int32),
+            torch.ones(b, dtype=torch.int32, device="cuda"),
+            hq,
+            hkv,
+            d,
+            1,
+            q_data_type=s["q"].dtype,
+            kv_data_type=s["k_buffer"].dtype,
+            sm_scale=s["sm_scale"],
+        )
         cache = (s["k_buffer"].view(-1, 1, hkv, d), s["v_buffer"].view(-1, 1, hkv, d))
         calls.append(lambda s=s, w=wrapper, cache=cache: w.run(s["q"], cache, out=s["out"]))
     return calls
@@ -87,8 +116,12 @@ def _flashinfer(dims, sets):
 
 def _ours(dims, sets):
     decode = _example_decode()
-    return [lambda s=s: decode(s["q"], s["k_buffer"], s["v_buffer"], s["kv_indptr"], s["kv_indices"], s["out"],
-                               s["sm_scale"]) for s in sets]
+    return [
+        lambda s=s: decode(
+            s["q"], s["k_buffer"], s["v_buffer"], s["kv_indptr"], s["kv_indices"], s["out"], s["sm_scale"]
+        )
+        for s in sets
+    ]
 
 
 IMPLS = {"ours": _ours, "sglang-triton": _sglang_triton, "flashinfer": _flashinfer}
@@ -169,10 +202,15 @@ def bench(out_path: Path, impls: list[str]) -> None:
                 err = (sets[0]["out"].float() - ref).abs()
                 ok = bool((err <= tol.atol + tol.rtol * ref.abs()).all())
                 us = _time(calls)
-                row["impls"][name] = {"us": us, "GBps": nbytes / (us * 1e-6) / 1e9, "check": "PASS" if ok else "FAIL",
-                                      "max_abs_err": float(err.max()), "frac_spec": nbytes / (us * 1e-6) / SPEC_BPS,
-                                      "frac_copy": nbytes / (us * 1e-6) / result["copy_Bps"],
-                                      "seconds": round(time.monotonic() - started, 2)}
+                row["impls"][name] = {
+                    "us": us,
+                    "GBps": nbytes / (us * 1e-6) / 1e9,
+                    "check": "PASS" if ok else "FAIL",
+                    "max_abs_err": float(err.max()),
+                    "frac_spec": nbytes / (us * 1e-6) / SPEC_BPS,
+                    "frac_copy": nbytes / (us * 1e-6) / result["copy_Bps"],
+                    "seconds": round(time.monotonic() - started, 2),
+                }
             except Exception as e:  # one implementation failing to import or run is a row, not the end of the run
                 result["errors"].setdefault(name, f"{type(e).__name__}: {e}"[:400])
                 traceback.print_exc()
@@ -183,8 +221,9 @@ def bench(out_path: Path, impls: list[str]) -> None:
         torch.cuda.empty_cache()
 
 
-def verify(out_path: Path, bundle_dir: str, dtypes: list[str], max_shapes: int | None, timeout: float,
-           device: str, trials: int) -> None:
+def verify(
+    out_path: Path, bundle_dir: str, dtypes: list[str], max_shapes: int | None, timeout: float, device: str, trials: int
+) -> None:
     from hotfloat.bundle import load_bundle
     from hotfloat.errors import InfrastructureError
     from hotfloat.verify import VerifyOptions, verify_bundle
@@ -219,26 +258,37 @@ def table(directory: Path) -> None:
                     row["impls"].update(other["impls"])
         print(f"bench on {data['device']}: copy {data['copy_Bps'] / 1e12:.2f} TB/s; errors: {data['errors'] or 'none'}")
         names = sorted({n for r in data["rows"] for n in r["impls"]}, key=lambda n: n != "ours")
-        print(f"{'B':>4} {'S':>6} {'Hq/Hkv':>7} {'D':>4} {'KV MiB':>7} | " +
-              " | ".join(f"{n:>26}" for n in names) + " | ours vs sglang")
+        print(
+            f"{'B':>4} {'S':>6} {'Hq/Hkv':>7} {'D':>4} {'KV MiB':>7} | "
+            + " | ".join(f"{n:>26}" for n in names)
+            + " | ours vs sglang"
+        )
         for r in data["rows"]:
             d = r["dims"]
             cells = []
             for n in names:
                 i = r["impls"].get(n)
-                cells.append(f"{'-':>26}" if i is None else
-                             f"{i['us']:8.1f}us {i['GBps']:6.0f}GB/s {i['frac_spec']:4.0%} {i['check']:4}")
+                cells.append(
+                    f"{'-':>26}"
+                    if i is None
+                    else f"{i['us']:8.1f}us {i['GBps']:6.0f}GB/s {i['frac_spec']:4.0%} {i['check']:4}"
+                )
             ours, stock = r["impls"].get("ours"), r["impls"].get("sglang-triton")
             ratio = f"{stock['us'] / ours['us']:.2f}x" if ours and stock else "-"
-            print(f"{d['B']:>4} {d['S']:>6} {d['Hq']:>3}/{d['Hkv']:<3} {d['D']:>4} {r['bytes'] / 2**20:7.1f} | " +
-                  " | ".join(cells) + f" | {ratio}")
+            print(
+                f"{d['B']:>4} {d['S']:>6} {d['Hq']:>3}/{d['Hkv']:<3} {d['D']:>4} {r['bytes'] / 2**20:7.1f} | "
+                + " | ".join(cells)
+                + f" | {ratio}"
+            )
     for f in sorted(directory.glob("verify-*.json")):
         v = json.loads(f.read_text())
         fails = [r for r in v["rows"] if r["status"] == "FAIL"]
         passes = sum(r["status"] == "PASS" for r in v["rows"])
         reason = fails[0]["reason"][:90] if fails else ""
-        print(f"{f.stem:40} {v['status']:5} pass={passes} fail={len(fails)} sandboxed={v['sandboxed']} {reason} "
-              f"{v['note']}")
+        print(
+            f"{f.stem:40} {v['status']:5} pass={passes} fail={len(fails)} sandboxed={v['sandboxed']} {reason} "
+            f"{v['note']}"
+        )
 
 
 def main() -> None:

@@ -107,14 +107,22 @@ def check_audit(root: Path) -> None:
         xr, outr = kept[head["execution"] - 1]
         first, n, _ = head["rows"]
         t = head["tensors"]["out"]
-        got = torch.frombuffer(bytearray(data[t["offset"]:t["offset"] + n * 4096 * 2]), dtype=torch.bfloat16)
-        exact &= torch.equal(got.view(n, 4096).cuda(), outr[head["site"] - 8][first:first + n])
+        got = torch.frombuffer(bytearray(data[t["offset"] : t["offset"] + n * 4096 * 2]), dtype=torch.bfloat16)
+        exact &= torch.equal(got.view(n, 4096).cuda(), outr[head["site"] - 8][first : first + n])
     rec = audit_record(1, "C", audit_parts(entries))
     silu = rec.slots.get("activation.silu_and_mul")
     ok = sites > 0 and captured and exact and silu and silu.calls_failed > 0 and rec.error is None
-    report("audit", ok, captured_sites=sites, entries=len(entries), captured_entries=len(captured),
-           executions=[(h["site"], h["execution"]) for h, _ in captured],
-           failed=silu.calls_failed if silu else None, worst=silu.worst.describe() if silu else None, exact=exact)
+    report(
+        "audit",
+        ok,
+        captured_sites=sites,
+        entries=len(entries),
+        captured_entries=len(captured),
+        executions=[(h["site"], h["execution"]) for h, _ in captured],
+        failed=silu.calls_failed if silu else None,
+        worst=silu.worst.describe() if silu else None,
+        exact=exact,
+    )
 
 
 def timed(g, n=50) -> float:
@@ -143,7 +151,7 @@ def check_handicap() -> None:
 
 def check_ladder(root: Path) -> None:
     bad = []
-    for d in ladder.make(root / "ladder", after=10 ** 9):
+    for d in ladder.make(root / "ladder", after=10**9):
         router = arm(d)
         x = torch.randn(32, 2 * 4096, device=DEV).to(torch.bfloat16)
         r, w = torch.randn(32, 4096, device=DEV).to(torch.bfloat16), torch.ones(4096, device=DEV, dtype=torch.bfloat16)
@@ -169,8 +177,13 @@ def check_cost() -> None:
     """A llama-8b decode step at batch 32 through the router, as one graph: audit off against on."""
     layers, hidden, inter, batch = 32, 4096, 14336, 32
     gen = torch.Generator(device=DEV).manual_seed(0)
-    mats = [[torch.randn(i, o, device=DEV, generator=gen, dtype=torch.bfloat16) * 0.02
-             for i, o in ((hidden, 6144), (4096, hidden), (hidden, 2 * inter), (inter, hidden))] for _ in range(layers)]
+    mats = [
+        [
+            torch.randn(i, o, device=DEV, generator=gen, dtype=torch.bfloat16) * 0.02
+            for i, o in ((hidden, 6144), (4096, hidden), (hidden, 2 * inter), (inter, hidden))
+        ]
+        for _ in range(layers)
+    ]
     w = torch.ones(hidden, device=DEV, dtype=torch.bfloat16)
     h0 = torch.randn(batch, hidden, device=DEV, dtype=torch.bfloat16)
     out = {}
@@ -190,9 +203,15 @@ def check_cost() -> None:
         out[name] = timed(g)
         if audit:
             out["audited_sites"] = len(router.audit.captured)
-    report("cost", True, step_us_off=round(out["off"], 1), step_us_on=round(out["on"], 1),
-           overhead_pct=round(100 * (out["on"] / out["off"] - 1), 3), audited_sites=out["audited_sites"],
-           seam_calls_per_step=3 * layers)
+    report(
+        "cost",
+        True,
+        step_us_off=round(out["off"], 1),
+        step_us_on=round(out["on"], 1),
+        overhead_pct=round(100 * (out["on"] / out["off"] - 1), 3),
+        audited_sites=out["audited_sites"],
+        seam_calls_per_step=3 * layers,
+    )
 
 
 def check_engine(root: Path) -> None:
@@ -205,10 +224,26 @@ def check_engine(root: Path) -> None:
     theirs.close()
     cand = REPO / "examples/silu_triton"
     try:
-        wire.send(ours, {"kind": "transformers", "preset": "qwen2-0.5b", "dtype": "bf16", "device": "cuda",
-                         "weight_seed": 0, "decode": "graph", "bundle": None, "identity": None, "twin_of": str(cand),
-                         "twin_identity": load_bundle(cand).identity, "warmup": [[[[5] * 40] * 4, [8] * 4]],
-                         "audit_key": 5, "audit_rate": 0.25, "audit_rows": 8, "handicap_us": 0.0})
+        wire.send(
+            ours,
+            {
+                "kind": "transformers",
+                "preset": "qwen2-0.5b",
+                "dtype": "bf16",
+                "device": "cuda",
+                "weight_seed": 0,
+                "decode": "graph",
+                "bundle": None,
+                "identity": None,
+                "twin_of": str(cand),
+                "twin_identity": load_bundle(cand).identity,
+                "warmup": [[[[5] * 40] * 4, [8] * 4]],
+                "audit_key": 5,
+                "audit_rate": 0.25,
+                "audit_rows": 8,
+                "handicap_us": 0.0,
+            },
+        )
         deadline = time.monotonic() + 300
         ready = wire.recv(ours, deadline)
         batch = {"op": "batch", "prompts": [[7] * 30, [9] * 50, [11] * 20, [3] * 45], "max_new": [16] * 4}
@@ -228,11 +263,24 @@ def check_engine(root: Path) -> None:
         wire.send(ours, {"op": "stop"})
         counts = wire.recv(ours, deadline)
         differs = [m.get("logprobs") for m in plain] != [m.get("logprobs") for m in nudged]
-        ok = ready["type"] == "ready" and twin.get("slots") == ["activation.silu_and_mul"] and differs and \
-            rec.error is None and rec.calls and not any(s.calls_failed for s in rec.slots.values())
-        report("engine", ok, twin=twin, nudged_differs=differs, error=rec.error,
-               slots={k: [v.calls_audited, v.calls_failed, v.worst.ratio] for k, v in rec.slots.items()},
-               executions=max((c.execution for c in rec.calls), default=0), routed=counts.get("routed"))
+        ok = (
+            ready["type"] == "ready"
+            and twin.get("slots") == ["activation.silu_and_mul"]
+            and differs
+            and rec.error is None
+            and rec.calls
+            and not any(s.calls_failed for s in rec.slots.values())
+        )
+        report(
+            "engine",
+            ok,
+            twin=twin,
+            nudged_differs=differs,
+            error=rec.error,
+            slots={k: [v.calls_audited, v.calls_failed, v.worst.ratio] for k, v in rec.slots.items()},
+            executions=max((c.execution for c in rec.calls), default=0),
+            routed=counts.get("routed"),
+        )
     finally:
         ours.close()
         proc.wait(timeout=60)
@@ -243,8 +291,14 @@ if __name__ == "__main__":
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        for check in (check_twin, lambda: check_audit(Path(tmp)), check_handicap, lambda: check_ladder(Path(tmp)),
-                      check_cost, lambda: check_engine(Path(tmp))):
+        for check in (
+            check_twin,
+            lambda: check_audit(Path(tmp)),
+            check_handicap,
+            lambda: check_ladder(Path(tmp)),
+            check_cost,
+            lambda: check_engine(Path(tmp)),
+        ):
             try:
                 check()
             except Exception as e:

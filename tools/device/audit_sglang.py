@@ -32,19 +32,42 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="audit-sglang-"))
     ours, theirs = socket.socketpair()
     log = open(home / "engine.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "hotfloat.qualify.worker"], stdin=theirs.fileno(), stdout=log,
-                            stderr=subprocess.STDOUT, env={**os.environ, "HOTFLOAT_WORKER_HOME": str(home)},
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hotfloat.qualify.worker"],
+        stdin=theirs.fileno(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "HOTFLOAT_WORKER_HOME": str(home)},
+        start_new_session=True,
+    )
     theirs.close()
     out: dict = {}
     t0 = time.monotonic()
     try:
-        wire.send(ours, {"kind": "sglang", "preset": "qwen2-0.5b", "model_path": None, "dtype": "bf16",
-                         "device": "cuda", "weight_seed": 0, "decode": "graph", "bundle": None, "identity": None,
-                         "twin_of": str(cand), "twin_identity": load_bundle(cand).identity,
-                         "warmup": [[[[5] * 300] * 4, [16] * 4]], "graph_batches": [4], "kv_tokens": 16384,
-                         "mem_fraction": 0.95, "model_dir": str(model), "audit_key": 77, "audit_rate": 0.25,
-                         "audit_rows": 8})
+        wire.send(
+            ours,
+            {
+                "kind": "sglang",
+                "preset": "qwen2-0.5b",
+                "model_path": None,
+                "dtype": "bf16",
+                "device": "cuda",
+                "weight_seed": 0,
+                "decode": "graph",
+                "bundle": None,
+                "identity": None,
+                "twin_of": str(cand),
+                "twin_identity": load_bundle(cand).identity,
+                "warmup": [[[[5] * 300] * 4, [16] * 4]],
+                "graph_batches": [4],
+                "kv_tokens": 16384,
+                "mem_fraction": 0.95,
+                "model_dir": str(model),
+                "audit_key": 77,
+                "audit_rate": 0.25,
+                "audit_rows": 8,
+            },
+        )
         deadline = time.monotonic() + 400
         ready = wire.recv(ours, deadline)
         out["boot_s"] = round(time.monotonic() - t0, 1)
@@ -78,13 +101,26 @@ def main() -> int:
         final = wire.recv(ours, deadline)
         differs = [m["logprobs"] for m in plain] != [m["logprobs"] for m in nudged]
         captured = [c for c in rec.calls if c.execution > 1]
-        out.update(counts_routed=counts["routed"], twin=twin, nudged_differs=differs, error=rec.error,
-                   parts=len(parts), calls=len(rec.calls), captured_calls=len(captured),
-                   slots={k: [v.calls_audited, v.calls_failed, round(v.worst.ratio, 4)] for k, v in rec.slots.items()},
-                   final_routed=final.get("routed"))
-        out["ok"] = bool(counts["routed"].get("activation.silu_and_mul") and twin.get("slots") == [
-            "activation.silu_and_mul"] and differs and rec.error is None and captured and len(rec.calls) > len(
-            captured) and not any(v.calls_failed for v in rec.slots.values()))
+        out.update(
+            counts_routed=counts["routed"],
+            twin=twin,
+            nudged_differs=differs,
+            error=rec.error,
+            parts=len(parts),
+            calls=len(rec.calls),
+            captured_calls=len(captured),
+            slots={k: [v.calls_audited, v.calls_failed, round(v.worst.ratio, 4)] for k, v in rec.slots.items()},
+            final_routed=final.get("routed"),
+        )
+        out["ok"] = bool(
+            counts["routed"].get("activation.silu_and_mul")
+            and twin.get("slots") == ["activation.silu_and_mul"]
+            and differs
+            and rec.error is None
+            and captured
+            and len(rec.calls) > len(captured)
+            and not any(v.calls_failed for v in rec.slots.values())
+        )
     except Exception as e:
         out.update(ok=False, error=f"{type(e).__name__}: {e}"[:1500])
     finally:

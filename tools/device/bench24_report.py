@@ -20,9 +20,17 @@ OPS = {"activation.silu_and_mul": "silu", "norm.rmsnorm": "rmsnorm", "norm.fused
 """Slot -> the op name tools/device/bench_profile.py takes."""
 PROFILED = ("sgl_kernel", "flashinfer")
 """Stock kernels bench_profile.py can run (the torch paths are several kernels each: not profiled)."""
-METRICS = ("gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes.sum",
-           "sm__warps_active.avg.pct_of_peak_sustained_active", "launch__grid_size", "launch__block_size",
-           "launch__registers_per_thread", "launch__waves_per_multiprocessor", "lts__t_sector_hit_rate.pct")
+METRICS = (
+    "gpu__time_duration.sum",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__bytes.sum",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "launch__grid_size",
+    "launch__block_size",
+    "launch__registers_per_thread",
+    "launch__waves_per_multiprocessor",
+    "lts__t_sector_hit_rate.pct",
+)
 
 
 def reports(directory: Path) -> list[dict]:
@@ -95,12 +103,17 @@ def table(directory: Path) -> None:
     for rep in reps:
         c = rep["ceilings"]
         floor = c["floor_graph_us"] or c["floor_cold_us"]
-        print(f"{rep['file']}: {rep['bundle_id']} {rep['status']} on {rep['environment'].get('gpu', rep['device'])}; "
-              f"copy {c['copy_Bps'] / 1e12:.2f} TB/s, floor {floor:.2f} us"
-              + "".join(f"; {s['name']} skipped for {s['slot']} ({s['reason'][:100]})" for s in rep["skipped"]))
+        print(
+            f"{rep['file']}: {rep['bundle_id']} {rep['status']} on {rep['environment'].get('gpu', rep['device'])}; "
+            f"copy {c['copy_Bps'] / 1e12:.2f} TB/s, floor {floor:.2f} us"
+            + "".join(f"; {s['name']} skipped for {s['slot']} ({s['reason'][:100]})" for s in rep["skipped"])
+        )
         names = list(dict.fromkeys(i["name"] for r in rep["rows"] for i in r["impls"]))
-        print(f"  {'shape':>22} | " + " | ".join(f"{n.split(':')[0]:>13}" for n in names)
-              + f" | {'ours/best (stock)':28} | x floor | % copy | missed")
+        print(
+            f"  {'shape':>22} | "
+            + " | ".join(f"{n.split(':')[0]:>13}" for n in names)
+            + f" | {'ours/best (stock)':28} | x floor | % copy | missed"
+        )
         for r in rep["rows"]:
             by = {i["name"]: i for i in r["impls"]}
             cells = []
@@ -109,8 +122,10 @@ def table(directory: Path) -> None:
                 mark = "" if n not in by or by[n]["check"] == "PASS" else "!"
                 cells.append(f"{'-' if us is None else f'{us:.2f}'}{mark:1}".rjust(13))
             best = f"{r['ratio_best']:.2f} ({r['best_stock']})" if r["ratio_best"] is not None else "-"
-            print(f"  {_label(r):>22} | " + " | ".join(cells) + f" | {best:28} | {r['floor_multiple'] or 0:7.2f} | "
-                  f"{100 * (r['frac_copy_bw'] or 0):5.1f}% | {missed(r) or '-'}")
+            print(
+                f"  {_label(r):>22} | " + " | ".join(cells) + f" | {best:28} | {r['floor_multiple'] or 0:7.2f} | "
+                f"{100 * (r['frac_copy_bw'] or 0):5.1f}% | {missed(r) or '-'}"
+            )
         counts = {k: sum(k in missed(r) for r in rep["rows"]) for k in "ABC"}
         print(f"  misses of {len(rep['rows'])} rows: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     sweep = directory / "sweep.txt"
@@ -131,9 +146,11 @@ def _ncu(path: Path) -> str:
     launches: dict[str, dict[str, str]] = {}
     for row in rows:
         launches.setdefault(f"{row['ID']} {row['Kernel Name'][:40]}", {})[row["Metric Name"]] = (
-            f"{row['Metric Value']}{row.get('Metric Unit') or ''}")
-    return "; ".join(f"{k}: " + ", ".join(f"{m.split('__')[1]}={v[m]}" for m in METRICS if m in v)
-                     for k, v in launches.items())
+            f"{row['Metric Value']}{row.get('Metric Unit') or ''}"
+        )
+    return "; ".join(
+        f"{k}: " + ", ".join(f"{m.split('__')[1]}={v[m]}" for m in METRICS if m in v) for k, v in launches.items()
+    )
 
 
 def main() -> None:

@@ -14,9 +14,11 @@ import sys
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EXAMPLES = {"silu": ("examples/silu_triton/kernels/silu_and_mul.py", "silu_and_mul"),
-            "rmsnorm": ("examples/rmsnorm_triton/kernels/rmsnorm.py", "rmsnorm"),
-            "fused": ("examples/fused_add_rmsnorm_triton/kernels/fused_add_rmsnorm.py", "fused_add_rmsnorm")}
+EXAMPLES = {
+    "silu": ("examples/silu_triton/kernels/silu_and_mul.py", "silu_and_mul"),
+    "rmsnorm": ("examples/rmsnorm_triton/kernels/rmsnorm.py", "rmsnorm"),
+    "fused": ("examples/fused_add_rmsnorm_triton/kernels/fused_add_rmsnorm.py", "fused_add_rmsnorm"),
+}
 LIBRARIES = ("sgl_kernel", "flashinfer")
 STOCK = {"silu": ("activation", "silu_and_mul"), "rmsnorm": ("norm", "rmsnorm"), "fused": ("norm", "fused_add_rmsnorm")}
 
@@ -35,8 +37,11 @@ def main(op: str, t: int, h: int, impl: str, device: str = "cuda") -> None:
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         fn = getattr(mod, name)
-        run = {"silu": lambda: fn(x, out), "rmsnorm": lambda: fn(x, w, out, 1e-6),
-               "fused": lambda: fn(x, r, w, out, rout, 1e-6)}[op]
+        run = {
+            "silu": lambda: fn(x, out),
+            "rmsnorm": lambda: fn(x, w, out, 1e-6),
+            "fused": lambda: fn(x, r, w, out, rout, 1e-6),
+        }[op]
     else:
         lib = importlib.import_module(impl)
         sub, name = STOCK[op]

@@ -29,21 +29,68 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SM = 132
 DECODE = [(t, h) for h in (2880, 4096, 8192) for t in (1, 8, 32, 128)]
 OPS = {
-    "silu": {"path": "examples/silu_triton/kernels/silu_and_mul.py",
-             "shapes": DECODE + [(1024, 4096), (4096, 8192), (8192, 8192)],
-             # (BLOCK_T, BLOCK_D, warps, 1-D memory-order grid)
-             "variants": [(1, 256, 1, 0), (1, 256, 2, 0), (1, 512, 2, 0), (1, 512, 4, 0), (1, 1024, 4, 0), (1, 1024, 8, 0),
-                          (1, 2048, 8, 0), (2, 1024, 8, 0), (2, 2048, 16, 0), (1, 4096, 8, 0), (1, 4096, 16, 0),
-                          (1, 4096, 16, 1), (1, 2048, 8, 1), (1, 1024, 8, 1)]},
-    "rmsnorm": {"path": "examples/rmsnorm_triton/kernels/rmsnorm.py",
-                "shapes": DECODE + [(1024, 4096), (4096, 8192), (8192, 8192)],
-                "variants": [(1, 1, 0), (1, 2, 0), (1, 4, 0), (1, 8, 0), (1, 16, 0), (2, 4, 0), (2, 8, 0), (4, 8, 0),
-                             (4, 16, 0), (1, 4, 4 * SM), (1, 8, 2 * SM), (2, 8, 2 * SM)]},
-    "fused": {"path": "examples/fused_add_rmsnorm_triton/kernels/fused_add_rmsnorm.py",
-              "shapes": sorted({(t, h) for h in (896, 1536, 4096, 8192) for t in (1, 8, 32, 128, 256)}
-                               | set(DECODE) | {(4096, 4096), (8192, 8192)}, key=lambda s: (s[1], s[0])),
-              "variants": [(1, 1, 0), (1, 2, 0), (1, 4, 0), (1, 8, 0), (1, 16, 0), (2, 4, 0), (2, 8, 0), (4, 8, 0),
-                           (4, 16, 0), (1, 4, 4 * SM), (1, 8, 2 * SM), (2, 8, 2 * SM)]},
+    "silu": {
+        "path": "examples/silu_triton/kernels/silu_and_mul.py",
+        "shapes": DECODE + [(1024, 4096), (4096, 8192), (8192, 8192)],
+        # (BLOCK_T, BLOCK_D, warps, 1-D memory-order grid)
+        "variants": [
+            (1, 256, 1, 0),
+            (1, 256, 2, 0),
+            (1, 512, 2, 0),
+            (1, 512, 4, 0),
+            (1, 1024, 4, 0),
+            (1, 1024, 8, 0),
+            (1, 2048, 8, 0),
+            (2, 1024, 8, 0),
+            (2, 2048, 16, 0),
+            (1, 4096, 8, 0),
+            (1, 4096, 16, 0),
+            (1, 4096, 16, 1),
+            (1, 2048, 8, 1),
+            (1, 1024, 8, 1),
+        ],
+    },
+    "rmsnorm": {
+        "path": "examples/rmsnorm_triton/kernels/rmsnorm.py",
+        "shapes": DECODE + [(1024, 4096), (4096, 8192), (8192, 8192)],
+        "variants": [
+            (1, 1, 0),
+            (1, 2, 0),
+            (1, 4, 0),
+            (1, 8, 0),
+            (1, 16, 0),
+            (2, 4, 0),
+            (2, 8, 0),
+            (4, 8, 0),
+            (4, 16, 0),
+            (1, 4, 4 * SM),
+            (1, 8, 2 * SM),
+            (2, 8, 2 * SM),
+        ],
+    },
+    "fused": {
+        "path": "examples/fused_add_rmsnorm_triton/kernels/fused_add_rmsnorm.py",
+        "shapes": sorted(
+            {(t, h) for h in (896, 1536, 4096, 8192) for t in (1, 8, 32, 128, 256)}
+            | set(DECODE)
+            | {(4096, 4096), (8192, 8192)},
+            key=lambda s: (s[1], s[0]),
+        ),
+        "variants": [
+            (1, 1, 0),
+            (1, 2, 0),
+            (1, 4, 0),
+            (1, 8, 0),
+            (1, 16, 0),
+            (2, 4, 0),
+            (2, 8, 0),
+            (4, 8, 0),
+            (4, 16, 0),
+            (1, 4, 4 * SM),
+            (1, 8, 2 * SM),
+            (2, 8, 2 * SM),
+        ],
+    },
 }
 
 
@@ -58,9 +105,15 @@ def make(name, t, h, dev="cuda"):
     """Inputs and poisoned outputs of one call; bytes that must move."""
     bf = torch.bfloat16
     if name == "silu":
-        return {"x": torch.randn(t, 2 * h, device=dev, dtype=bf), "out": torch.full((t, h), float("nan"), device=dev, dtype=bf)}, 6 * t * h
-    d = {"x": torch.randn(t, h, device=dev, dtype=bf), "w": (1 + 0.1 * torch.randn(h, device=dev)).to(bf),
-         "out": torch.full((t, h), float("nan"), device=dev, dtype=bf)}
+        return {
+            "x": torch.randn(t, 2 * h, device=dev, dtype=bf),
+            "out": torch.full((t, h), float("nan"), device=dev, dtype=bf),
+        }, 6 * t * h
+    d = {
+        "x": torch.randn(t, h, device=dev, dtype=bf),
+        "w": (1 + 0.1 * torch.randn(h, device=dev)).to(bf),
+        "out": torch.full((t, h), float("nan"), device=dev, dtype=bf),
+    }
     if name == "rmsnorm":
         return d, (4 * t * h + 2 * h)
     d |= {"r": torch.randn(t, h, device=dev, dtype=bf), "rout": torch.full((t, h), float("nan"), device=dev, dtype=bf)}
@@ -132,9 +185,13 @@ def compile_job(name, h, cfg, pdl):
     mod = load(name)
     setattr(mod, KERNELS[name], _Warmup(getattr(mod, KERNELS[name])))
     bf = torch.bfloat16
-    s = {"x": torch.empty(3, 2 * h if name == "silu" else h, device="cuda", dtype=bf),
-         "w": torch.empty(h, device="cuda", dtype=bf), "r": torch.empty(3, h, device="cuda", dtype=bf),
-         "out": torch.empty(3, h, device="cuda", dtype=bf), "rout": torch.empty(3, h, device="cuda", dtype=bf)}
+    s = {
+        "x": torch.empty(3, 2 * h if name == "silu" else h, device="cuda", dtype=bf),
+        "w": torch.empty(h, device="cuda", dtype=bf),
+        "r": torch.empty(3, h, device="cuda", dtype=bf),
+        "out": torch.empty(3, h, device="cuda", dtype=bf),
+        "rout": torch.empty(3, h, device="cuda", dtype=bf),
+    }
     call(mod, name, s, cfg, pdl)
     return name, h, cfg
 
@@ -177,8 +234,12 @@ def main(out_dir):
     ops = [o for o in os.environ.get("SWEEP_OPS", "silu,rmsnorm,fused").split(",") if o]
     budget = float(os.environ.get("SWEEP_DEADLINE", "80"))
     mods = {n: load(n) for n in ops}
-    jobs = {(n, 4096 if n == "silu" else triton.next_power_of_2(h), cfg, pdl) for n in ops for t, h in OPS[n]["shapes"]
-            for _, cfg, pdl in configs(n, mods[n], t, h)}
+    jobs = {
+        (n, 4096 if n == "silu" else triton.next_power_of_2(h), cfg, pdl)
+        for n in ops
+        for t, h in OPS[n]["shapes"]
+        for _, cfg, pdl in configs(n, mods[n], t, h)
+    }
     if os.environ.get("SWEEP_PRECOMPILE", "1") == "1":
         precompile(sorted(jobs))
     if budget <= 0:
@@ -209,8 +270,10 @@ def main(out_dir):
     summary, deadline = [], time.time() + budget
     # Most informative first, so a short deadline still covers every op: 128-256 tokens (the rows furthest from
     # copy bandwidth), then decode, then the large shapes.
-    order = sorted(((n, t, h) for n in ops for t, h in OPS[n]["shapes"]),
-                   key=lambda e: (0 if e[1] in (128, 256) else 1 if e[1] <= 32 else 2, e[2], e[1], ops.index(e[0])))
+    order = sorted(
+        ((n, t, h) for n in ops for t, h in OPS[n]["shapes"]),
+        key=lambda e: (0 if e[1] in (128, 256) else 1 if e[1] <= 32 else 2, e[2], e[1], ops.index(e[0])),
+    )
     for name, t, h in order:
         mod = mods[name]
         if time.time() > deadline:
@@ -219,10 +282,16 @@ def main(out_dir):
         first, nbytes = make(name, t, h)
         sets = [first] + [make(name, t, h)[0] for _ in range(max(2, min(64, math.ceil(3 * l2 / nbytes))) - 1)]
         rec = {"op": name, "T": t, "H": h, "bytes": nbytes, "sets": len(sets)}
-        rec["round_trip_us"] = graph_us([lambda s=s: _round_trip[(1,)](s["x"], s["out"], PDL=True, launch_pdl=True)
-                                         for s in sets])
-        half = [(torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda"), torch.empty(nbytes // 2, dtype=torch.uint8,
-                                                                                       device="cuda")) for _ in sets]
+        rec["round_trip_us"] = graph_us(
+            [lambda s=s: _round_trip[(1,)](s["x"], s["out"], PDL=True, launch_pdl=True) for s in sets]
+        )
+        half = [
+            (
+                torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda"),
+                torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda"),
+            )
+            for _ in sets
+        ]
         rec["copy_same_bytes_us"] = graph_us([lambda a=a, b=b: b.copy_(a) for a, b in half])
         del half
         rec["variants"] = {}
@@ -247,10 +316,12 @@ def main(out_dir):
         best = min(good, key=good.get) if good else "-"
         d = rec["variants"]["default"].get("us") or float("nan")
         b = good.get(best, float("nan"))
-        line = (f"{name:7} {t:5}x{h:<5} default {d:7.2f} | best {best:14} {b:7.2f} ({b / floor[False]:5.2f}x floor, "
-                f"{nbytes / b / 1e6 / (copy_bps / 1e12):6.1%} copy) | nopdl {nopdl:7.2f}"
-                f" | round trip {rec['round_trip_us']:5.2f} | copy same bytes {rec['copy_same_bytes_us']:7.2f} "
-                f"({nbytes / rec['copy_same_bytes_us'] / 1e6 / (copy_bps / 1e12):6.1%})")
+        line = (
+            f"{name:7} {t:5}x{h:<5} default {d:7.2f} | best {best:14} {b:7.2f} ({b / floor[False]:5.2f}x floor, "
+            f"{nbytes / b / 1e6 / (copy_bps / 1e12):6.1%} copy) | nopdl {nopdl:7.2f}"
+            f" | round trip {rec['round_trip_us']:5.2f} | copy same bytes {rec['copy_same_bytes_us']:7.2f} "
+            f"({nbytes / rec['copy_same_bytes_us'] / 1e6 / (copy_bps / 1e12):6.1%})"
+        )
         print(line, flush=True)
         summary.append(line)
         del sets, first

@@ -52,8 +52,11 @@ def main() -> int:
     pynvml.nvmlInit()
     gpu = pynvml.nvmlDeviceGetHandleByIndex(0)
     batches = [int(b) for b in args.batches.split(",")]
-    modes = {"none": dict(return_logprob=False), "lp": dict(return_logprob=True),
-             "lp+top2": dict(return_logprob=True, top_logprobs_num=2)}
+    modes = {
+        "none": dict(return_logprob=False),
+        "lp": dict(return_logprob=True),
+        "lp+top2": dict(return_logprob=True, top_logprobs_num=2),
+    }
     rows = []
     for preset in args.presets.split(","):
         if time.monotonic() - t0 > args.budget - 60:
@@ -65,8 +68,14 @@ def main() -> int:
         from hotfloat.qualify.sglang_engine import SglangEngine
 
         big = PRESETS[preset]["hidden_size"] >= 2048
-        spec = dict(model_dir=str(model), graph_batches=batches, mem_fraction=0.3 if big else 0.2,
-                    kv_tokens=2 * max(batches) * (256 + args.new) + 4096, dtype="bf16", bundle=None)
+        spec = dict(
+            model_dir=str(model),
+            graph_batches=batches,
+            mem_fraction=0.3 if big else 0.2,
+            kv_tokens=2 * max(batches) * (256 + args.new) + 4096,
+            dtype="bf16",
+            bundle=None,
+        )
         eng = SglangEngine(spec)
         vocab = PRESETS[preset]["vocab_size"]
         rng = random.Random(1)
@@ -101,17 +110,34 @@ def main() -> int:
             if not xs:
                 continue
             w = [x["wall"] for x in xs]
-            rows.append(dict(preset=preset, bs=bs, mode=mode, n=len(w), median_ms=1e3 * st.median(w),
-                             min_ms=1e3 * min(w), max_ms=1e3 * max(w), mad_rel=mad_rel(w),
-                             step_ms=1e3 * st.median(w) / args.new, cpu_per_wall=st.median(x["cpu"] / x["wall"] for x in xs),
-                             gpu_util=st.median(x["util"] for x in xs), boot_s=boot_s, passes=xs))
+            rows.append(
+                dict(
+                    preset=preset,
+                    bs=bs,
+                    mode=mode,
+                    n=len(w),
+                    median_ms=1e3 * st.median(w),
+                    min_ms=1e3 * min(w),
+                    max_ms=1e3 * max(w),
+                    mad_rel=mad_rel(w),
+                    step_ms=1e3 * st.median(w) / args.new,
+                    cpu_per_wall=st.median(x["cpu"] / x["wall"] for x in xs),
+                    gpu_util=st.median(x["util"] for x in xs),
+                    boot_s=boot_s,
+                    passes=xs,
+                )
+            )
         (out / "rows.json").write_text(json.dumps(rows, indent=1))
         eng.engine.shutdown()
-    print(f"{'preset':11} {'bs':>4} {'mode':8} {'n':>3} {'med ms':>8} {'min':>8} {'max':>8} {'MAD%':>6} {'step ms':>8} "
-          f"{'cpu/wall':>8} {'gpu%':>5}")
+    print(
+        f"{'preset':11} {'bs':>4} {'mode':8} {'n':>3} {'med ms':>8} {'min':>8} {'max':>8} {'MAD%':>6} {'step ms':>8} "
+        f"{'cpu/wall':>8} {'gpu%':>5}"
+    )
     for r in rows:
-        print(f"{r['preset']:11} {r['bs']:4d} {r['mode']:8} {r['n']:3d} {r['median_ms']:8.1f} {r['min_ms']:8.1f} "
-              f"{r['max_ms']:8.1f} {100 * r['mad_rel']:6.2f} {r['step_ms']:8.3f} {r['cpu_per_wall']:8.2f} {r['gpu_util']:5.0f}")
+        print(
+            f"{r['preset']:11} {r['bs']:4d} {r['mode']:8} {r['n']:3d} {r['median_ms']:8.1f} {r['min_ms']:8.1f} "
+            f"{r['max_ms']:8.1f} {100 * r['mad_rel']:6.2f} {r['step_ms']:8.3f} {r['cpu_per_wall']:8.2f} {r['gpu_util']:5.0f}"
+        )
     return 0
 
 

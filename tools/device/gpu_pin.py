@@ -64,7 +64,9 @@ def main() -> int:
     indices = [int(a) for a in sys.argv[2:]] or list(range(count))
     rows = []
     for index in indices:
-        done = subprocess.run([sys.executable, "-c", ONE, str(index), CHILD], capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-c", ONE, str(index), CHILD], capture_output=True, text=True, timeout=300
+        )
         try:
             r = json.loads(done.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
@@ -73,12 +75,35 @@ def main() -> int:
         seen = re.search(r"bus=(\S+)", r["child"])
         same = seen is not None and _bus(r["nvml_bus"]) == _bus(r["pinned"]["bus"]) == _bus(seen.group(1))
         nodes = re.search(r"nodes=(\S*)", r["child"])
-        alone = "count=1 " in r["child"] and nodes is not None and nodes.group(1) == f"/dev/nvidia{r['pinned']['minor']}"
+        alone = (
+            "count=1 " in r["child"] and nodes is not None and nodes.group(1) == f"/dev/nvidia{r['pinned']['minor']}"
+        )
         rows.append({"check": f"gpu {index}", "ok": same and alone and r["sm_mhz"] > 0, "detail": r})
-    bad = subprocess.run([sys.executable, "-m", "hotfloat.cli", "serve", "qualification", "--device", "cuda",
-                          "--gpu", str(count), "--socket", "/tmp/gpu-pin.sock"], capture_output=True, text=True, timeout=60)
-    rows.append({"check": f"--gpu {count} refused", "ok": bad.returncode == 2 and bad.stderr.count("\n") == 1,
-                 "detail": bad.stderr.strip()})
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hotfloat.cli",
+            "serve",
+            "qualification",
+            "--device",
+            "cuda",
+            "--gpu",
+            str(count),
+            "--socket",
+            "/tmp/gpu-pin.sock",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    rows.append(
+        {
+            "check": f"--gpu {count} refused",
+            "ok": bad.returncode == 2 and bad.stderr.count("\n") == 1,
+            "detail": bad.stderr.strip(),
+        }
+    )
     (out / "gpu_pin.json").write_text(json.dumps(rows, indent=1))
     for r in rows:
         print(f"[{'ok' if r['ok'] else 'FAIL'}] {r['check']}: {json.dumps(r['detail'])[:300]}")

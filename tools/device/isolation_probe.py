@@ -17,21 +17,25 @@ import time
 
 from hotfloat.qualify.isolation import Watchdog
 
-HELPER = r'''
+HELPER = r"""
 import sys, torch
 torch.zeros(1, device="cuda"); torch.cuda.synchronize()
 print("ready", flush=True)
 for line in sys.stdin:
     if line.startswith("spin"):
         torch.cuda._sleep(int(float(line.split()[1]) * 1.98e9)); print("spinning", flush=True)
-'''
+"""
 
 
 def probes(wd: Watchdog, n: int) -> dict:
     got = [wd.ask("probe", span_us=5000) for _ in range(n)]
     gaps = [g["gap_us"] for g in got]
-    return {"n": n, "gap_us_median": statistics.median(gaps), "gap_us_max": max(gaps),
-            "wall_us_median": statistics.median(g["wall_us"] for g in got)}
+    return {
+        "n": n,
+        "gap_us_median": statistics.median(gaps),
+        "gap_us_max": max(gaps),
+        "wall_us_median": statistics.median(g["wall_us"] for g in got),
+    }
 
 
 def main() -> None:
@@ -74,7 +78,9 @@ def main() -> None:
     wd.close()
     print(json.dumps(out, indent=1))
     for k in ("idle", "beside_running_spinner", "beside_stopped_spinner", "idle_again"):
-        print(f"{k:24} gap median {out[k]['gap_us_median']:9.1f} us  max {out[k]['gap_us_max']:9.1f} us", file=sys.stderr)
+        print(
+            f"{k:24} gap median {out[k]['gap_us_median']:9.1f} us  max {out[k]['gap_us_max']:9.1f} us", file=sys.stderr
+        )
     print(f"lock idle {out['lock_idle']}  busy {out['lock_busy']}", file=sys.stderr)
 
 

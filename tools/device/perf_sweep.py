@@ -45,7 +45,9 @@ def main(out_path):
     timer = CudaTimer(l2_bytes())
     flag = torch.zeros(1, device="cuda")
     k = empty_kernel()
-    floor = {pdl: time_calls(timer, [lambda pdl=pdl: k[(1,)](flag, FLAG=False, launch_pdl=pdl)]) for pdl in (False, True)}
+    floor = {
+        pdl: time_calls(timer, [lambda pdl=pdl: k[(1,)](flag, FLAG=False, launch_pdl=pdl)]) for pdl in (False, True)
+    }
     copy_bps = 2 * (1 << 30) / (_copy_us(timer, 1 << 30, 0.2) * 1e-6)
     silu = load("examples/silu_triton/kernels/silu_and_mul.py", "silu_mod")
     rms = load("examples/rmsnorm_triton/kernels/rmsnorm.py", "rms_mod")
@@ -57,26 +59,50 @@ def main(out_path):
         bt, bd, w = silu._config(t, h, True)
         grid = (triton.cdiv(t, bt), triton.cdiv(h, bd))
         for pdl in (False, True):
-            calls = [lambda x=x, o=o, pdl=pdl: silu._silu_and_mul_kernel[grid](
-                x, o, t, h, x.stride(0), o.stride(0), BLOCK_T=bt, BLOCK_D=bd, PDL=pdl, num_warps=w, launch_pdl=pdl)
-                for x, o in zip(xs, outs, strict=False)]
+            calls = [
+                lambda x=x, o=o, pdl=pdl: silu._silu_and_mul_kernel[grid](
+                    x, o, t, h, x.stride(0), o.stride(0), BLOCK_T=bt, BLOCK_D=bd, PDL=pdl, num_warps=w, launch_pdl=pdl
+                )
+                for x, o in zip(xs, outs, strict=False)
+            ]
             us = time_calls(timer, calls)
             results["rows"].append({"op": "silu", "T": t, "H": h, "config": [bt, bd, w], "pdl": pdl, "us": us})
-            print(f"silu T={t} D={h} {bt}/{bd}/{w} pdl={pdl}: {us:.2f} us ({us / floor[False]:.2f}x floor, "
-                  f"{6 * t * h / us / 1e3 / (copy_bps / 1e9):.1%} copy)", flush=True)
+            print(
+                f"silu T={t} D={h} {bt}/{bd}/{w} pdl={pdl}: {us:.2f} us ({us / floor[False]:.2f}x floor, "
+                f"{6 * t * h / us / 1e3 / (copy_bps / 1e9):.1%} copy)",
+                flush=True,
+            )
         del xs, outs
         xs = [torch.randn(t, h, device="cuda", dtype=torch.bfloat16) for _ in range(sets_for(4 * t * h))]
         wt = torch.randn(h, device="cuda", dtype=torch.bfloat16)
         outs = [torch.empty_like(x) for x in xs]
         bt, bh, w = rms._config(t, h, True)
         for pdl in (False, True):
-            calls = [lambda x=x, o=o, pdl=pdl: rms._rmsnorm_kernel[(triton.cdiv(t, bt),)](
-                x, wt, o, t, h, x.stride(0), o.stride(0), 1e-6, BLOCK_T=bt, BLOCK_H=bh, PDL=pdl, num_warps=w,
-                launch_pdl=pdl) for x, o in zip(xs, outs, strict=False)]
+            calls = [
+                lambda x=x, o=o, pdl=pdl: rms._rmsnorm_kernel[(triton.cdiv(t, bt),)](
+                    x,
+                    wt,
+                    o,
+                    t,
+                    h,
+                    x.stride(0),
+                    o.stride(0),
+                    1e-6,
+                    BLOCK_T=bt,
+                    BLOCK_H=bh,
+                    PDL=pdl,
+                    num_warps=w,
+                    launch_pdl=pdl,
+                )
+                for x, o in zip(xs, outs, strict=False)
+            ]
             us = time_calls(timer, calls)
             results["rows"].append({"op": "rmsnorm", "T": t, "H": h, "config": [bt, bh, w], "pdl": pdl, "us": us})
-            print(f"rmsnorm T={t} H={h} {bt}/{bh}/{w} pdl={pdl}: {us:.2f} us ({us / floor[False]:.2f}x floor, "
-                  f"{(4 * t * h + 2 * h) / us / 1e3 / (copy_bps / 1e9):.1%} copy)", flush=True)
+            print(
+                f"rmsnorm T={t} H={h} {bt}/{bh}/{w} pdl={pdl}: {us:.2f} us ({us / floor[False]:.2f}x floor, "
+                f"{(4 * t * h + 2 * h) / us / 1e3 / (copy_bps / 1e9):.1%} copy)",
+                flush=True,
+            )
         del xs, outs
         torch.cuda.empty_cache()
     with open(out_path, "w") as f:

@@ -58,9 +58,14 @@ def exactness() -> bool:
     ok = True
     for ref in ("static", "eager"):
         tokens = [a[0] for a in runs["graph"]] == [a[0] for a in runs[ref]]
-        dlp = max(abs(x - y) for a, b in zip(runs["graph"], runs[ref], strict=False) for x, y in zip(a[1], b[1], strict=False))
-        print(f"tiny fp32, graph vs {ref}: same tokens {tokens}, max |logprob difference| {dlp:.2e}, "
-              f"bitwise equal {runs['graph'] == runs[ref]}", flush=True)
+        dlp = max(
+            abs(x - y) for a, b in zip(runs["graph"], runs[ref], strict=False) for x, y in zip(a[1], b[1], strict=False)
+        )
+        print(
+            f"tiny fp32, graph vs {ref}: same tokens {tokens}, max |logprob difference| {dlp:.2e}, "
+            f"bitwise equal {runs['graph'] == runs[ref]}",
+            flush=True,
+        )
         ok = ok and tokens and dlp <= 1e-4
     return ok
 
@@ -72,7 +77,8 @@ def refusal() -> bool:
         (Path(tmp) / "kernels" / "k.py").write_text(SYNCS)
         (Path(tmp) / "manifest.toml").write_text(
             'bundle_id = "syncs"\nabi_version = "hotfloat-op-abi-v1"\n\n[[ops]]\nslot = "activation.silu_and_mul"\n'
-            f'source = "kernels/k.py"\nentry = "run"\ndtypes = ["fp32"]\narchitectures = ["sm_{major}{minor}"]\n')
+            f'source = "kernels/k.py"\nentry = "run"\ndtypes = ["fp32"]\narchitectures = ["sm_{major}{minor}"]\n'
+        )
         engine = build_engine("tiny", "fp32", "cuda", 0, arm(tmp), decode="graph")
         try:
             serve(engine, (3, 9), (4, 4))
@@ -93,8 +99,10 @@ def speed() -> None:
 
 
 if __name__ == "__main__":
-    print("NOTE: engines are built in this process, UNSANDBOXED; the only kernel armed is this script's own SYNCS",
-          flush=True)
+    print(
+        "NOTE: engines are built in this process, UNSANDBOXED; the only kernel armed is this script's own SYNCS",
+        flush=True,
+    )
     exact = exactness()
     speed()
     sys.exit(0 if refusal() and exact else 1)

@@ -44,6 +44,7 @@ def check(name: str):
             ok, detail = False, f"{type(e).__name__}: {e} | {traceback.format_exc(limit=3)[-600:]}"
         row(name, ok, detail, time.monotonic() - started)
         return fn
+
     return wrap
 
 
@@ -51,8 +52,15 @@ def child(code: str, policy: SandboxPolicy, out: Path, timeout: float) -> tuple[
     """Runs python code in a sandboxed child; returns (status or None on timeout, output, bounds)."""
     log = out / f"child-{time.time_ns()}.log"
     with open(log, "wb") as f:
-        proc = spawn([sys.executable, "-I", "-c", textwrap.dedent(code)], policy, sandboxed=True, binds=[],
-                     env=child_env({}, home="/tmp"), cwd=str(out), stdout=f)
+        proc = spawn(
+            [sys.executable, "-I", "-c", textwrap.dedent(code)],
+            policy,
+            sandboxed=True,
+            binds=[],
+            env=child_env({}, home="/tmp"),
+            cwd=str(out),
+            stdout=f,
+        )
     try:
         rc = proc.popen.wait(timeout=timeout)
     except Exception:
@@ -70,9 +78,11 @@ def main() -> int:
     base = SandboxPolicy(gpu=gpu, address_space_bytes=None, memory_bytes=8 * GiB, max_processes=128, cpu_seconds=120)
 
     exploits = {  # name -> (options, reason regex; None: any FAIL)
-        "side_stream_deferred": ("quick", None), "graph_host_constant": ("quick", None),
+        "side_stream_deferred": ("quick", None),
+        "graph_host_constant": ("quick", None),
         "stream_race_pointer_cache": ("quick", None),
-        "fork_bomb": ("fp32", r"timed out"), "memory_bomb": ("fp32", r"alloc|died .*SIGKILL"),
+        "fork_bomb": ("fp32", r"timed out"),
+        "memory_bomb": ("fp32", r"alloc|died .*SIGKILL"),
         "read_etc_passwd": ("fp32", r"\('/etc/passwd', 'FileNotFoundError'\)"),
         "network_egress": ("fp32", r"egress: \['1\.1\.1\.1: OSError'"),
         "steal_parent_memory": ("fp32", r"parent processes reached: none"),
@@ -86,14 +96,19 @@ def main() -> int:
         try:
             if name == "memory_bomb" and gpu:  # the CUDA default (64 GiB) takes longer to fill than the op deadline
                 opts["policy"] = SandboxPolicy(gpu=True, address_space_bytes=None, memory_bytes=4 * GiB)
-            report = verify_bundle(load_bundle(ADVERSARIAL / name), VerifyOptions(
-                device=device, seed=20261203, sandboxed=True, timeout_s=10, **opts, **NO_SCAN))
+            report = verify_bundle(
+                load_bundle(ADVERSARIAL / name),
+                VerifyOptions(device=device, seed=20261203, sandboxed=True, timeout_s=10, **opts, **NO_SCAN),
+            )
             (out / f"{name}.json").write_text(json.dumps(report.model_dump(mode="json"), indent=1))
             reasons = [r.reason for r in report.rows if r.status.value != "PASS"]
             want_na = kind == "quick" and not gpu
-            ok = (report.status.value == ("N/A" if want_na else "FAIL") and report.sandboxed
-                  and (want_na or pattern is None or any(re.search(pattern, r) for r in reasons))
-                  and "s3cr3t" not in " ".join(reasons))
+            ok = (
+                report.status.value == ("N/A" if want_na else "FAIL")
+                and report.sandboxed
+                and (want_na or pattern is None or any(re.search(pattern, r) for r in reasons))
+                and "s3cr3t" not in " ".join(reasons)
+            )
             detail = f"{report.status.value} sandbox={'+'.join(report.bounds)}: {(reasons or [''])[0][:200]}"
         except Exception as e:
             ok, detail = False, f"{type(e).__name__}: {e}"
@@ -107,11 +122,15 @@ def main() -> int:
         root = cg.v2_root()
         group = cg.Cgroup.create(base)
         try:
-            detail = (f"v2_root={root} own={cg.own_paths()} bounds={sorted(group.bounds)} version={group.version} "
-                      f"dirs={[str(d) for d in group.dirs]}")
+            detail = (
+                f"v2_root={root} own={cg.own_paths()} bounds={sorted(group.bounds)} version={group.version} "
+                f"dirs={[str(d) for d in group.dirs]}"
+            )
             if root is not None:
-                detail += (f" root.subtree_control={(root / 'cgroup.subtree_control').read_text().strip()!r}"
-                           f" hotfloat-host={(root / cg.HOST_LEAF).exists()}")
+                detail += (
+                    f" root.subtree_control={(root / 'cgroup.subtree_control').read_text().strip()!r}"
+                    f" hotfloat-host={(root / cg.HOST_LEAF).exists()}"
+                )
             return {"pids", "memory"} <= group.bounds, detail
         finally:
             group.remove()
@@ -123,7 +142,8 @@ def main() -> int:
 
     @check("seccomp denies, CUDA works under it")
     def _():
-        rc, text, bounds = child("""
+        rc, text, bounds = child(
+            """
             import ctypes, json, os
             libc = ctypes.CDLL(None, use_errno=True)
             def call(nr, *a):
@@ -142,10 +162,16 @@ def main() -> int:
                 got["torch"] = f"{type(e).__name__}: {e}"
             got["ptrace"] = call(101, 0, 0, 0, 0)
             print(json.dumps(got))
-        """, base, out, 120)
+        """,
+            base,
+            out,
+            120,
+        )
         got = json.loads(text.strip().splitlines()[-1]) if rc == 0 else {}
-        denied = all(got.get(k) == "Operation not permitted" for k in ("keyctl", "bpf", "mount", "unshare",
-                                                                      "perf_event_open", "ptrace"))
+        denied = all(
+            got.get(k) == "Operation not permitted"
+            for k in ("keyctl", "bpf", "mount", "unshare", "perf_event_open", "ptrace")
+        )
         cuda_ok = got.get("torch", "").startswith("cuda" if gpu else "cpu")
         return denied and cuda_ok and "seccomp" in bounds, f"rc={rc} bounds={sorted(bounds)} {got or text[-400:]}"
 
@@ -153,7 +179,8 @@ def main() -> int:
     def _():
         marker = f"bomb-{time.time_ns()}"
         started = time.monotonic()
-        rc, text, bounds = child(f"""
+        rc, text, bounds = child(
+            f"""
             import os, time
             n = 0
             try:
@@ -164,25 +191,36 @@ def main() -> int:
                     n += 1
             except OSError as e:
                 print("forks", n, type(e).__name__, {marker!r})
-        """, base, out, 60)
+        """,
+            base,
+            out,
+            60,
+        )
         time.sleep(0.5)
         left = [p for p in os.listdir("/proc") if p.isdigit() and marker.encode() in _cmdline(p)]
         m = re.search(r"forks (\d+)", text)
         forks = int(m.group(1)) if m else -1
         ok = 0 < forks < base.max_processes and not left and "pids" in bounds
-        return ok, (f"forks={forks} (bound {base.max_processes}) survivors={len(left)} rc={rc} "
-                    f"{time.monotonic() - started:.1f}s bounds={sorted(bounds)} {text[-200:]!r}")
+        return ok, (
+            f"forks={forks} (bound {base.max_processes}) survivors={len(left)} rc={rc} "
+            f"{time.monotonic() - started:.1f}s bounds={sorted(bounds)} {text[-200:]!r}"
+        )
 
     @check("memory bomb contained (no RLIMIT_AS: the memory cgroup alone)")
     def _():
-        rc, text, bounds = child("""
+        rc, text, bounds = child(
+            """
             import sys
             chunks = []
             for i in range(64):
                 chunks.append(bytearray(256 << 20))   # zero-filled pages: touched, resident
                 print("MiB", (i + 1) * 256, flush=True)
             print("survived")
-        """, base.model_copy(update={"memory_bytes": GiB}), out, 90)
+        """,
+            base.model_copy(update={"memory_bytes": GiB}),
+            out,
+            90,
+        )
         reached = max([int(m) for m in re.findall(r"MiB (\d+)", text)] or [0])
         ok = "survived" not in text and rc is not None and rc != 0 and 0 < reached <= 1024 and "memory" in bounds
         return ok, f"rc={rc} reached={reached} MiB (bound 1024) bounds={sorted(bounds)}"
@@ -210,7 +248,8 @@ def main() -> int:
         real = spawn_module.Cgroup.create
         spawn_module.Cgroup.create = lambda policy: cg.Cgroup([], set())
         try:
-            rc, text, bounds = child("""
+            rc, text, bounds = child(
+                """
                 import os
                 try:
                     import torch
@@ -226,19 +265,28 @@ def main() -> int:
                 except OSError:
                     pass
                 print("uid", os.getuid(), "device", dev, "forks", n)
-            """, base, out, 90)
+            """,
+                base,
+                out,
+                90,
+            )
         finally:
             spawn_module.Cgroup.create = real
         m = re.search(r"uid (\d+) device (\S+) forks (\d+)", text)
-        ok = bool(m) and m.group(1) != "0" and m.group(2).startswith("cuda" if gpu else "cpu") \
-            and 0 < int(m.group(3)) < base.max_processes and "uid-drop" in bounds
+        ok = (
+            bool(m)
+            and m.group(1) != "0"
+            and m.group(2).startswith("cuda" if gpu else "cpu")
+            and 0 < int(m.group(3)) < base.max_processes
+            and "uid-drop" in bounds
+        )
         return ok, f"rc={rc} bounds={sorted(bounds)} {text.strip()[-300:]!r}"
-
 
     (out / "proof.json").write_text(json.dumps(rows, indent=1))
     table = [f"{'check':58} {'ok':4} {'s':>6}  detail"]
-    table += [f"{r['check'][:58]:58} {'ok' if r['ok'] else 'FAIL':4} {r['seconds']:6.1f}  {r['detail'][:150]}"
-              for r in rows]
+    table += [
+        f"{r['check'][:58]:58} {'ok' if r['ok'] else 'FAIL':4} {r['seconds']:6.1f}  {r['detail'][:150]}" for r in rows
+    ]
     (out / "summary.txt").write_text("\n".join(table) + "\n")
     print("\n".join(table))
     return 0 if all(r["ok"] for r in rows) else 1

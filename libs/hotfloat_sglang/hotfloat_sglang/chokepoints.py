@@ -12,8 +12,14 @@ from hotfloat.seams import SeamRouter
 
 _inside = threading.local()
 
-SILU_TARGETS = ("sglang.srt.layers.activation.SiluAndMul.forward_cuda", "sglang.srt.layers.activation.SiluAndMul.forward_native")
-NORM_TARGETS = ("sglang.srt.layers.layernorm.RMSNorm.forward_cuda", "sglang.srt.layers.layernorm.RMSNorm.forward_native")
+SILU_TARGETS = (
+    "sglang.srt.layers.activation.SiluAndMul.forward_cuda",
+    "sglang.srt.layers.activation.SiluAndMul.forward_native",
+)
+NORM_TARGETS = (
+    "sglang.srt.layers.layernorm.RMSNorm.forward_cuda",
+    "sglang.srt.layers.layernorm.RMSNorm.forward_native",
+)
 
 
 def _stock(original, *args, **kwargs):
@@ -39,8 +45,11 @@ def _plain_layer(layer, post_residual_addition) -> bool:
     """No post-residual addition, partial variance, HF casting or fp32 residual stream: the layer computes the
     slots' math."""
     return (
-        post_residual_addition is None and layer.variance_size_override is None
-        and not layer.cast_x_before_out_mul and layer.override_orig_dtype is None and layer.has_weight
+        post_residual_addition is None
+        and layer.variance_size_override is None
+        and not layer.cast_x_before_out_mul
+        and layer.override_orig_dtype is None
+        and layer.has_weight
         and not layer.fp32_residual
     )
 
@@ -58,9 +67,15 @@ def norm_hook(router: SeamRouter):
             router.count_stock(slot)
             return _stock(original, layer, x, *args)
         if residual is None:
-            return router.rmsnorm(x, layer.weight.data, layer.variance_epsilon,
-                                  stock=lambda x, w, eps: _stock(original, layer, x, *args))
-        return router.fused_add_rmsnorm(x, residual, layer.weight.data, layer.variance_epsilon,
-                                        stock=lambda x, r, w, eps: _stock(original, layer, x, r, *args[1:]))
+            return router.rmsnorm(
+                x, layer.weight.data, layer.variance_epsilon, stock=lambda x, w, eps: _stock(original, layer, x, *args)
+            )
+        return router.fused_add_rmsnorm(
+            x,
+            residual,
+            layer.weight.data,
+            layer.variance_epsilon,
+            stock=lambda x, r, w, eps: _stock(original, layer, x, r, *args[1:]),
+        )
 
     return around

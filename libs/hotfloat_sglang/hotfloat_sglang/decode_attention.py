@@ -19,9 +19,26 @@ from hotfloat.seams import SeamRouter
 
 SLOT = "attention.decode"
 TARGET = "sglang.srt.layers.attention.triton_backend.TritonAttnBackend.__init__"
-DECODE_PARAMS = ["q", "k_buffer", "v_buffer", "o", "kv_indptr", "kv_indices", "attn_logits", "attn_lse",
-                 "num_kv_splits", "max_kv_splits", "sm_scale", "k_scale", "v_scale", "logit_cap", "sinks",
-                 "xai_temperature_len", "has_mla", "use_pdl"]
+DECODE_PARAMS = [
+    "q",
+    "k_buffer",
+    "v_buffer",
+    "o",
+    "kv_indptr",
+    "kv_indices",
+    "attn_logits",
+    "attn_lse",
+    "num_kv_splits",
+    "max_kv_splits",
+    "sm_scale",
+    "k_scale",
+    "v_scale",
+    "logit_cap",
+    "sinks",
+    "xai_temperature_len",
+    "has_mla",
+    "use_pdl",
+]
 """`decode_attention_fwd`'s parameters at the pin, in order (compat checks them)."""
 
 
@@ -37,20 +54,62 @@ def backend_init_hook(router: SeamRouter):
 
 def _plain(q, v_buffer, k_scale, v_scale, logit_cap, sinks, xai_temperature_len, has_mla) -> bool:
     """The call computes the slot's math: plain softmax attention over an unscaled cache, V head dim = Q head dim."""
-    return (not logit_cap and sinks is None and (xai_temperature_len is None or xai_temperature_len <= 0)
-            and not has_mla and k_scale == 1 and v_scale == 1 and q.dim() == 3 and q.shape[-1] == v_buffer.shape[-1])
+    return (
+        not logit_cap
+        and sinks is None
+        and (xai_temperature_len is None or xai_temperature_len <= 0)
+        and not has_mla
+        and k_scale == 1
+        and v_scale == 1
+        and q.dim() == 3
+        and q.shape[-1] == v_buffer.shape[-1]
+    )
 
 
 def decode_seam(router: SeamRouter, original):
     """SGLang's `decode_attention_fwd`, with the plain calls inside the armed domain sent to the bundle."""
 
-    def decode_attention_fwd(q, k_buffer, v_buffer, o, kv_indptr, kv_indices, attn_logits, attn_lse, num_kv_splits,
-                             max_kv_splits, sm_scale, k_scale, v_scale, logit_cap=0.0, sinks=None,
-                             xai_temperature_len=-1, has_mla=False, use_pdl=False):
+    def decode_attention_fwd(
+        q,
+        k_buffer,
+        v_buffer,
+        o,
+        kv_indptr,
+        kv_indices,
+        attn_logits,
+        attn_lse,
+        num_kv_splits,
+        max_kv_splits,
+        sm_scale,
+        k_scale,
+        v_scale,
+        logit_cap=0.0,
+        sinks=None,
+        xai_temperature_len=-1,
+        has_mla=False,
+        use_pdl=False,
+    ):
         def stock(*_):
-            original(q, k_buffer, v_buffer, o, kv_indptr, kv_indices, attn_logits, attn_lse, num_kv_splits,
-                     max_kv_splits, sm_scale, k_scale, v_scale, logit_cap=logit_cap, sinks=sinks,
-                     xai_temperature_len=xai_temperature_len, has_mla=has_mla, use_pdl=use_pdl)
+            original(
+                q,
+                k_buffer,
+                v_buffer,
+                o,
+                kv_indptr,
+                kv_indices,
+                attn_logits,
+                attn_lse,
+                num_kv_splits,
+                max_kv_splits,
+                sm_scale,
+                k_scale,
+                v_scale,
+                logit_cap=logit_cap,
+                sinks=sinks,
+                xai_temperature_len=xai_temperature_len,
+                has_mla=has_mla,
+                use_pdl=use_pdl,
+            )
             return o
 
         if not _plain(q, v_buffer, k_scale, v_scale, logit_cap, sinks, xai_temperature_len, has_mla):

@@ -34,8 +34,13 @@ def main(spec_path: str) -> int:
         time.sleep(FLUSH_WAIT_S)
     finally:
         engine.shutdown()
-    result = {"output_ids": [o["output_ids"] for o in outs], "boot_s": round(boot_s, 2),
-              "generate_s": round(generate_s, 3), "sglang": sglang.__version__, "pid": os.getpid()}
+    result = {
+        "output_ids": [o["output_ids"] for o in outs],
+        "boot_s": round(boot_s, 2),
+        "generate_s": round(generate_s, 3),
+        "sglang": sglang.__version__,
+        "pid": os.getpid(),
+    }
     tmp = Path(spec["result_path"] + ".tmp")
     tmp.write_text(json.dumps(result))
     tmp.replace(spec["result_path"])

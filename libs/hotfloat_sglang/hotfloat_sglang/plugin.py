@@ -145,6 +145,15 @@ def _report() -> None:
     path = Path(directory) / f"seams-{os.getpid()}.json"
     with _report_lock:
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"pid": os.getpid(), "identity": _router.identity, "counts": counts,
-                                   "twin": sorted(_router.twin_slots), **_control}))
+        tmp.write_text(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "identity": _router.identity,
+                    "counts": counts,
+                    "twin": sorted(_router.twin_slots),
+                    **_control,
+                }
+            )
+        )
         tmp.replace(path)

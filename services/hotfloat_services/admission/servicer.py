@@ -19,8 +19,12 @@ class AdmissionServicer(admission_pb2_grpc.AdmissionServicer):
         bundle = bundle_from_proto(request.bundle)  # the archive is judged before the build that claims to be its
         built = build_from_proto(request.build)
         options = self._config.verify_options(request.seed if request.HasField("seed") else None)
-        work = self._worker.run("admit", f"verifying {bundle.identity[:12]} on {self._config.device}",
-                                lambda note: admit_stage(bundle, built, options), context)
+        work = self._worker.run(
+            "admit",
+            f"verifying {bundle.identity[:12]} on {self._config.device}",
+            lambda note: admit_stage(bundle, built, options),
+            context,
+        )
         for item in work:
             if isinstance(item, common_pb2.Progress):
                 yield admission_pb2.AdmitEvent(progress=item)

@@ -23,8 +23,9 @@ def load_token(token_file: str | None) -> str:
     else:
         token = os.environ.get("HOTFLOAT_TOKEN", "").strip()
     if len(token) < MIN_TOKEN_CHARS:
-        raise InputError(f"a deployment token of at least {MIN_TOKEN_CHARS} characters is required "
-                         "(--token-file or HOTFLOAT_TOKEN)")
+        raise InputError(
+            f"a deployment token of at least {MIN_TOKEN_CHARS} characters is required (--token-file or HOTFLOAT_TOKEN)"
+        )
     return token
 
 

@@ -35,10 +35,13 @@ def bundle_to_proto(archive: bytes, identity: str) -> common_pb2.BundleArchive:
     return common_pb2.BundleArchive(identity=identity, archive=archive)
 
 
-def verdict_to_proto(status: Status, reasons: list[str], evidence: BaseModel,
-                     exclude: set[str] | None = None) -> common_pb2.Verdict:
+def verdict_to_proto(
+    status: Status, reasons: list[str], evidence: BaseModel, exclude: set[str] | None = None
+) -> common_pb2.Verdict:
     """`exclude`: the record's fields that travel in their own reply fields, not in the evidence."""
-    return common_pb2.Verdict(status=_STATUS[status], reasons=reasons, evidence_json=evidence.model_dump_json(exclude=exclude))
+    return common_pb2.Verdict(
+        status=_STATUS[status], reasons=reasons, evidence_json=evidence.model_dump_json(exclude=exclude)
+    )
 
 
 def verdict_from_proto(msg: common_pb2.Verdict) -> tuple[Status, list[str], dict]:

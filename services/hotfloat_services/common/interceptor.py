@@ -33,7 +33,10 @@ class Guard(grpc.ServerInterceptor):
         if handler is None or details.method.startswith(HEALTH_PREFIX):
             return handler
         ok = authorized(details.invocation_metadata, self._token)
-        codec = {"request_deserializer": handler.request_deserializer, "response_serializer": handler.response_serializer}
+        codec = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(self._unary(handler.unary_unary, ok, details.method), **codec)
         if handler.unary_stream:
@@ -46,7 +49,9 @@ class Guard(grpc.ServerInterceptor):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong deployment token")
         remaining = context.time_remaining()
         if remaining is None or remaining > MAX_DEADLINE_S:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"every call must carry a deadline of at most {MAX_DEADLINE_S:.0f} s")
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"every call must carry a deadline of at most {MAX_DEADLINE_S:.0f} s"
+            )
 
     def _unary(self, behavior, ok, method):
         def run(request, context):
@@ -57,6 +62,7 @@ class Guard(grpc.ServerInterceptor):
                 _abort(context, e)
             except Exception:
                 _internal(context, method)
+
         return run
 
     def _stream(self, behavior, ok, method):
@@ -68,6 +74,7 @@ class Guard(grpc.ServerInterceptor):
                 _abort(context, e)
             except Exception:
                 _internal(context, method)
+
         return run
 
 

@@ -32,11 +32,34 @@ def healthy(target: str, tls: Tls | None = None, timeout: float = 2.0) -> bool:
 class ServiceProcess:
     """`hotfloat serve NAME --socket PATH` in its own process group, so a kill takes its sandboxed children too."""
 
-    def __init__(self, name: str, socket: Path, token_file: Path, *, device: str = "cpu", concurrency: int = 2,
-                 extra: tuple[str, ...] = (), log: Path | None = None):
+    def __init__(
+        self,
+        name: str,
+        socket: Path,
+        token_file: Path,
+        *,
+        device: str = "cpu",
+        concurrency: int = 2,
+        extra: tuple[str, ...] = (),
+        log: Path | None = None,
+    ):
         self.name, self.socket, self.target = name, Path(socket), f"unix:{Path(socket).absolute()}"
-        self._args = [sys.executable, "-c", _ENTRY, "serve", name, "--socket", str(socket), "--token-file", str(token_file),
-                      "--device", device, "--concurrency", str(concurrency), *extra]
+        self._args = [
+            sys.executable,
+            "-c",
+            _ENTRY,
+            "serve",
+            name,
+            "--socket",
+            str(socket),
+            "--token-file",
+            str(token_file),
+            "--device",
+            device,
+            "--concurrency",
+            str(concurrency),
+            *extra,
+        ]
         self._log = log
         self.proc: subprocess.Popen | None = None
 
@@ -47,7 +70,9 @@ class ServiceProcess:
         """Starts the process without waiting, so several services can start in parallel."""
         self.socket.unlink(missing_ok=True)
         with open(self._log or os.devnull, "ab") as out:  # the child keeps its own copy of the descriptor
-            self.proc = subprocess.Popen(self._args, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                self._args, stdout=out, stderr=out, stdin=subprocess.DEVNULL, start_new_session=True
+            )
         return self
 
     def wait_ready(self, ready_timeout: float = 120.0) -> ServiceProcess:

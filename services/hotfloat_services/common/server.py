@@ -15,8 +15,15 @@ QUEUE_FACTOR = 4
 """Calls accepted beyond the working threads wait in line; more are refused RESOURCE_EXHAUSTED."""
 
 
-def create_server(name: str, register: Callable[[grpc.Server], None], where: str, *, token: str,
-                  concurrency: int = 2, tls: Tls | None = None) -> tuple[grpc.Server, str]:
+def create_server(
+    name: str,
+    register: Callable[[grpc.Server], None],
+    where: str,
+    *,
+    token: str,
+    concurrency: int = 2,
+    tls: Tls | None = None,
+) -> tuple[grpc.Server, str]:
     """Builds, binds and starts a server for one service; returns it and the address to dial (port 0 resolved)."""
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=concurrency * QUEUE_FACTOR + 2, thread_name_prefix=f"hotfloat-{name}"),

@@ -25,8 +25,9 @@ class Worker:
         self._pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="hotfloat-work")
         self._heartbeat_s = heartbeat_s
 
-    def run(self, stage: str, message: str, work: Callable[[Callable[[str], None]], T], context
-            ) -> Iterator[common_pb2.Progress | T]:
+    def run(
+        self, stage: str, message: str, work: Callable[[Callable[[str], None]], T], context
+    ) -> Iterator[common_pb2.Progress | T]:
         """Yields Progress now and every heartbeat while `work` runs, then its result; stops early if the caller left.
 
         `work` receives a `note(text)` function; the latest note is what the next heartbeat reports. Once the caller

@@ -53,8 +53,10 @@ def address(where: str, tls: Tls | None = None) -> str:
     except ValueError:
         loopback = False
     if not loopback and tls is None:
-        raise InputError(f"{where!r}: TCP beyond loopback needs mutual TLS (--tls-ca, --tls-cert, --tls-key); "
-                         "without it use loopback or a Unix socket")
+        raise InputError(
+            f"{where!r}: TCP beyond loopback needs mutual TLS (--tls-ca, --tls-cert, --tls-key); "
+            "without it use loopback or a Unix socket"
+        )
     return where
 
 

@@ -58,8 +58,17 @@ def _many(targets: str | Sequence[str] | None) -> list[str]:
 class StageClients:
     """Channels to the three services; no qualification endpoint means the run stops at admission."""
 
-    def __init__(self, compiler: str, admission: str | Sequence[str], qualification: str | Sequence[str] | None, *,
-                 token: str, tls: Tls | None = None, deadlines: Deadlines = Deadlines(), cool_off_s: float = COOL_OFF_S):
+    def __init__(
+        self,
+        compiler: str,
+        admission: str | Sequence[str],
+        qualification: str | Sequence[str] | None,
+        *,
+        token: str,
+        tls: Tls | None = None,
+        deadlines: Deadlines = Deadlines(),
+        cool_off_s: float = COOL_OFF_S,
+    ):
         self._meta = call_metadata(token)
         self._deadlines = deadlines
         self._channel = dial(compiler, tls)
@@ -67,8 +76,13 @@ class StageClients:
         self._admission = Endpoints(_many(admission), admission_pb2_grpc.AdmissionStub, tls=tls, cool_off_s=cool_off_s)
         self._qualification = None
         if _many(qualification):
-            self._qualification = Endpoints(_many(qualification), qualification_pb2_grpc.QualificationStub, tls=tls,
-                                            per_endpoint=1, cool_off_s=cool_off_s)
+            self._qualification = Endpoints(
+                _many(qualification),
+                qualification_pb2_grpc.QualificationStub,
+                tls=tls,
+                per_endpoint=1,
+                cool_off_s=cool_off_s,
+            )
 
     def abandon(self) -> None:
         """Calls waiting for an admission or qualification endpoint give up (the validator is stopping)."""
@@ -84,36 +98,42 @@ class StageClients:
 
     def scan(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[ScanReport]:
         with _translated():
-            reply = self._compiler.Scan(convert.scan_request(archive, identity), timeout=self._deadlines.scan,
-                                        metadata=self._meta)
+            reply = self._compiler.Scan(
+                convert.scan_request(archive, identity), timeout=self._deadlines.scan, metadata=self._meta
+            )
         return convert.outcome(reply.verdict, ScanReport)
 
     def build(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[BuildRecord]:
         with _translated():
-            stream = self._compiler.Build(convert.build_request(archive, identity), timeout=self._deadlines.build,
-                                          metadata=self._meta)
+            stream = self._compiler.Build(
+                convert.build_request(archive, identity), timeout=self._deadlines.build, metadata=self._meta
+            )
             result = _final(stream, "build", on_progress)
         return convert.outcome(result.verdict, BuildRecord, result.artifacts)
 
-    def admit(self, archive: bytes, identity: str, built: Outcome[BuildRecord], on_progress: OnProgress, *,
-              on_start: OnStart) -> Outcome[Admitted]:
+    def admit(
+        self, archive: bytes, identity: str, built: Outcome[BuildRecord], on_progress: OnProgress, *, on_start: OnStart
+    ) -> Outcome[Admitted]:
         with self._admission.lease(identity) as (where, stub), _translated(where, self._admission):
             on_start(where)
-            stream = stub.Admit(convert.admit_request(archive, identity, built), timeout=self._deadlines.admit,
-                                metadata=self._meta)
+            stream = stub.Admit(
+                convert.admit_request(archive, identity, built), timeout=self._deadlines.admit, metadata=self._meta
+            )
             result = _final(stream, "admit", on_progress)
         return convert.outcome(result.verdict, Admitted, extra={"device": result.device})
 
-    def qualify(self, archive: bytes, identity: str, on_progress: OnProgress, *, on_start: OnStart,
-                avoid: str | None = None) -> Outcome[Qualified]:
+    def qualify(
+        self, archive: bytes, identity: str, on_progress: OnProgress, *, on_start: OnStart, avoid: str | None = None
+    ) -> Outcome[Qualified]:
         """One qualification on a free, live endpoint other than `avoid` (the first run's, for the reproduction)
         when there is another; the reply's evidence names the endpoint that ran it."""
         if self._qualification is None:
             raise InfrastructureError("no qualification service is configured")
         with self._qualification.lease(identity, avoid) as (where, stub), _translated(where, self._qualification):
             on_start(where)
-            stream = stub.Qualify(convert.qualify_request(archive, identity), timeout=self._deadlines.qualify,
-                                  metadata=self._meta)
+            stream = stub.Qualify(
+                convert.qualify_request(archive, identity), timeout=self._deadlines.qualify, metadata=self._meta
+            )
             result = _final(stream, "qualify", on_progress)
         return convert.outcome(result.verdict, Qualified, extra={"score": result.score, "endpoint": where})
 

@@ -38,4 +38,3 @@ def admit_request(archive: bytes, identity: str, built: Outcome[BuildRecord]) ->
 
 def qualify_request(archive: bytes, identity: str) -> qualification_pb2.QualifyRequest:
     return qualification_pb2.QualifyRequest(bundle=bundle_to_proto(archive, identity))
-

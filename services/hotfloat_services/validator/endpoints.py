@@ -52,8 +52,15 @@ def dial(target: str, tls: Tls | None = None) -> grpc.Channel:
 class Endpoints(Generic[S]):
     """One channel and stub per endpoint; `per_endpoint` calls at most on each (None: no bound, least busy first)."""
 
-    def __init__(self, targets: Sequence[str], stub: Callable, *, tls: Tls | None = None, per_endpoint: int | None = None,
-                 cool_off_s: float = COOL_OFF_S):
+    def __init__(
+        self,
+        targets: Sequence[str],
+        stub: Callable,
+        *,
+        tls: Tls | None = None,
+        per_endpoint: int | None = None,
+        cool_off_s: float = COOL_OFF_S,
+    ):
         if not targets or len(set(targets)) != len(targets):
             raise InputError(f"endpoints must be given, each once: {list(targets)}")
         self._channels = {t: dial(t, tls) for t in targets}
@@ -132,7 +139,9 @@ class Endpoints(Generic[S]):
         that serves is up again, any other cools off once more."""
         with self._free:
             now = time.monotonic()
-            due = [] if self._abandoned else [t for t, end in self._down.items() if end <= now and t not in self._probing]
+            due = (
+                [] if self._abandoned else [t for t, end in self._down.items() if end <= now and t not in self._probing]
+            )
             self._probing.update(due)
         for name in due:
             serving = self._serving(name)
@@ -147,8 +156,9 @@ class Endpoints(Generic[S]):
 
     def _serving(self, name: str) -> bool:
         try:
-            reply = health_pb2_grpc.HealthStub(self._channels[name]).Check(health_pb2.HealthCheckRequest(),
-                                                                           timeout=PROBE_S)
+            reply = health_pb2_grpc.HealthStub(self._channels[name]).Check(
+                health_pb2.HealthCheckRequest(), timeout=PROBE_S
+            )
         except grpc.RpcError:
             return False
         return reply.status == health_pb2.HealthCheckResponse.SERVING

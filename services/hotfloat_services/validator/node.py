@@ -30,8 +30,13 @@ class Validator:
     """Opened as a context (everything it starts stops on exit); `run` works the queue, `cycle` is the chain's
     intake-and-weights step (None without a network) and `ledger` is open for reading while it is."""
 
-    def __init__(self, config: ValidatorConfig, *, on_event: OnEvent | None = None,
-                 report: Callable[[str], None] = lambda message: None):
+    def __init__(
+        self,
+        config: ValidatorConfig,
+        *,
+        on_event: OnEvent | None = None,
+        report: Callable[[str], None] = lambda message: None,
+    ):
         self.config, self._on_event, self._report = config, on_event, report
         self._stack = contextlib.ExitStack()
         self.ledger: Ledger | None = None
@@ -65,8 +70,15 @@ class Validator:
         stages = self._stages(rule)
         self.ledger = self._ledger()
         through = State(c.through or ("scored" if c.qualifies else "admitted"))
-        self.pipeline = Pipeline(self.ledger, stages, through=through, workers=c.workers, max_attempts=c.max_attempts,
-                                 on_event=self._on_event, on_stop=self._abandon)
+        self.pipeline = Pipeline(
+            self.ledger,
+            stages,
+            through=through,
+            workers=c.workers,
+            max_attempts=c.max_attempts,
+            on_event=self._on_event,
+            on_stop=self._abandon,
+        )
 
     def _stages(self, rule) -> Stages:
         c = self.config
@@ -75,8 +87,9 @@ class Validator:
         if c.stages == "spawned":
             names = ("compiler", "admission", "qualification") if c.rule_from else ("compiler", "admission")
             self._report(f"starting {', '.join(names[:-1])} and {names[-1]} services ...")
-            targets, token = self._stack.enter_context(spawned(names, device=c.stage_device(), quick=c.quick,
-                                                               rule_from=c.rule_from))
+            targets, token = self._stack.enter_context(
+                spawned(names, device=c.stage_device(), quick=c.quick, rule_from=c.rule_from)
+            )
             compiler, admission = targets["compiler"], [targets["admission"]]
             qualification = [targets["qualification"]] if "qualification" in targets else []
         else:
@@ -103,8 +116,14 @@ class Validator:
         client = Chain(chain.network)
         self._stack.callback(client.close)
         led = self._stack.enter_context(open_ledger(c.ledger))
-        self.cycle = ChainCycle(client, led, chain.netuid, signer, weights_every=chain.weights_every or WEIGHTS_EVERY,
-                                policy=FetchPolicy(cafile=chain.cafile, allow_private=chain.allow_private),
-                                report=self._report)
+        self.cycle = ChainCycle(
+            client,
+            led,
+            chain.netuid,
+            signer,
+            weights_every=chain.weights_every or WEIGHTS_EVERY,
+            policy=FetchPolicy(cafile=chain.cafile, allow_private=chain.allow_private),
+            report=self._report,
+        )
         self.cycle.check()
         return led

@@ -12,6 +12,7 @@ from hotfloat.validator.config import QUICK_ADMISSION
 
 from ..common.process import ServiceProcess
 
+
 def service_args(name: str, *, quick: bool = False, rule_from: Path | None = None) -> tuple[str, ...]:
     """The options `spawned` gives service `name` beyond its socket, token and device."""
     if name == "admission" and quick:
@@ -22,8 +23,14 @@ def service_args(name: str, *, quick: bool = False, rule_from: Path | None = Non
 
 
 @contextlib.contextmanager
-def spawned(names: tuple[str, ...], *, device: str = "cpu", quick: bool = False, rule_from: Path | None = None,
-            workdir: Path | None = None) -> Iterator[tuple[dict[str, str], str]]:
+def spawned(
+    names: tuple[str, ...],
+    *,
+    device: str = "cpu",
+    quick: bool = False,
+    rule_from: Path | None = None,
+    workdir: Path | None = None,
+) -> Iterator[tuple[dict[str, str], str]]:
     """Starts each named service in its own process (qualification deciding with the rule `rule_from`'s calibration
     record chose, when given); yields ({name: target}, token); stops them all on exit."""
     with contextlib.ExitStack() as stack:
@@ -34,8 +41,14 @@ def spawned(names: tuple[str, ...], *, device: str = "cpu", quick: bool = False,
         token_file.write_text(token)
         procs = []
         for name in names:
-            proc = ServiceProcess(name, root / f"{name}.sock", token_file, device=device,
-                                  extra=service_args(name, quick=quick, rule_from=rule_from), log=root / f"{name}.log")
+            proc = ServiceProcess(
+                name,
+                root / f"{name}.sock",
+                token_file,
+                device=device,
+                extra=service_args(name, quick=quick, rule_from=rule_from),
+                log=root / f"{name}.log",
+            )
             stack.callback(proc.stop)
             procs.append(proc.launch())
         yield {p.name: p.wait_ready().target for p in procs}, token

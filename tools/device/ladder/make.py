@@ -44,27 +44,27 @@ def _silu(x):
     d = x.shape[1] // 2
     return torch.nn.functional.silu(x[:, :d].float()) * x[:, d:].float()
 '''
-SILU_REL = '''
+SILU_REL = """
 def silu_and_mul(x, out):
     y = _silu(x)
     out.copy_(y * (1 + REL * _sign(y)))
-'''
-FUSED_REL = '''
+"""
+FUSED_REL = """
 def fused_add_rmsnorm(x, residual, weight, out, residual_out, eps):
     s = x.float() + residual.float()
     residual_out.copy_(s)
     y = s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
     out.copy_(y * (1 + REL * _sign(y)))
-'''
-SILU_ROWS = '''
+"""
+SILU_ROWS = """
 def silu_and_mul(x, out):
     y = _silu(x)
     rows = torch.arange(x.shape[0], device=x.device)
     key = (x[:, 0].float().abs() * 65536).clamp(max=2.0 ** 40).long() ^ rows
     wrong = (_hash(key) % 100 == 0)[:, None]
     out.copy_(torch.where(wrong, y * 1.25, y))
-'''
-SILU_AFTER = '''
+"""
+SILU_AFTER = """
 _calls = None
 
 
@@ -75,13 +75,13 @@ def silu_and_mul(x, out):
     _calls.add_(1)
     y = _silu(x)
     out.copy_(torch.where(_calls > AFTER, WRONG, y))
-'''
+"""
 GROSS = "y * (1 + 0.25 * _sign(y))"
 SPARSE = "y + 0.25 * (_hash(torch.arange(y.numel(), device=y.device)).view(y.shape) % 1024 == 0)"
-MANIFEST = '''bundle_id = "{name}"
+MANIFEST = """bundle_id = "{name}"
 abi_version = "hotfloat-op-abi-v1"
-'''
-OP = '''
+"""
+OP = """
 [[ops]]
 slot = "{slot}"
 source = "kernels/{source}"
@@ -90,7 +90,7 @@ kind = "python"
 dtypes = ["bf16", "fp16", "fp32"]
 architectures = ["cpu", "sm_90"]
 metadata = "metadata/graph.json"
-'''
+"""
 SILU, FUSED = ("activation.silu_and_mul", "silu_and_mul"), ("norm.fused_add_rmsnorm", "fused_add_rmsnorm")
 
 
@@ -121,13 +121,19 @@ def make(root: Path, after: int = 20000) -> list[Path]:
         tag = str(p).replace(".", "_")
         silu = kernel(f"silu_and_mul times 1 +- {p}% (issue 32's ladder).", SILU_REL, REL=p / 100)
         out.append(write(root, f"silu_rel_{tag}", [(SILU, "silu.py", silu)]))
-        fused = kernel(f"fused_add_rmsnorm with out times 1 +- {p}%, residual_out exact (issue 32's ladder).",
-                       FUSED_REL, REL=p / 100)
+        fused = kernel(
+            f"fused_add_rmsnorm with out times 1 +- {p}%, residual_out exact (issue 32's ladder).",
+            FUSED_REL,
+            REL=p / 100,
+        )
         out.append(write(root, f"fused_rel_{tag}", [(FUSED, "fused.py", fused)]))
-    out.append(write(root, "silu_rows_1pct", [(SILU, "silu.py", kernel("silu_and_mul 25% off on ~1% of rows.", SILU_ROWS))]))
+    out.append(
+        write(root, "silu_rows_1pct", [(SILU, "silu.py", kernel("silu_and_mul 25% off on ~1% of rows.", SILU_ROWS))])
+    )
     for name, wrong in (("silu_after_n", GROSS), ("silu_after_n_sparse", SPARSE)):
-        text = kernel(f"silu_and_mul exact for {after} calls, then {wrong}.", SILU_AFTER.replace("WRONG", wrong),
-                      AFTER=after)
+        text = kernel(
+            f"silu_and_mul exact for {after} calls, then {wrong}.", SILU_AFTER.replace("WRONG", wrong), AFTER=after
+        )
         out.append(write(root, name, [(SILU, "silu.py", text)]))
     triton_fused = (REPO / "examples/fused_add_rmsnorm_triton/kernels/fused_add_rmsnorm.py").read_text()
     silu = kernel("silu_and_mul times 1 +- 1% (issue 32's ladder).", SILU_REL, REL=0.01)

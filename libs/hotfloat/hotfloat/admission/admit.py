@@ -34,20 +34,37 @@ def admit(bundle: Bundle, record: BuildRecord, *, seed: int | None = None, timeo
     base = {"bundle_identity": bundle.identity, "seed": seed}
     if record.status is not Status.PASS:
         status = Status.N_A if record.status is Status.N_A else record.status
-        return AdmissionReport(**base, status=status, device="none", reasons=["nothing admitted: build " + record.status.value, *record.reasons])
-    failures = [f"{k.cubin}: {why}" for k in record.kernels if (why := static_check(bundle, k, record.cubins.get(k.cubin)))]
+        return AdmissionReport(
+            **base,
+            status=status,
+            device="none",
+            reasons=["nothing admitted: build " + record.status.value, *record.reasons],
+        )
+    failures = [
+        f"{k.cubin}: {why}" for k in record.kernels if (why := static_check(bundle, k, record.cubins.get(k.cubin)))
+    ]
     if failures:
         return AdmissionReport(**base, status=Status.FAIL, device="none", reasons=failures)
     missing = gpu_missing()
     if missing:
-        return AdmissionReport(**base, status=Status.NO_DECISION, device="cpu", reasons=[
-            f"skipped: no GPU ({missing}); ELF gate and declared kernel layouts passed for {len(record.kernels)} cubins, "
-            "the Driver-API load, launch and verification need a CUDA device"])
+        return AdmissionReport(
+            **base,
+            status=Status.NO_DECISION,
+            device="cpu",
+            reasons=[
+                f"skipped: no GPU ({missing}); ELF gate and declared kernel layouts passed for {len(record.kernels)} cubins, "
+                "the Driver-API load, launch and verification need a CUDA device"
+            ],
+        )
     report = _run_worker(record, seed, timeout_s)
     bad = [f"{k.cubin}: {k.reason}" for k in report.results if not k.ok]
-    return AdmissionReport(**base, status=Status.FAIL if bad else Status.PASS, device=f"cuda:{report.device}",
-                           reasons=bad or [f"{len(report.results)} cubins loaded as declared and verified"],
-                           kernels=report.results)
+    return AdmissionReport(
+        **base,
+        status=Status.FAIL if bad else Status.PASS,
+        device=f"cuda:{report.device}",
+        reasons=bad or [f"{len(report.results)} cubins loaded as declared and verified"],
+        kernels=report.results,
+    )
 
 
 def static_check(bundle: Bundle, art: KernelArtifact, data: bytes | None) -> str | None:
@@ -57,7 +74,12 @@ def static_check(bundle: Bundle, art: KernelArtifact, data: bytes | None) -> str
         raise InputError(f"{art.cubin}: the build record names an op the bundle does not declare")
     decl = op.entry.kernel
     types = declared_types(op, art.dtype)
-    if ([p.name for p in decl.params], types, list(decl.grid), decl.block) != (art.param_names, art.param_types, art.grid, art.block):
+    if ([p.name for p in decl.params], types, list(decl.grid), decl.block) != (
+        art.param_names,
+        art.param_types,
+        art.grid,
+        art.block,
+    ):
         raise InputError(f"{art.cubin}: the build record's parameters or launch shape differ from the manifest")
     if data is None or hashlib.sha256(data).hexdigest() != art.cubin_sha256:
         raise InputError(f"{art.cubin}: cubin bytes missing or not matching the recorded digest")
@@ -97,15 +119,24 @@ def _run_worker(record: BuildRecord, seed: int, timeout_s: float) -> WorkerRepor
             arts.append({**k.model_dump(mode="json"), "slot": k.op.split(":")[0], "path": f"{CUBINS}/{k.cubin}"})
         binds, pythonpath = hotfloat_binds()
         policy = SandboxPolicy(gpu=True, address_space_bytes=None, cpu_seconds=max(60, int(timeout_s) * 2))
-        done = run_child([sys.executable, "-s", "-B", f"{LIB}/hotfloat/native/worker.py"], WorkerReport,
-                         request={"artifacts": arts, "seed": seed}, policy=policy, sandboxed=True,
-                         binds=[*binds, Bind(Path(tmp), CUBINS)],
-                         env=child_env({"PYTHONPATH": pythonpath}, home="/tmp"), startup_s=STARTUP_S,
-                         timeout_s=timeout_s)
+        done = run_child(
+            [sys.executable, "-s", "-B", f"{LIB}/hotfloat/native/worker.py"],
+            WorkerReport,
+            request={"artifacts": arts, "seed": seed},
+            policy=policy,
+            sandboxed=True,
+            binds=[*binds, Bind(Path(tmp), CUBINS)],
+            env=child_env({"PYTHONPATH": pythonpath}, home="/tmp"),
+            startup_s=STARTUP_S,
+            timeout_s=timeout_s,
+        )
     if done.kind == "timeout":
         why = f"killed: the worker did not finish within {timeout_s:g}s (a kernel hung)"
-        return WorkerReport(device="unknown", elapsed_s=timeout_s,
-                            results=[KernelAdmission(cubin=k.cubin, ok=False, reason=why) for k in record.kernels])
+        return WorkerReport(
+            device="unknown",
+            elapsed_s=timeout_s,
+            results=[KernelAdmission(cubin=k.cubin, ok=False, reason=why) for k in record.kernels],
+        )
     if done.result is None:
         raise InfrastructureError(f"admission worker failed: {done.detail}: {done.output_tail[-300:]}")
     return done.result

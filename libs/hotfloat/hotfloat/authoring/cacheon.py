@@ -24,8 +24,14 @@ from ..record import Record
 from ..slots import DTYPES, SLOTS
 from .interpret import interpreter_blocker, uses_triton
 
-DTYPE_NAMES = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
-               **{d: d for d in DTYPES}}
+DTYPE_NAMES = {
+    "float32": "fp32",
+    "float": "fp32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    **{d: d for d in DTYPES},
+}
 KEPT_METADATA = ("graph_safe", "min_num_tokens", "max_num_tokens")
 WHY_DROPPED = {
     "op": "the manifest's slot already names the op",
@@ -126,9 +132,11 @@ def _check_call(files: dict[str, bytes], op: dict, where: str) -> None:
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     slot = SLOTS[op["slot"]]
     if len(params) != len(slot.args):
-        raise InputError(f"{where}: {op['source']}: {op['entry']}({', '.join(params)}) takes {len(params)} arguments "
-                         f"but hotfloat calls {slot.signature()} ({len(slot.args)} arguments in this order); rewrite "
-                         "the entry to the slot's call")
+        raise InputError(
+            f"{where}: {op['source']}: {op['entry']}({', '.join(params)}) takes {len(params)} arguments "
+            f"but hotfloat calls {slot.signature()} ({len(slot.args)} arguments in this order); rewrite "
+            "the entry to the slot's call"
+        )
 
 
 def _drop_function(files: dict[str, bytes], source: str, name: str, note) -> None:
@@ -139,7 +147,7 @@ def _drop_function(files: dict[str, bytes], source: str, name: str, note) -> Non
     text, fn = found
     lines = text.splitlines(keepends=True)
     start = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
-    files[source] = "".join(lines[:start] + lines[fn.end_lineno:]).rstrip("\n").encode() + b"\n"
+    files[source] = "".join(lines[:start] + lines[fn.end_lineno :]).rstrip("\n").encode() + b"\n"
     note(name, f"def {name} (lines {start + 1}-{fn.end_lineno})", "(removed with the setup hook)", file=source)
 
 
@@ -147,7 +155,8 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
     """The hotfloat manifest text for the parsed Cacheon manifest `doc`, the rewritten and the dropped metadata
     files, README notes; `changes` records every edit."""
     note = lambda field, was, now="", file="manifest.toml": changes.append(  # noqa: E731
-        Change(file=file, field=field, was=str(was), now=str(now)))
+        Change(file=file, field=field, was=str(was), now=str(now))
+    )
     if doc.get("abi_version") != ABI_VERSION:
         note("abi_version", doc.get("abi_version", "(absent)"), ABI_VERSION)
     for key in sorted(set(doc) - {"bundle_id", "abi_version", "ops"}):
@@ -162,11 +171,16 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
         _check_call(files, op, where)
         entry = {k: op[k] for k in ("slot", "source", "entry", "variant") if k in op}
         if "setup" in op:
-            note(f"{where}.setup", op["setup"], "(removed: hotfloat runs no bundle code in the engine outside a "
-                                                "slot call; engine patches are not accepted)")
+            note(
+                f"{where}.setup",
+                op["setup"],
+                "(removed: hotfloat runs no bundle code in the engine outside a "
+                "slot call; engine patches are not accepted)",
+            )
             _drop_function(files, op["source"], op["setup"], note)
-        for key in sorted(set(op) - {"slot", "source", "entry", "variant", "dtypes", "architectures", "metadata",
-                                     "setup"}):
+        for key in sorted(
+            set(op) - {"slot", "source", "entry", "variant", "dtypes", "architectures", "metadata", "setup"}
+        ):
             note(f"{where}.{key}", _show(op[key]), "(removed: unknown to hotfloat)")
         entry["dtypes"] = _dtypes(op.get("dtypes"), f"{where}.dtypes", note)
         archs = op.get("architectures")
@@ -176,8 +190,12 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
             readme += text
             if "architectures" in meta_doc and archs is None:
                 archs = meta_doc["architectures"]
-                note("architectures", _show(archs), f"(moved to the manifest's {where}.architectures)",
-                     file=op["metadata"])
+                note(
+                    "architectures",
+                    _show(archs),
+                    f"(moved to the manifest's {where}.architectures)",
+                    file=op["metadata"],
+                )
             if meta_text is None:
                 note(f"{where}.metadata", op["metadata"], "(removed: nothing hotfloat reads was left in it)")
                 dropped.add(op["metadata"])
@@ -260,8 +278,12 @@ def _metadata(files, rel, note) -> tuple[dict, str | None, str]:
     if "dtypes" in doc:
         kept["dtypes"] = _dtypes(doc["dtypes"], "dtypes", lambda f, w, n="": note(f, w, n, file=rel))
     for key in sorted(set(doc) - set(KEPT_METADATA) - {"dtypes", "architectures"}):
-        note(key, _show(doc[key]), f"(removed: {WHY_DROPPED.get(key, 'unknown to hotfloat, which refuses unknown keys')})",
-             file=rel)
+        note(
+            key,
+            _show(doc[key]),
+            f"(removed: {WHY_DROPPED.get(key, 'unknown to hotfloat, which refuses unknown keys')})",
+            file=rel,
+        )
     readme = f"- `{rel}`: {doc['notes']}\n" if isinstance(doc.get("notes"), str) else ""
     return doc, (json.dumps(kept, indent=2, sort_keys=True) + "\n") if kept else None, readme
 

@@ -25,8 +25,11 @@ def interpreter_blocker(files: dict[str, bytes]) -> str | None:
         tree = _parse(data) if rel.endswith(".py") else None
         if tree is None:
             continue
-        names = _imported(tree) | {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)} | \
-            {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        names = (
+            _imported(tree)
+            | {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+            | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        )
         for name, what in BLOCKERS.items():
             if name in names:
                 return f"{rel} uses {what}"

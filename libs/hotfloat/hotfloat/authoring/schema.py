@@ -25,5 +25,8 @@ def bundle_schema(part: str = "all") -> dict[str, Any]:
         return manifest
     if part == "metadata":
         return metadata
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "hotfloat bundle",
-            "properties": {"manifest.toml": manifest, "metadata/*.json": metadata}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "hotfloat bundle",
+        "properties": {"manifest.toml": manifest, "metadata/*.json": metadata},
+    }

@@ -28,30 +28,51 @@ class Body:
 
 
 BODIES: dict[str, Body] = {
-    "activation.silu_and_mul": Body("silu_and_mul", "import torch", """\
+    "activation.silu_and_mul": Body(
+        "silu_and_mul",
+        "import torch",
+        """\
 d = out.shape[-1]
 gate, up = x[:, :d].float(), x[:, d:].float()
-out.copy_(torch.nn.functional.silu(gate) * up)"""),
-    "norm.rmsnorm": Body("rmsnorm", "import torch", """\
+out.copy_(torch.nn.functional.silu(gate) * up)""",
+    ),
+    "norm.rmsnorm": Body(
+        "rmsnorm",
+        "import torch",
+        """\
 xf = x.float()
 inv_rms = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
-out.copy_(xf * inv_rms * weight.float())"""),
-    "norm.fused_add_rmsnorm": Body("fused_add_rmsnorm", "import torch", """\
+out.copy_(xf * inv_rms * weight.float())""",
+    ),
+    "norm.fused_add_rmsnorm": Body(
+        "fused_add_rmsnorm",
+        "import torch",
+        """\
 total = x.float() + residual.float()          # the sum stays in fp32; residual_out rounds it once
 residual_out.copy_(total)
 inv_rms = torch.rsqrt(total.pow(2).mean(dim=-1, keepdim=True) + eps)
-out.copy_(total * inv_rms * weight.float())"""),
-    "collective.all_reduce": Body("all_reduce", "import torch.distributed as dist", """\
+out.copy_(total * inv_rms * weight.float())""",
+    ),
+    "collective.all_reduce": Body(
+        "all_reduce",
+        "import torch.distributed as dist",
+        """\
 out.copy_(x)                                  # never reduce into the input: inputs are read-only
-dist.all_reduce(out, op=dist.ReduceOp.SUM, group=group)"""),
-    "attention.decode": Body("decode", "import torch", """\
+dist.all_reduce(out, op=dist.ReduceOp.SUM, group=group)""",
+    ),
+    "attention.decode": Body(
+        "decode",
+        "import torch",
+        """\
 group = q.shape[1] // k_buffer.shape[1]       # query heads per KV head (GQA)
 for b in range(q.shape[0]):
     pages = kv_indices[int(kv_indptr[b]):int(kv_indptr[b + 1])].long()
     k = k_buffer[pages].float().repeat_interleave(group, dim=1)      # [L, Hq, D]
     v = v_buffer[pages].float().repeat_interleave(group, dim=1)
     scores = torch.einsum("hd,lhd->hl", q[b].float(), k) * sm_scale
-    out[b].copy_(torch.einsum("hl,lhd->hd", torch.softmax(scores, dim=-1), v))""", graph_safe=False),
+    out[b].copy_(torch.einsum("hl,lhd->hd", torch.softmax(scores, dim=-1), v))""",
+        graph_safe=False,
+    ),
 }
 """One body per registered slot (a test keeps them in step with the registry and verifies each)."""
 
@@ -64,10 +85,12 @@ def kernel_source(slot: SlotSpec) -> str:
     code = "\n".join(f"    {line}" if line else "" for line in body.code.splitlines())
     doc = textwrap.fill(f"{slot.name}: {slot.summary}.", 100)
     call = textwrap.fill(f"Called as {slot.signature()}.", 96, subsequent_indent="    ")
-    return (f'"""{doc}"""\n\n{body.imports}\n\n\n'
-            f"def {body.entry}({params}):\n"
-            f'    """Writes every element of {outs} in place and returns None.\n\n    {call}"""\n'
-            f"{code}\n")
+    return (
+        f'"""{doc}"""\n\n{body.imports}\n\n\n'
+        f"def {body.entry}({params}):\n"
+        f'    """Writes every element of {outs} in place and returns None.\n\n    {call}"""\n'
+        f"{code}\n"
+    )
 
 
 def verify_command(slot_name: str, directory: str) -> str:
@@ -83,19 +106,33 @@ def bundle_files(slot_name: str, bundle_id: str) -> dict[str, str]:
         raise InputError(f"no template for {slot.name} yet; templates: {', '.join(sorted(BODIES))}")
     body = BODIES[slot.name]
     dtypes = ", ".join(f'"{d}"' for d in slot.dtypes)
-    manifest = (f'bundle_id = "{bundle_id}"\nabi_version = "{ABI_VERSION}"\n\n[[ops]]\nslot = "{slot.name}"\n'
-                f'source = "kernels/{body.entry}.py"\nentry = "{body.entry}"\nvariant = "default"\n'
-                f'dtypes = [{dtypes}]\narchitectures = ["cpu", "sm_90"]\nmetadata = "metadata/{body.entry}.json"\n')
+    manifest = (
+        f'bundle_id = "{bundle_id}"\nabi_version = "{ABI_VERSION}"\n\n[[ops]]\nslot = "{slot.name}"\n'
+        f'source = "kernels/{body.entry}.py"\nentry = "{body.entry}"\nvariant = "default"\n'
+        f'dtypes = [{dtypes}]\narchitectures = ["cpu", "sm_90"]\nmetadata = "metadata/{body.entry}.json"\n'
+    )
     single = slot.world_size == 1
-    steps = ["hotfloat scan .", verify_command(slot.name, "."), *(["hotfloat bench ."] if single else []),
-             "hotfloat chain package ."]
-    timed = "" if single else "`hotfloat bench` times single-device slots; this op is timed in the engine by qualification.\n\n"
-    readme = (f"# {bundle_id}\n\nA hotfloat bundle for `{slot.name}`: {slot.summary}.\n\n"
-              f"The entry `{body.entry}` in `kernels/{body.entry}.py` is called as\n\n    {slot.signature()}\n\n"
-              "and must write every element of its outputs in place (they may have padded rows), never touch its "
-              "inputs and return None. This starting point is plain torch: correct, not fast. Make it faster, then\n\n"
-              + "".join(f"    {step}\n" for step in steps) + "\n" + timed
-              + "See docs/kernel-authors.md for the full contract.\n")
+    steps = [
+        "hotfloat scan .",
+        verify_command(slot.name, "."),
+        *(["hotfloat bench ."] if single else []),
+        "hotfloat chain package .",
+    ]
+    timed = (
+        ""
+        if single
+        else "`hotfloat bench` times single-device slots; this op is timed in the engine by qualification.\n\n"
+    )
+    readme = (
+        f"# {bundle_id}\n\nA hotfloat bundle for `{slot.name}`: {slot.summary}.\n\n"
+        f"The entry `{body.entry}` in `kernels/{body.entry}.py` is called as\n\n    {slot.signature()}\n\n"
+        "and must write every element of its outputs in place (they may have padded rows), never touch its "
+        "inputs and return None. This starting point is plain torch: correct, not fast. Make it faster, then\n\n"
+        + "".join(f"    {step}\n" for step in steps)
+        + "\n"
+        + timed
+        + "See docs/kernel-authors.md for the full contract.\n"
+    )
     return {
         "manifest.toml": manifest,
         f"kernels/{body.entry}.py": kernel_source(slot),
@@ -118,4 +155,3 @@ def write_template(directory: str | Path, slot_name: str, bundle_id: str | None 
         path.write_text(text)
         written.append(path)
     return written
-

@@ -20,15 +20,19 @@ def ours_calls(slot: SlotSpec, entry: Callable, dims, dt, sets, device: str) -> 
     """One closure per input set calling the candidate with its own output buffers (poisoned with NaN)."""
     calls = []
     for s in sets:
-        outs = {a.name: torch.full(slot.shape_of(a, dims), float("nan"), dtype=dt, device=device)
-                for a in slot.of_role(Role.OUTPUT)}
+        outs = {
+            a.name: torch.full(slot.shape_of(a, dims), float("nan"), dtype=dt, device=device)
+            for a in slot.of_role(Role.OUTPUT)
+        }
         args = [outs[a.name] if a.role is Role.OUTPUT else s[a.name] for a in slot.args]
         made = tuple(outs.values())
         calls.append(lambda args=args, made=made: (entry(*args), made)[1])
     return calls
 
 
-def stock_calls(s: Stock, sets, cuda: bool) -> tuple[list[Callable[[], tuple]], Prepare | None, Callable[[], None] | None]:
+def stock_calls(
+    s: Stock, sets, cuda: bool
+) -> tuple[list[Callable[[], tuple]], Prepare | None, Callable[[], None] | None]:
     """One call per input set; for a kernel that overwrites inputs, one call per graph position instead, each on
     its own copies, with `prepare(i)` refilling call i's copies and `refill()` all of them (outside timing). A
     prepared kernel's `refill()` remakes its converted inputs from the sets' current values instead."""

@@ -32,9 +32,12 @@ def measure_cuda(timer: CudaTimer, budget_s: float) -> Ceilings:
     cold = timer.cold(calls, budget_s)[0]
     graph, _ = timer.capture(calls)
     floor = timer.replay(graph, GRAPH_CALLS, budget_s)
-    return Ceilings(copy_Bps=2 * n / (_copy_us(timer, n, budget_s) * 1e-6),
-                    gemm_flops=2 * m**3 / (_gemm_us(timer, m, budget_s) * 1e-6),
-                    floor_graph_us=floor.median_us, floor_cold_us=cold.median_us)
+    return Ceilings(
+        copy_Bps=2 * n / (_copy_us(timer, n, budget_s) * 1e-6),
+        gemm_flops=2 * m**3 / (_gemm_us(timer, m, budget_s) * 1e-6),
+        floor_graph_us=floor.median_us,
+        floor_cold_us=cold.median_us,
+    )
 
 
 def _copy_us(timer: CudaTimer, n: int, budget_s: float) -> float:
@@ -61,18 +64,32 @@ def measure_cpu(budget_s: float) -> Ceilings:
     gemm = cold_cpu([lambda: torch.mm(a, b, out=c)], budget_s)[0]
     kernel, flag = empty_kernel(), torch.zeros(1)
     cold = cold_cpu([lambda: kernel[(1,)](flag, FLAG=False)], budget_s)[0]
-    return Ceilings(copy_Bps=2 * n / (copy.median_us * 1e-6), gemm_flops=2 * m**3 / (gemm.median_us * 1e-6),
-                    floor_graph_us=None, floor_cold_us=cold.median_us)
+    return Ceilings(
+        copy_Bps=2 * n / (copy.median_us * 1e-6),
+        gemm_flops=2 * m**3 / (gemm.median_us * 1e-6),
+        floor_graph_us=None,
+        floor_cold_us=cold.median_us,
+    )
 
 
 def environment(device: str) -> dict[str, str]:
     """Identity of what produced the numbers: versions, and on CUDA the GPU, its driver and L2."""
-    env = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
-           "host_cpu": platform.machine()}
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "host_cpu": platform.machine(),
+    }
     if device == "cuda":
         p = torch.cuda.get_device_properties(0)
-        env |= {"gpu": p.name, "sm": f"sm_{p.major}{p.minor}", "multiprocessors": str(p.multi_processor_count),
-                "l2_bytes": str(l2_bytes()), "cuda": str(torch.version.cuda), "driver": _driver_version()}
+        env |= {
+            "gpu": p.name,
+            "sm": f"sm_{p.major}{p.minor}",
+            "multiprocessors": str(p.multi_processor_count),
+            "l2_bytes": str(l2_bytes()),
+            "cuda": str(torch.version.cuda),
+            "driver": _driver_version(),
+        }
     return env
 
 
@@ -83,9 +100,13 @@ def l2_bytes() -> int:
 
 def _driver_version() -> str:
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=False)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-

@@ -24,8 +24,9 @@ def main() -> None:
     seed = raw.pop("seed_cache")
     if seed and os.path.isdir(seed["from"]):  # the validator's JIT builds, copied so nothing writes to them
         shutil.copytree(seed["from"], seed["to"], dirs_exist_ok=True, symlinks=True)
-    options = Options(**{**raw, "dtypes": tuple(raw["dtypes"]), "shapes": tuple(raw["shapes"]),
-                         "stock": tuple(raw["stock"])})
+    options = Options(
+        **{**raw, "dtypes": tuple(raw["dtypes"]), "shapes": tuple(raw["shapes"]), "stock": tuple(raw["stock"])}
+    )
     channel.ready()
 
     def progress(done: int, total: int, label: str) -> None:

@@ -22,11 +22,15 @@ from .shapes import select
 from .stock import LIBRARIES, Stock, stock_kernels
 from .timing import GRAPH_CALLS, CudaTimer, Prepare, cold_cpu
 
-CPU_NOTE = ("CPU run through the Triton interpreter: the times are meaningless for speed; "
-            "this exercises the harness and the output checks only. Use --device cuda for numbers.")
-CUDA_NOTE = ("time_us is the per-call median inside a replayed CUDA graph of back-to-back calls over rotated input "
-             "sets (decode-sized sets stay in L2, as after the producing kernel in the engine); cold is one call "
-             "after an L2 flush, timed alone with events.")
+CPU_NOTE = (
+    "CPU run through the Triton interpreter: the times are meaningless for speed; "
+    "this exercises the harness and the output checks only. Use --device cuda for numbers."
+)
+CUDA_NOTE = (
+    "time_us is the per-call median inside a replayed CUDA graph of back-to-back calls over rotated input "
+    "sets (decode-sized sets stay in L2, as after the producing kernel in the engine); cold is one call "
+    "after an L2 flush, timed alone with events."
+)
 MAX_SETS = 64
 Progress = Callable[[int, int, str], None]
 PROGRESS = "hotfloat-progress"
@@ -90,9 +94,13 @@ class _Run:
                 raise InputError(f"{slot.name} needs {slot.world_size} ranks; bench times single-device slots")
             offered = {d for op in self.loaded.bundle.ops if op.entry.slot == slot.name for d in op.dtypes}
             for dtype in (d for d in self.opt.dtypes if d in offered):
-                out += [(slot, dtype, s) for s in select(slot, self.opt.shape_set, list(self.opt.shapes), self.opt.device)]
+                out += [
+                    (slot, dtype, s) for s in select(slot, self.opt.shape_set, list(self.opt.shapes), self.opt.device)
+                ]
         if not out:
-            raise InputError(f"nothing to time: the bundle offers no op for dtypes {list(self.opt.dtypes)} and these shapes")
+            raise InputError(
+                f"nothing to time: the bundle offers no op for dtypes {list(self.opt.dtypes)} and these shapes"
+            )
         return out
 
     def report(self, progress: Progress | None) -> Report:
@@ -108,18 +116,33 @@ class _Run:
                 torch.cuda.empty_cache()
         failed = any(r.impls and r.impls[0].name.startswith("ours") and r.impls[0].check != "PASS" for r in rows)
         b = self.loaded.bundle
-        return Report(bundle_id=b.manifest.bundle_id, identity=b.identity, device=self.opt.device, meaningful=self.cuda,
-                      note=CUDA_NOTE if self.cuda else CPU_NOTE, environment=ceil.environment(self.opt.device),
-                      method=self.method(), ceilings=c, rows=rows, status="FAIL" if failed else "PASS",
-                      skipped=[Skipped(slot=k[0], name=k[1], reason=v) for k, v in self.skipped.items()])
+        return Report(
+            bundle_id=b.manifest.bundle_id,
+            identity=b.identity,
+            device=self.opt.device,
+            meaningful=self.cuda,
+            note=CUDA_NOTE if self.cuda else CPU_NOTE,
+            environment=ceil.environment(self.opt.device),
+            method=self.method(),
+            ceilings=c,
+            rows=rows,
+            status="FAIL" if failed else "PASS",
+            skipped=[Skipped(slot=k[0], name=k[1], reason=v) for k, v in self.skipped.items()],
+        )
 
     def method(self) -> dict[str, str]:
         """How this run took its numbers, recorded beside them."""
-        m = {"budget_s": f"{self.budget:g}", "stop": "relative standard error < 1% or budget spent",
-             "sets": f"rotated input sets: max(2, min({MAX_SETS}, ceil(3 x L2 / bytes per call)))" if self.cuda else "2"}
+        m = {
+            "budget_s": f"{self.budget:g}",
+            "stop": "relative standard error < 1% or budget spent",
+            "sets": f"rotated input sets: max(2, min({MAX_SETS}, ceil(3 x L2 / bytes per call)))" if self.cuda else "2",
+        }
         if self.cuda:
-            m |= {"graph_calls": str(GRAPH_CALLS), "l2_flush_bytes": str(self.timer.flush.numel() * 4),
-                  "persisting_l2_reset": str(self.timer.persisting_reset)}
+            m |= {
+                "graph_calls": str(GRAPH_CALLS),
+                "l2_flush_bytes": str(self.timer.flush.numel() * 4),
+                "persisting_l2_reset": str(self.timer.persisting_reset),
+            }
         return m
 
     def route(self, slot: SlotSpec, dtype: str, tokens: int) -> Op | None:
@@ -127,8 +150,12 @@ class _Run:
         archs = {self.arch, self.arch + "a"}
         for op in self.loaded.bundle.ops:
             md = op.metadata
-            if (op.entry.slot == slot.name and dtype in op.dtypes and archs & set(op.entry.architectures)
-                    and md.min_num_tokens <= tokens <= (md.max_num_tokens or tokens)):
+            if (
+                op.entry.slot == slot.name
+                and dtype in op.dtypes
+                and archs & set(op.entry.architectures)
+                and md.min_num_tokens <= tokens <= (md.max_num_tokens or tokens)
+            ):
                 return op
         return None
 
@@ -156,22 +183,46 @@ class _Run:
             except Exception as e:  # its per-set setup (a plan, a JIT build for this shape) failed: the row says so
                 if self.cuda:
                     torch.cuda.synchronize()
-                impls.append(Impl(name=s.name, graph=None, cold=None, check="FAIL",
-                                  reason=f"setup raised {type(e).__name__}: {e}"[:500]))
+                impls.append(
+                    Impl(
+                        name=s.name,
+                        graph=None,
+                        cold=None,
+                        check="FAIL",
+                        reason=f"setup raised {type(e).__name__}: {e}"[:500],
+                    )
+                )
                 continue
             impls.append(self.time_impl(s.name, fns, slot, dtype, dims, sets, gen, prepare, refill))
         head = {i.name: (i.graph or i.cold).median_us for i in impls if i.cold is not None}
         t = head.get(impls[0].name) if op is not None else None
-        ratio = {i.name: t / head[i.name] for i in impls
-                 if t and i.check == "PASS" and i.name in head and not i.name.startswith("ours")}
+        ratio = {
+            i.name: t / head[i.name]
+            for i in impls
+            if t and i.check == "PASS" and i.name in head and not i.name.startswith("ours")
+        }
         best = max(ratio, key=ratio.get, default=None)  # the fastest stock: the largest ours/stock
         floor = c.floor_graph_us if self.cuda else c.floor_cold_us
         bw = nbytes / (t * 1e-6) if t else None
         fl = slot.flops(dims) / (t * 1e-6) if t else None
-        return Row(slot=slot.name, dtype=dtype, dims=dims, tokens=tokens, bytes=nbytes, flops=slot.flops(dims),
-                   impls=impls, time_us=t, ratio=ratio, best_stock=best, ratio_best=ratio[best] if best else None,
-                   bandwidth_Bps=bw, frac_copy_bw=bw / c.copy_Bps if bw else None, flops_per_s=fl,
-                   frac_gemm=fl / c.gemm_flops if fl else None, floor_multiple=t / floor if t and floor else None)
+        return Row(
+            slot=slot.name,
+            dtype=dtype,
+            dims=dims,
+            tokens=tokens,
+            bytes=nbytes,
+            flops=slot.flops(dims),
+            impls=impls,
+            time_us=t,
+            ratio=ratio,
+            best_stock=best,
+            ratio_best=ratio[best] if best else None,
+            bandwidth_Bps=bw,
+            frac_copy_bw=bw / c.copy_Bps if bw else None,
+            flops_per_s=fl,
+            frac_gemm=fl / c.gemm_flops if fl else None,
+            floor_multiple=t / floor if t and floor else None,
+        )
 
     def make_set(self, slot: SlotSpec, dims, dt, gen) -> dict:
         """One input set from the slot's own generator, drawn on the bench device (drawing 8192 x 16384 on the host
@@ -197,8 +248,18 @@ class _Run:
                 self.skipped[key] = f"first call failed: {type(e).__name__}: {e}"[:300]
         return key in self._probed
 
-    def time_impl(self, name: str, calls, slot: SlotSpec, dtype: str, dims, sets, gen,
-                  prepare: Prepare | None = None, refill: Callable[[], None] | None = None) -> Impl:
+    def time_impl(
+        self,
+        name: str,
+        calls,
+        slot: SlotSpec,
+        dtype: str,
+        dims,
+        sets,
+        gen,
+        prepare: Prepare | None = None,
+        refill: Callable[[], None] | None = None,
+    ) -> Impl:
         """Times one implementation; a kernel that raises (or cannot be captured in a graph) fails its row."""
         try:
             return self._time_impl(name, calls, slot, dtype, dims, sets, gen, prepare, refill)
@@ -207,8 +268,18 @@ class _Run:
                 torch.cuda.synchronize()
             return Impl(name=name, graph=None, cold=None, check="FAIL", reason=f"raised {type(e).__name__}: {e}"[:500])
 
-    def _time_impl(self, name: str, calls, slot: SlotSpec, dtype: str, dims, sets, gen, prepare: Prepare | None,
-                   refill: Callable[[], None] | None) -> Impl:
+    def _time_impl(
+        self,
+        name: str,
+        calls,
+        slot: SlotSpec,
+        dtype: str,
+        dims,
+        sets,
+        gen,
+        prepare: Prepare | None,
+        refill: Callable[[], None] | None,
+    ) -> Impl:
         """Times one implementation and checks it three times: first call, last timed calls, fresh inputs after.
         With `refill` (a kernel that overwrites its inputs) every call has its own copies, refilled before it runs
         and outside the timed region, and the graph holds one call per copy instead of GRAPH_CALLS."""

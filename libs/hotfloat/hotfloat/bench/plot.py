@@ -21,7 +21,12 @@ def plot(report: Report, path: str | Path) -> None:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(8.0, 0.6 * len(rows) + 3), 8), sharex=True)
     width = 0.8 / max(1, len(stocks))
     for k, name in enumerate(stocks):
-        top.bar([x + k * width for x in range(len(rows))], [r.ratio.get(name, float("nan")) for r in rows], width, label=f"vs {name}")
+        top.bar(
+            [x + k * width for x in range(len(rows))],
+            [r.ratio.get(name, float("nan")) for r in rows],
+            width,
+            label=f"vs {name}",
+        )
     top.axhline(1.0, color="black", linewidth=0.8)
     top.set_yscale("log")
     top.set_ylabel("ours / stock time (< 1: ours faster)")

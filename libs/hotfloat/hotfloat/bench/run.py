@@ -35,13 +35,25 @@ def bench_policy(device: str, timeout_s: float) -> SandboxPolicy:
     """The child's bounds: the GPU policy on cuda (no RLIMIT_AS, which the CUDA driver's reservations exceed), room in
     /tmp for the seeded caches and JIT builds, and processes for ninja and nvcc on top of torch's thread pools."""
     cuda = device == "cuda"
-    return SandboxPolicy(gpu=cuda, address_space_bytes=None if cuda else 16 * GiB, memory_bytes=(64 if cuda else 8) * GiB,
-                         cpu_seconds=max(600, int(2 * (STARTUP_S + timeout_s))), max_processes=1024,
-                         tmp_bytes=(8 if cuda else 1) * GiB)
+    return SandboxPolicy(
+        gpu=cuda,
+        address_space_bytes=None if cuda else 16 * GiB,
+        memory_bytes=(64 if cuda else 8) * GiB,
+        cpu_seconds=max(600, int(2 * (STARTUP_S + timeout_s))),
+        max_processes=1024,
+        tmp_bytes=(8 if cuda else 1) * GiB,
+    )
 
 
-def run_bench(path: str | Bundle, options: Options, progress: Progress | None = None, *, sandboxed: bool = True,
-              timeout_s: float = TIMEOUT_S, startup_s: float = STARTUP_S) -> Report:
+def run_bench(
+    path: str | Bundle,
+    options: Options,
+    progress: Progress | None = None,
+    *,
+    sandboxed: bool = True,
+    timeout_s: float = TIMEOUT_S,
+    startup_s: float = STARTUP_S,
+) -> Report:
     """Checks the bundle here (bad input fails fast, without a child), stages its files, runs the child and returns
     its report with the bounds it ran under. The child's errors come back as their own class; a child that does not
     answer in time or answers garbage is an InfrastructureError."""
@@ -53,12 +65,25 @@ def run_bench(path: str | Bundle, options: Options, progress: Progress | None = 
             (staged / rel).write_bytes(data)
         os.chmod(tmp, 0o755)  # a root validator's child runs as a fresh uid (uid-drop) and must read the bundle
         binds, env, seed = _view(options.device, staged, sandboxed)
-        request = {**dataclasses.asdict(options), "shapes": [dict(s) for s in options.shapes],
-                   "path": BUNDLE if sandboxed else str(staged), "seed_cache": seed}
+        request = {
+            **dataclasses.asdict(options),
+            "shapes": [dict(s) for s in options.shapes],
+            "path": BUNDLE if sandboxed else str(staged),
+            "seed_cache": seed,
+        }
         tail: deque[str] = deque(maxlen=20)
-        done = run_child([sys.executable, "-s", "-B", "-m", "hotfloat.bench.child"], ChildResult, request=request,
-                         policy=bench_policy(options.device, timeout_s), sandboxed=sandboxed, binds=binds, env=env,
-                         startup_s=startup_s, timeout_s=timeout_s, on_line=_lines(progress, tail))
+        done = run_child(
+            [sys.executable, "-s", "-B", "-m", "hotfloat.bench.child"],
+            ChildResult,
+            request=request,
+            policy=bench_policy(options.device, timeout_s),
+            sandboxed=sandboxed,
+            binds=binds,
+            env=env,
+            startup_s=startup_s,
+            timeout_s=timeout_s,
+            on_line=_lines(progress, tail),
+        )
     if done.result is None:
         raise errors.InfrastructureError(f"the bench child failed: {done.detail}: " + " | ".join(list(tail)[-5:]))
     if done.result.error is not None:
@@ -89,17 +114,20 @@ def _view(device: str, staged: Path, sandboxed: bool) -> tuple[list[Bind], dict[
     runtime, extra = runtime_view("sglang")
     binds = list({b.inside: b for b in [*package, *runtime, Bind(staged, BUNDLE)]}.values())
     seeded = any(b.inside == SEED_CACHE for b in binds)
-    extra.update(interpret, TRITON_CACHE_DIR=f"{CACHE}/triton", TORCHINDUCTOR_CACHE_DIR=f"{CACHE}/inductor",
-                 XDG_CACHE_HOME=CACHE)
+    extra.update(
+        interpret, TRITON_CACHE_DIR=f"{CACHE}/triton", TORCHINDUCTOR_CACHE_DIR=f"{CACHE}/inductor", XDG_CACHE_HOME=CACHE
+    )
     return binds, child_env(extra, home="/tmp"), {"from": SEED_CACHE, "to": CACHE} if seeded else None
 
 
 def _lines(progress: Progress | None, tail: deque[str]):
     """The child's output: progress lines to the callback, everything else kept for the error message."""
+
     def on_line(line: str) -> None:
         parts = line.split(" ", 3)
         if parts[0] != PROGRESS:
             tail.append(line)
         elif progress and len(parts) == 4 and parts[1].isdigit() and parts[2].isdigit():
             progress(int(parts[1]), int(parts[2]), parts[3])
+
     return on_line

@@ -24,7 +24,9 @@ def decode_shapes(slot: SlotSpec) -> tuple[Shape, ...]:
     h = hidden_dim(slot)
     if h is None:
         return ()
-    return tuple(Shape({slot.count_dim: t, h: d}, cpu=t * d <= CPU_ELEMENTS) for d in DECODE_HIDDEN for t in DECODE_TOKENS)
+    return tuple(
+        Shape({slot.count_dim: t, h: d}, cpu=t * d <= CPU_ELEMENTS) for d in DECODE_HIDDEN for t in DECODE_TOKENS
+    )
 
 
 def parse_shape(text: str) -> dict[str, int]:

@@ -24,8 +24,11 @@ LIBRARIES = ("sgl_kernel", "flashinfer", "sglang")
 modules for decode attention."""
 ADAPTED_ONLY = ("sglang",)
 """Modules whose kernels are reached only through an adapter (SGLang's own), never under the shared convention."""
-FUNCTIONS = {"activation.silu_and_mul": ("silu_and_mul", "activation"), "norm.rmsnorm": ("rmsnorm", "norm"),
-             "norm.fused_add_rmsnorm": ("fused_add_rmsnorm", "norm")}
+FUNCTIONS = {
+    "activation.silu_and_mul": ("silu_and_mul", "activation"),
+    "norm.rmsnorm": ("rmsnorm", "norm"),
+    "norm.fused_add_rmsnorm": ("fused_add_rmsnorm", "norm"),
+}
 """Slot -> (function name, submodule that holds it when the package's top level does not export it)."""
 
 
@@ -129,7 +132,9 @@ def sglang_triton_decode() -> Stock | str:
         return "not installed"
     try:
         decode = importlib.import_module("sglang.srt.layers.attention.triton_ops.decode_attention").decode_attention_fwd
-        splits_kernel = importlib.import_module("sglang.srt.layers.attention.triton_ops.metadata").get_num_kv_splits_triton
+        splits_kernel = importlib.import_module(
+            "sglang.srt.layers.attention.triton_ops.metadata"
+        ).get_num_kv_splits_triton
         max_splits = importlib.import_module("sglang.srt.server_args").ServerArgs.triton_attention_num_kv_splits
     except Exception as e:  # a payload that cannot load here (no libcuda, ABI mismatch) is skipped
         return f"import failed: {type(e).__name__}: {e}"[:300]
@@ -140,8 +145,10 @@ def sglang_triton_decode() -> Stock | str:
         b, hq, _ = q.shape
         key = (q.device, b, hq, v.shape[-1])
         if key not in workspaces:
-            workspaces[key] = (torch.empty((b, hq, max_splits, v.shape[-1]), dtype=torch.float32, device=q.device),
-                               torch.empty((b, hq, max_splits), dtype=torch.float32, device=q.device))
+            workspaces[key] = (
+                torch.empty((b, hq, max_splits, v.shape[-1]), dtype=torch.float32, device=q.device),
+                torch.empty((b, hq, max_splits), dtype=torch.float32, device=q.device),
+            )
         splits = torch.empty((b,), dtype=torch.int32, device=q.device)
         cores = torch.cuda.get_device_properties(q.device).multi_processor_count if q.is_cuda else 0
 
@@ -150,18 +157,42 @@ def sglang_triton_decode() -> Stock | str:
                 splits.fill_(max_splits)
                 return
             seq_lens = t["kv_indptr"].diff().to(torch.int32)
-            splits_kernel[(1,)](splits, seq_lens, b, 1, hq, t["k_buffer"].shape[1], max_splits, cores,
-                                MAX_NUM_SEQ=max(256, 1 << (b - 1).bit_length()))
+            splits_kernel[(1,)](
+                splits,
+                seq_lens,
+                b,
+                1,
+                hq,
+                t["k_buffer"].shape[1],
+                max_splits,
+                cores,
+                MAX_NUM_SEQ=max(256, 1 << (b - 1).bit_length()),
+            )
 
         refresh()
         pdl = q.is_cuda and torch.cuda.get_device_capability(q.device)[0] >= 9
-        return Prepared({"stock_out": torch.full_like(q, float("nan")), "stock_state": (*workspaces[key], splits, pdl)},
-                        refresh)
+        return Prepared(
+            {"stock_out": torch.full_like(q, float("nan")), "stock_state": (*workspaces[key], splits, pdl)}, refresh
+        )
 
     def call(t):
         logits, lse, splits, pdl = t["stock_state"]
-        decode(t["q"], t["k_buffer"], t["v_buffer"], t["stock_out"], t["kv_indptr"], t["kv_indices"], logits, lse,
-               splits, max_splits, t["sm_scale"], 1.0, 1.0, use_pdl=pdl)
+        decode(
+            t["q"],
+            t["k_buffer"],
+            t["v_buffer"],
+            t["stock_out"],
+            t["kv_indptr"],
+            t["kv_indices"],
+            logits,
+            lse,
+            splits,
+            max_splits,
+            t["sm_scale"],
+            1.0,
+            1.0,
+            use_pdl=pdl,
+        )
         return t["stock_out"]
 
     return Stock("sglang-triton", call, probe=True, prepare=prepare)
@@ -194,14 +225,29 @@ def flashinfer_decode() -> Stock | str:
             workspaces[q.device] = torch.zeros(FLASHINFER_WORKSPACE_BYTES, dtype=torch.uint8, device=q.device)
         last_page_len = torch.ones((b,), dtype=torch.int32, device=q.device)
         wrapper = wrapper_cls(
-            workspaces[q.device], "NHD", use_cuda_graph=True, use_tensor_cores=hq // hkv >= 4, backend="fa2",
+            workspaces[q.device],
+            "NHD",
+            use_cuda_graph=True,
+            use_tensor_cores=hq // hkv >= 4,
+            backend="fa2",
             paged_kv_indptr_buffer=torch.empty((b + 1,), dtype=torch.int32, device=q.device),
             paged_kv_indices_buffer=torch.empty(t["kv_indices"].shape, dtype=torch.int32, device=q.device),
-            paged_kv_last_page_len_buffer=torch.empty((b,), dtype=torch.int32, device=q.device))
+            paged_kv_last_page_len_buffer=torch.empty((b,), dtype=torch.int32, device=q.device),
+        )
 
         def refresh():
-            wrapper.plan(t["kv_indptr"], t["kv_indices"].to(torch.int32), last_page_len, hq, hkv, d, 1,
-                         q_data_type=q.dtype, kv_data_type=k.dtype, sm_scale=t["sm_scale"])
+            wrapper.plan(
+                t["kv_indptr"],
+                t["kv_indices"].to(torch.int32),
+                last_page_len,
+                hq,
+                hkv,
+                d,
+                1,
+                q_data_type=q.dtype,
+                kv_data_type=k.dtype,
+                sm_scale=t["sm_scale"],
+            )
 
         refresh()
         cache = (k.view(-1, 1, hkv, d), t["v_buffer"].view(-1, 1, hkv, d))

@@ -109,7 +109,9 @@ class CudaTimer:
             results = [calls[i % len(calls)]() for i in range(k)]
         return graph, results
 
-    def replay(self, graph: torch.cuda.CUDAGraph, k: int, budget_s: float, before: Callable[[], None] | None = None) -> Stat:
+    def replay(
+        self, graph: torch.cuda.CUDAGraph, k: int, budget_s: float, before: Callable[[], None] | None = None
+    ) -> Stat:
         """Per-call time of the captured calls: each replay's time over k. `before` (refilling overwritten inputs)
         runs ahead of each replay's start event, so its work is queued outside the timed region."""
         for _ in range(3):

@@ -22,8 +22,13 @@ MAX_HEADER_BYTES = 8 << 10
 """Largest extended header (GNU long name or link, pax record set) read into memory."""
 MAX_TAR_BYTES = MAX_TOTAL_BYTES + MAX_MEMBERS * 2 * tarfile.BLOCKSIZE + tarfile.RECORDSIZE
 """Decompressed tar stream: the bundle's bytes plus a header block and padding per member, and the end record."""
-_EXTENDED = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
-             tarfile.SOLARIS_XHDTYPE)
+_EXTENDED = (
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+)
 _REFUSED_FORMATS = {b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"}
 
 
@@ -123,7 +128,9 @@ class _BoundedInfo(tarfile.TarInfo):
         start = tar.fileobj.tell()
         head = cls.frombuf(tar.fileobj.read(tarfile.BLOCKSIZE), tar.encoding, tar.errors)
         if head.type in _EXTENDED and head.size > MAX_HEADER_BYTES:
-            raise BundleError(f"archive extended header of {head.size} bytes (long name or pax) is over the "
-                              f"{MAX_HEADER_BYTES}-byte limit")
+            raise BundleError(
+                f"archive extended header of {head.size} bytes (long name or pax) is over the "
+                f"{MAX_HEADER_BYTES}-byte limit"
+            )
         tar.fileobj.seek(start)
         return super().fromtarfile(tar)

@@ -18,7 +18,22 @@ MAX_FILE_BYTES = 1 << 20
 MAX_TOTAL_BYTES = 8 << 20
 MAX_DEPTH = 8
 ALLOWED_SUFFIXES = (".py", ".toml", ".json", ".md", ".txt")
-COMPILED_SUFFIXES = (".so", ".o", ".a", ".pyc", ".pyo", ".cubin", ".fatbin", ".bin", ".ptx", ".dll", ".dylib", ".whl", ".egg", ".pyd")
+COMPILED_SUFFIXES = (
+    ".so",
+    ".o",
+    ".a",
+    ".pyc",
+    ".pyo",
+    ".cubin",
+    ".fatbin",
+    ".bin",
+    ".ptx",
+    ".dll",
+    ".dylib",
+    ".whl",
+    ".egg",
+    ".pyd",
+)
 IGNORED_DIRS = (".git", ".hg", ".svn", "__pycache__")
 """Never part of a bundle (not hashed, shipped or scanned): version control and bytecode, as git and pip leave them."""
 IGNORED_FILES = (".gitignore", ".gitattributes", ".gitmodules", ".hgignore")
@@ -191,8 +206,9 @@ def _check_token_range(metadata: OpMetadata, slot, where: str) -> None:
     token count (the verifier clamps its counts to min_num_tokens)."""
     top = max(s.dims[slot.count_dim] for s in (*slot.shapes, *slot.bench_shapes))
     if metadata.min_num_tokens > top:
-        raise BundleError(f"{where}: metadata min_num_tokens {metadata.min_num_tokens} is beyond the slot's largest "
-                          f"token count {top}")
+        raise BundleError(
+            f"{where}: metadata min_num_tokens {metadata.min_num_tokens} is beyond the slot's largest token count {top}"
+        )
 
 
 def kernel_names(slot) -> tuple[set[str], set[str]]:

@@ -78,7 +78,8 @@ class KernelDecl(Strict):
     block: Annotated[int, Field(ge=32, le=1024, multiple_of=32)] = 128
     """Threads per block (a triton kernel is built with block/32 warps)."""
     constexprs: dict[Annotated[str, Field(pattern=IDENT)], Annotated[int, Field(ge=-(1 << 31), lt=1 << 31)]] = Field(
-        default_factory=dict, max_length=16)
+        default_factory=dict, max_length=16
+    )
     """Compile-time constants (triton constexprs; for cute, python ints passed to the @cute.jit launcher), 32-bit."""
     symbol: Annotated[str, Field(pattern=IDENT)] | None = None
     """The @cute.kernel function the launcher launches (the cubin symbol derives from it); triton: the entry itself."""

@@ -125,8 +125,9 @@ class Chain:
         if len(fields) > max_fields:
             raise InputError(f"payload needs {len(fields)} data fields; {self.network} allows {max_fields}")
         with _sdk("posting the commitment"):
-            result = self._sub.submit_call(bt.calls.Commitments.set_commitment(netuid=netuid, info={"fields": fields}),
-                                           wallet, signer="hotkey")
+            result = self._sub.submit_call(
+                bt.calls.Commitments.set_commitment(netuid=netuid, info={"fields": fields}), wallet, signer="hotkey"
+            )
         return _receipt(result, "commitment")
 
     def preview_weights(self, netuid: int, weights: dict[int, float]) -> dict[int, int]:

@@ -29,8 +29,15 @@ SETTLED = (PubState.CONFIRMED, PubState.FAILED)
 """A window whose publication reached one of these is done; any other state is reconciled by `publish`."""
 
 
-def publish_crowns(chain: Chain, ledger: Ledger, netuid: int, wallet: bt.Wallet, crowned: list[Crown], every: int,
-                   report: Callable[[str], None] = lambda msg: None) -> Publication | None:
+def publish_crowns(
+    chain: Chain,
+    ledger: Ledger,
+    netuid: int,
+    wallet: bt.Wallet,
+    crowned: list[Crown],
+    every: int,
+    report: Callable[[str], None] = lambda msg: None,
+) -> Publication | None:
     """Publishes the crowns' weights once in the head's window of `every` blocks: a window already journaled keeps
     its vector (reconciled, never recomputed), a settled one is returned as it stands; None while no crowned
     identity has a registered owner."""
@@ -50,8 +57,17 @@ def publish_crowns(chain: Chain, ledger: Ledger, netuid: int, wallet: bt.Wallet,
 class ChainCycle:
     """Intake and weights for one subnet, signed by one validator hotkey; call it once per pipeline loop."""
 
-    def __init__(self, chain: Chain, ledger: Ledger, netuid: int, wallet: bt.Wallet, *, weights_every: int,
-                 policy: FetchPolicy = FetchPolicy(), report: Callable[[str], None] = lambda msg: None):
+    def __init__(
+        self,
+        chain: Chain,
+        ledger: Ledger,
+        netuid: int,
+        wallet: bt.Wallet,
+        *,
+        weights_every: int,
+        policy: FetchPolicy = FetchPolicy(),
+        report: Callable[[str], None] = lambda msg: None,
+    ):
         if weights_every < 1:
             raise InputError("--weights-every must be at least 1 block")
         self.chain, self.ledger, self.netuid, self.wallet = chain, ledger, netuid, wallet
@@ -61,7 +77,9 @@ class ChainCycle:
     def check(self) -> None:
         """Refuses a setup that could never set weights, before any work: an unregistered hotkey, commit-reveal."""
         if self.wallet.hotkey.ss58_address not in self.chain.hotkeys(self.netuid):
-            raise InputError(f"validator hotkey {self.wallet.hotkey.ss58_address} is not registered on subnet {self.netuid}")
+            raise InputError(
+                f"validator hotkey {self.wallet.hotkey.ss58_address} is not registered on subnet {self.netuid}"
+            )
         if self.chain.commit_reveal(self.netuid):
             raise InputError(f"subnet {self.netuid} uses commit-reveal weights; the journal cannot confirm them")
 
@@ -88,5 +106,12 @@ class ChainCycle:
 
     def weights(self) -> Publication | None:
         """Publishes the crown table's weights once in the head's window."""
-        return publish_crowns(self.chain, self.ledger, self.netuid, self.wallet, list(crowns(self.ledger).values()),
-                              self.every, self.report)
+        return publish_crowns(
+            self.chain,
+            self.ledger,
+            self.netuid,
+            self.wallet,
+            list(crowns(self.ledger).values()),
+            self.every,
+            self.report,
+        )

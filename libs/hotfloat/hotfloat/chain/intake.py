@@ -55,8 +55,9 @@ def digest(data: str) -> str:
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def run_intake(chain: Chain, ledger: Ledger, netuid: int, policy: FetchPolicy = FetchPolicy(),
-               max_attempts: int = 3) -> list[Decision]:
+def run_intake(
+    chain: Chain, ledger: Ledger, netuid: int, policy: FetchPolicy = FetchPolicy(), max_attempts: int = 3
+) -> list[Decision]:
     """Decides every finalized commitment not decided before; returns the new decisions in chain order."""
     decisions = []
     for c in chain.commitments(netuid, chain.finalized()):
@@ -73,11 +74,21 @@ def run_intake(chain: Chain, ledger: Ledger, netuid: int, policy: FetchPolicy = 
     return decisions
 
 
-def _decide(ledger: Ledger, netuid: int, c: ChainCommitment, policy: FetchPolicy, attempts: int,
-            max_attempts: int) -> Decision | None:
+def _decide(
+    ledger: Ledger, netuid: int, c: ChainCommitment, policy: FetchPolicy, attempts: int, max_attempts: int
+) -> Decision | None:
     def done(outcome: Outcome, reason: str, *, identity=None, url=None, payment=None, sid=None) -> Decision:
-        d = Decision(netuid=netuid, hotkey=c.hotkey, uid=c.uid, block=c.block, identity=identity, url=url,
-                     outcome=outcome, reason=reason, submission_id=sid)
+        d = Decision(
+            netuid=netuid,
+            hotkey=c.hotkey,
+            uid=c.uid,
+            block=c.block,
+            identity=identity,
+            url=url,
+            outcome=outcome,
+            reason=reason,
+            submission_id=sid,
+        )
         _record(ledger, d, digest(c.data), payment if outcome is Outcome.ACCEPTED else None, attempts)
         return d
 
@@ -89,13 +100,22 @@ def _decide(ledger: Ledger, netuid: int, c: ChainCommitment, policy: FetchPolicy
         return done(Outcome.REFUSED, str(e))
     refs = {"identity": p.h, "url": p.u}
     with ledger.transaction() as db:
-        owner = db.execute("SELECT hotkey, block FROM chain_observations WHERE netuid = ? AND identity = ? AND status = ?",
-                           (netuid, p.h, Outcome.ACCEPTED.value)).fetchone()
-        earlier = db.execute("SELECT 1 FROM chain_observations WHERE netuid = ? AND identity = ? AND status = ? AND "
-                             "(block < ? OR (block = ? AND hotkey < ?))",
-                             (netuid, p.h, Outcome.RETRY.value, c.block, c.block, c.hotkey)).fetchone()
-        paid = p.p and db.execute("SELECT hotkey FROM chain_observations WHERE netuid = ? AND payment = ? AND status = ?",
-                                  (netuid, p.p, Outcome.ACCEPTED.value)).fetchone()
+        owner = db.execute(
+            "SELECT hotkey, block FROM chain_observations WHERE netuid = ? AND identity = ? AND status = ?",
+            (netuid, p.h, Outcome.ACCEPTED.value),
+        ).fetchone()
+        earlier = db.execute(
+            "SELECT 1 FROM chain_observations WHERE netuid = ? AND identity = ? AND status = ? AND "
+            "(block < ? OR (block = ? AND hotkey < ?))",
+            (netuid, p.h, Outcome.RETRY.value, c.block, c.block, c.hotkey),
+        ).fetchone()
+        paid = (
+            p.p
+            and db.execute(
+                "SELECT hotkey FROM chain_observations WHERE netuid = ? AND payment = ? AND status = ?",
+                (netuid, p.p, Outcome.ACCEPTED.value),
+            ).fetchone()
+        )
     if owner and owner[0] != c.hotkey:
         return done(Outcome.REFUSED, f"duplicate identity: first committed by {owner[0]} at block {owner[1]}", **refs)
     if owner:
@@ -112,8 +132,11 @@ def _decide(ledger: Ledger, netuid: int, c: ChainCommitment, policy: FetchPolicy
         return done(Outcome.REFUSED, e.reason, **refs)
     sub, created = ledger.receive(archive, submitter=c.hotkey, source=f"chain:{netuid}:{c.block}:{p.u}")
     if not created and sub.submitter != c.hotkey:
-        return done(Outcome.REFUSED, f"duplicate identity: the ledger already holds it from {sub.submitter or sub.source}",
-                    **refs)
+        return done(
+            Outcome.REFUSED,
+            f"duplicate identity: the ledger already holds it from {sub.submitter or sub.source}",
+            **refs,
+        )
     return done(Outcome.ACCEPTED, "fetched, identity verified, enqueued", payment=p.p, sid=sub.id, **refs)
 
 
@@ -139,8 +162,11 @@ def _fault(ledger: Ledger, netuid: int, c: ChainCommitment, e: Exception, attemp
 
 def _observation(ledger: Ledger, netuid: int, c: ChainCommitment) -> tuple[str, int] | None:
     with ledger.transaction() as db:
-        return db.execute("SELECT status, attempts FROM chain_observations WHERE netuid = ? AND hotkey = ? AND block = ?"
-                          " AND digest = ?", (netuid, c.hotkey, c.block, digest(c.data))).fetchone()
+        return db.execute(
+            "SELECT status, attempts FROM chain_observations WHERE netuid = ? AND hotkey = ? AND block = ?"
+            " AND digest = ?",
+            (netuid, c.hotkey, c.block, digest(c.data)),
+        ).fetchone()
 
 
 def _record(ledger: Ledger, d: Decision, data_digest: str, payment: str | None, attempts: int) -> None:
@@ -151,21 +177,39 @@ def _record(ledger: Ledger, d: Decision, data_digest: str, payment: str | None, 
             " ON CONFLICT (netuid, hotkey, block, digest) DO UPDATE SET status = excluded.status,"
             " reason = excluded.reason, attempts = excluded.attempts, payment = excluded.payment,"
             " submission_id = excluded.submission_id, decided_at = excluded.decided_at",
-            (d.netuid, d.hotkey, d.block, data_digest, d.uid, d.identity, d.url, payment, d.outcome.value, d.reason,
-             attempts, d.submission_id, time.time()))
+            (
+                d.netuid,
+                d.hotkey,
+                d.block,
+                data_digest,
+                d.uid,
+                d.identity,
+                d.url,
+                payment,
+                d.outcome.value,
+                d.reason,
+                attempts,
+                d.submission_id,
+                time.time(),
+            ),
+        )
 
 
 def observations(ledger: Ledger, netuid: int) -> dict[tuple[str, int, str], tuple[str, str, int | None]]:
     """(hotkey, block, digest) -> (status, reason, submission id) for every decided commitment of the subnet."""
     with ledger.transaction() as db:
-        rows = db.execute("SELECT hotkey, block, digest, status, reason, submission_id FROM chain_observations"
-                          " WHERE netuid = ?", (netuid,)).fetchall()
+        rows = db.execute(
+            "SELECT hotkey, block, digest, status, reason, submission_id FROM chain_observations WHERE netuid = ?",
+            (netuid,),
+        ).fetchall()
     return {(h, b, g): (s, r, sid) for h, b, g, s, r, sid in rows}
 
 
 def owners(ledger: Ledger, netuid: int) -> dict[str, str]:
     """Bundle identity -> the hotkey whose commitment of it was accepted (who gets paid for it)."""
     with ledger.transaction() as db:
-        rows = db.execute("SELECT identity, hotkey FROM chain_observations WHERE netuid = ? AND status = ?",
-                          (netuid, Outcome.ACCEPTED.value)).fetchall()
+        rows = db.execute(
+            "SELECT identity, hotkey FROM chain_observations WHERE netuid = ? AND status = ?",
+            (netuid, Outcome.ACCEPTED.value),
+        ).fetchall()
     return dict(rows)

@@ -51,8 +51,15 @@ class Publication(Record):
     reason: str = ""
 
 
-def publish(chain: Chain, ledger: Ledger, netuid: int, round_key: str, weights: dict[int, float],
-            wallet: bt.Wallet, era_blocks: int = DEFAULT_ERA_PERIOD) -> Publication:
+def publish(
+    chain: Chain,
+    ledger: Ledger,
+    netuid: int,
+    round_key: str,
+    weights: dict[int, float],
+    wallet: bt.Wallet,
+    era_blocks: int = DEFAULT_ERA_PERIOD,
+) -> Publication:
     """Journals and sends one round's weights, or reconciles the round's earlier attempt; returns where it stands."""
     if not weights or not any(w > 0 for w in weights.values()):
         raise InputError("no positive weights to publish")
@@ -62,8 +69,14 @@ def publish(chain: Chain, ledger: Ledger, netuid: int, round_key: str, weights: 
         raise InputError(f"subnet {netuid} uses commit-reveal weights; the journal cannot confirm them by read-back")
     pub = load(ledger, netuid, round_key)
     if pub is None:
-        pub = Publication(netuid=netuid, round=round_key, hotkey=hotkey, weights=dict(sorted(weights.items())),
-                          u16=chain.preview_weights(netuid, weights), state=PubState.INTENT)
+        pub = Publication(
+            netuid=netuid,
+            round=round_key,
+            hotkey=hotkey,
+            weights=dict(sorted(weights.items())),
+            u16=chain.preview_weights(netuid, weights),
+            state=PubState.INTENT,
+        )
         _save(ledger, pub)
     elif pub.weights != dict(sorted(weights.items())) or pub.hotkey != hotkey:
         raise InputError(f"round {round_key!r} is already journaled with another vector or hotkey")
@@ -81,19 +94,31 @@ def publish(chain: Chain, ledger: Ledger, netuid: int, round_key: str, weights: 
     return reconcile(chain, ledger, pub, uid, era_blocks)
 
 
-def reconcile(chain: Chain, ledger: Ledger, pub: Publication, uid: int, era_blocks: int = DEFAULT_ERA_PERIOD) -> Publication:
+def reconcile(
+    chain: Chain, ledger: Ledger, pub: Publication, uid: int, era_blocks: int = DEFAULT_ERA_PERIOD
+) -> Publication:
     """Settles a sent row from the chain: confirmed when read back, expired once it can no longer land."""
     if pub.state is not PubState.SENT:
         return pub
     row, last = chain.weights_row(pub.netuid, uid)
     if pub.sent_at is not None and last > pub.sent_at:
         if _same(row, pub.u16):
-            return _save(ledger, pub.model_copy(update={"state": PubState.CONFIRMED, "reason": f"read back at block {last}"}))
-        return _save(ledger, pub.model_copy(update={"state": PubState.FAILED,
-                                                    "reason": f"chain row set at block {last} differs from the journal"}))
+            return _save(
+                ledger, pub.model_copy(update={"state": PubState.CONFIRMED, "reason": f"read back at block {last}"})
+            )
+        return _save(
+            ledger,
+            pub.model_copy(
+                update={"state": PubState.FAILED, "reason": f"chain row set at block {last} differs from the journal"}
+            ),
+        )
     if chain.head() > (pub.sent_at or 0) + era_blocks:
-        return _save(ledger, pub.model_copy(update={"state": PubState.EXPIRED,
-                                                    "reason": f"not on chain {era_blocks} blocks after sending"}))
+        return _save(
+            ledger,
+            pub.model_copy(
+                update={"state": PubState.EXPIRED, "reason": f"not on chain {era_blocks} blocks after sending"}
+            ),
+        )
     return pub
 
 
@@ -114,21 +139,33 @@ def _uid(chain: Chain, netuid: int, hotkey: str) -> int:
 
 def load(ledger: Ledger, netuid: int, round_key: str) -> Publication | None:
     with ledger.transaction() as db:
-        row = db.execute("SELECT hotkey, weights, u16, state, sent_at, extrinsic_id, reason FROM weight_publications"
-                         " WHERE netuid = ? AND round = ?", (netuid, round_key)).fetchone()
+        row = db.execute(
+            "SELECT hotkey, weights, u16, state, sent_at, extrinsic_id, reason FROM weight_publications"
+            " WHERE netuid = ? AND round = ?",
+            (netuid, round_key),
+        ).fetchone()
     if row is None:
         return None
     hotkey, weights, u16, state, sent_at, xid, reason = row
-    return Publication(netuid=netuid, round=round_key, hotkey=hotkey,
-                       weights={int(k): v for k, v in json.loads(weights).items()},
-                       u16={int(k): v for k, v in json.loads(u16).items()}, state=PubState(state), sent_at=sent_at,
-                       extrinsic_id=xid, reason=reason)
+    return Publication(
+        netuid=netuid,
+        round=round_key,
+        hotkey=hotkey,
+        weights={int(k): v for k, v in json.loads(weights).items()},
+        u16={int(k): v for k, v in json.loads(u16).items()},
+        state=PubState(state),
+        sent_at=sent_at,
+        extrinsic_id=xid,
+        reason=reason,
+    )
 
 
 def history(ledger: Ledger, netuid: int) -> list[Publication]:
     with ledger.transaction() as db:
-        rounds = [r[0] for r in db.execute("SELECT round FROM weight_publications WHERE netuid = ? ORDER BY updated_at",
-                                           (netuid,))]
+        rounds = [
+            r[0]
+            for r in db.execute("SELECT round FROM weight_publications WHERE netuid = ? ORDER BY updated_at", (netuid,))
+        ]
     return [p for r in rounds if (p := load(ledger, netuid, r)) is not None]
 
 
@@ -139,6 +176,17 @@ def _save(ledger: Ledger, pub: Publication) -> Publication:
             " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (netuid, round) DO UPDATE SET"
             " state = excluded.state, sent_at = excluded.sent_at, extrinsic_id = excluded.extrinsic_id,"
             " reason = excluded.reason, updated_at = excluded.updated_at",
-            (pub.netuid, pub.round, pub.hotkey, json.dumps(pub.weights), json.dumps(pub.u16), pub.state.value,
-             pub.sent_at, pub.extrinsic_id, pub.reason, time.time()))
+            (
+                pub.netuid,
+                pub.round,
+                pub.hotkey,
+                json.dumps(pub.weights),
+                json.dumps(pub.u16),
+                pub.state.value,
+                pub.sent_at,
+                pub.extrinsic_id,
+                pub.reason,
+                time.time(),
+            ),
+        )
     return pub

@@ -31,6 +31,7 @@ STATE_MAX_BYTES = 256 << 20
 """The stand-in's state file is read whole under a lock; a file named in its place that never ends (a FIFO,
 /dev/zero) or is larger than any chain a test builds is refused instead."""
 
+
 def _hash(number: int) -> str:
     return "0x" + hashlib.sha256(f"hotfloat-standin-block-{number}".encode()).hexdigest()
 
@@ -47,9 +48,17 @@ class LocalSubstrate:
     # Genesis ---------------------------------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: str | os.PathLike, netuid: int, neurons: list[tuple[str, str, bool]], *,
-               finality_lag: int = 2, max_fields: int = 8, rate_limit: int = 0,
-               max_weight_limit: int = U16_MAX) -> "LocalSubstrate":
+    def create(
+        cls,
+        path: str | os.PathLike,
+        netuid: int,
+        neurons: list[tuple[str, str, bool]],
+        *,
+        finality_lag: int = 2,
+        max_fields: int = 8,
+        rate_limit: int = 0,
+        max_weight_limit: int = U16_MAX,
+    ) -> "LocalSubstrate":
         """Writes a genesis block with one subnet whose uids are `neurons` = (hotkey, coldkey, validator_permit)."""
         storage: dict[str, dict[str, Any]] = {}
 
@@ -102,12 +111,24 @@ class LocalSubstrate:
         except (OSError, ValueError, RecursionError) as e:
             raise ChainError(f"stand-in chain {self.path} is not readable JSON: {e}") from None
         blocks = state.get("blocks") if isinstance(state, dict) else None
-        if not (isinstance(blocks, list) and blocks and isinstance(state.get("constants"), dict)
-                and isinstance(state.get("finality_lag"), int) and isinstance(state.get("subnets"), list)
-                and all(isinstance(b, dict) and isinstance(b.get("number"), int) and isinstance(b.get("extrinsics"), list)
-                        and isinstance(b.get("storage"), dict) and all(isinstance(v, dict) for v in b["storage"].values())
-                        for b in blocks)):
-            raise ChainError(f"stand-in chain {self.path} is malformed (not what `hotfloat chain standin create` wrote)")
+        if not (
+            isinstance(blocks, list)
+            and blocks
+            and isinstance(state.get("constants"), dict)
+            and isinstance(state.get("finality_lag"), int)
+            and isinstance(state.get("subnets"), list)
+            and all(
+                isinstance(b, dict)
+                and isinstance(b.get("number"), int)
+                and isinstance(b.get("extrinsics"), list)
+                and isinstance(b.get("storage"), dict)
+                and all(isinstance(v, dict) for v in b["storage"].values())
+                for b in blocks
+            )
+        ):
+            raise ChainError(
+                f"stand-in chain {self.path} is malformed (not what `hotfloat chain standin create` wrote)"
+            )
         return state
 
     def _block(self, state: dict, block_hash: Optional[str]) -> dict:
@@ -160,14 +181,16 @@ class LocalSubstrate:
     async def block_time(self) -> float:
         return 12.0
 
-    async def query(self, module: str, storage_function: str, params: Optional[list] = None,
-                    block_hash: Optional[str] = None) -> Any:
+    async def query(
+        self, module: str, storage_function: str, params: Optional[list] = None, block_hash: Optional[str] = None
+    ) -> Any:
         with self._state() as state:
             item = self._block(state, block_hash)["storage"].get(f"{module}.{storage_function}", {})
             return copy.deepcopy(item.get(key(params)))
 
-    async def query_map(self, module: str, storage_function: str, params: Optional[list] = None,
-                        block_hash: Optional[str] = None) -> list[tuple[Any, Any]]:
+    async def query_map(
+        self, module: str, storage_function: str, params: Optional[list] = None, block_hash: Optional[str] = None
+    ) -> list[tuple[Any, Any]]:
         prefix = list(params or [])
         with self._state() as state:
             item = self._block(state, block_hash)["storage"].get(f"{module}.{storage_function}", {})
@@ -175,7 +198,7 @@ class LocalSubstrate:
             for raw_key, value in item.items():
                 parts = json.loads(raw_key)
                 if parts[: len(prefix)] == prefix and len(parts) > len(prefix):
-                    rest = parts[len(prefix):]
+                    rest = parts[len(prefix) :]
                     rows.append((rest[0] if len(rest) == 1 else tuple(rest), copy.deepcopy(value)))
             return rows
 
@@ -202,8 +225,16 @@ class LocalSubstrate:
     async def estimate_fee(self, call, keypair) -> Balance:
         return Balance.from_rao(0)
 
-    async def submit(self, call, keypair, *, nonce: Optional[int] = None, period: Optional[int] = None,
-                     wait_for_inclusion: bool = True, wait_for_finalization: bool = True) -> ExtrinsicResult:
+    async def submit(
+        self,
+        call,
+        keypair,
+        *,
+        nonce: Optional[int] = None,
+        period: Optional[int] = None,
+        wait_for_inclusion: bool = True,
+        wait_for_finalization: bool = True,
+    ) -> ExtrinsicResult:
         """Checks the signature, dispatches the call into a new block, and reports like the RPC backend does."""
         signed = json.dumps(call, sort_keys=True, default=str).encode()
         try:
@@ -227,10 +258,20 @@ class LocalSubstrate:
                 for _ in range(state["finality_lag"]):
                     self._new_block(state)
         if error:
-            return ExtrinsicResult(success=False, message=error[1], block_hash=_hash(block["number"]),
-                                   extrinsic_id=f"{block['number']}-{index:04d}", error=ChainError(error[1], error[0]))
-        return ExtrinsicResult(success=True, message="Success", block_hash=_hash(block["number"]),
-                               extrinsic_id=f"{block['number']}-{index:04d}", fee=Balance.from_rao(0))
+            return ExtrinsicResult(
+                success=False,
+                message=error[1],
+                block_hash=_hash(block["number"]),
+                extrinsic_id=f"{block['number']}-{index:04d}",
+                error=ChainError(error[1], error[0]),
+            )
+        return ExtrinsicResult(
+            success=True,
+            message="Success",
+            block_hash=_hash(block["number"]),
+            extrinsic_id=f"{block['number']}-{index:04d}",
+            fee=Balance.from_rao(0),
+        )
 
 
 def _failed(message: str, name: str) -> ExtrinsicResult:

@@ -31,7 +31,10 @@ def dispatch(state: dict, block: dict, call: dict, signer: str) -> tuple[str, st
         if not all(_raw_field(f) for f in fields):
             return "BadCommitmentField", "commitment fields must be Raw<N> with N <= 128 matching the data"
         storage.setdefault("Commitments.CommitmentOf", {})[key([netuid, signer])] = {
-            "block": block["number"], "deposit": 0, "info": {"fields": fields}}
+            "block": block["number"],
+            "deposit": 0,
+            "info": {"fields": fields},
+        }
         return None
     if what == ("SubtensorModule", "set_mechanism_weights"):
         return _set_weights(storage, block["number"], args, signer)
@@ -68,7 +71,9 @@ def _set_weights(storage: dict, number: int, args: dict, signer: str) -> tuple[s
     cap = storage["SubtensorModule.MaxWeightsLimit"][key([netuid])]
     if len(dests) > 1 and sum(values) and max(values) * U16_MAX > cap * sum(values):
         return "MaxWeightExceeded", "a weight exceeds the subnet's max weight limit"
-    storage.setdefault("SubtensorModule.Weights", {})[key([index, uid])] = [[d, w] for d, w in zip(dests, values, strict=True)]
+    storage.setdefault("SubtensorModule.Weights", {})[key([index, uid])] = [
+        [d, w] for d, w in zip(dests, values, strict=True)
+    ]
     last[uid] = number
     return None
 
@@ -82,10 +87,21 @@ def metagraph(block: dict, netuid: int) -> dict:
         hotkeys.append(hotkey)
     coldkeys = [owners.get(key([h]), "") for h in hotkeys]
     return {
-        "netuid": netuid, "name": list(b"hotfloat"), "symbol": list("τ".encode()), "block": block["number"],
-        "tempo": 360, "last_step": 0, "blocks_since_last_step": block["number"], "network_registered_at": 0,
-        "owner_hotkey": hotkeys[0] if hotkeys else "", "owner_coldkey": coldkeys[0] if coldkeys else "",
-        "num_uids": len(hotkeys), "max_uids": 256, "hotkeys": hotkeys, "coldkeys": coldkeys,
-        "active": [True] * len(hotkeys), "validator_permit": storage["SubtensorModule.ValidatorPermit"][key([netuid])],
+        "netuid": netuid,
+        "name": list(b"hotfloat"),
+        "symbol": list("τ".encode()),
+        "block": block["number"],
+        "tempo": 360,
+        "last_step": 0,
+        "blocks_since_last_step": block["number"],
+        "network_registered_at": 0,
+        "owner_hotkey": hotkeys[0] if hotkeys else "",
+        "owner_coldkey": coldkeys[0] if coldkeys else "",
+        "num_uids": len(hotkeys),
+        "max_uids": 256,
+        "hotkeys": hotkeys,
+        "coldkeys": coldkeys,
+        "active": [True] * len(hotkeys),
+        "validator_permit": storage["SubtensorModule.ValidatorPermit"][key([netuid])],
         "last_update": storage["SubtensorModule.LastUpdate"][key([netuid])],
     }

@@ -12,8 +12,10 @@ from ..ledger import Ledger, Migration
 from ..validator.evidence import EVIDENCE
 
 CHAIN_MIGRATIONS: tuple[Migration, ...] = (
-    Migration("chain_0001_intake", (
-        """CREATE TABLE chain_observations (
+    Migration(
+        "chain_0001_intake",
+        (
+            """CREATE TABLE chain_observations (
             netuid INTEGER NOT NULL,
             hotkey TEXT NOT NULL,
             block INTEGER NOT NULL,
@@ -28,11 +30,14 @@ CHAIN_MIGRATIONS: tuple[Migration, ...] = (
             submission_id INTEGER,
             decided_at REAL NOT NULL,
             PRIMARY KEY (netuid, hotkey, block, digest))""",
-        "CREATE UNIQUE INDEX chain_claims ON chain_observations(netuid, identity) WHERE status = 'accepted'",
-        "CREATE UNIQUE INDEX chain_payments ON chain_observations(netuid, payment) WHERE status = 'accepted'",
-    )),
-    Migration("chain_0002_weight_publications", (
-        """CREATE TABLE weight_publications (
+            "CREATE UNIQUE INDEX chain_claims ON chain_observations(netuid, identity) WHERE status = 'accepted'",
+            "CREATE UNIQUE INDEX chain_payments ON chain_observations(netuid, payment) WHERE status = 'accepted'",
+        ),
+    ),
+    Migration(
+        "chain_0002_weight_publications",
+        (
+            """CREATE TABLE weight_publications (
             netuid INTEGER NOT NULL,
             round TEXT NOT NULL,
             hotkey TEXT NOT NULL,
@@ -44,7 +49,8 @@ CHAIN_MIGRATIONS: tuple[Migration, ...] = (
             reason TEXT NOT NULL DEFAULT '',
             updated_at REAL NOT NULL,
             PRIMARY KEY (netuid, round))""",
-    )),
+        ),
+    ),
 )
 
 

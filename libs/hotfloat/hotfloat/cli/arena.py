@@ -100,9 +100,11 @@ def services_config(handicap: int):
     from ..validator import StageConfig
 
     return StageConfig(
-        verify_max_shapes=2, verify_dtypes=("fp32", "bf16"),
+        verify_max_shapes=2,
+        verify_dtypes=("fp32", "bf16"),
         qualify_rule=RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=3, max_looks=2),
-        qualify_extra_passes=(("B", handicap),) if handicap else ())
+        qualify_extra_passes=(("B", handicap),) if handicap else (),
+    )
 
 
 def settings(handicap: int) -> list[str]:
@@ -111,9 +113,12 @@ def settings(handicap: int) -> list[str]:
         "admission verifies 2 shapes per dtype in fp32 and bf16 (a validator verifies every shape and dtype)",
         "qualification: the tiny CPU engine, at most 6 rounds of B C B' (a look after 3); the drift bound is loose "
         "for a shared CPU",
-        (f"the baseline engine runs {handicap} extra stock activation passes (the calibration knob): nothing beats "
-         "stock torch on a CPU, so without it the honest miner cannot show a speed-up here; `--handicap 0` removes it"
-         if handicap else "no handicap: the honest kernel is as fast as stock, so expect NO_DECISION or FAIL"),
+        (
+            f"the baseline engine runs {handicap} extra stock activation passes (the calibration knob): nothing beats "
+            "stock torch on a CPU, so without it the honest miner cannot show a speed-up here; `--handicap 0` removes it"
+            if handicap
+            else "no handicap: the honest kernel is as fast as stock, so expect NO_DECISION or FAIL"
+        ),
     ]
 
 
@@ -158,11 +163,14 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
             wallets[name] = w
         hotkeys = {name: w.hotkey.ss58_address for name, w in wallets.items()}
         chain_path = root / "chain.json"
-        LocalSubstrate.create(chain_path, NETUID, [(hotkeys[n], hotkeys[n], n == "validator") for n in hotkeys],
-                              max_fields=9)
+        LocalSubstrate.create(
+            chain_path, NETUID, [(hotkeys[n], hotkeys[n], n == "validator") for n in hotkeys], max_fields=9
+        )
         network = f"standin:{chain_path}"
-        report(f"chain: stand-in subnet {NETUID} at {chain_path}; uid 0 validator, uids 1-{len(MINERS)} "
-               f"{', '.join(m.name for m in MINERS)}")
+        report(
+            f"chain: stand-in subnet {NETUID} at {chain_path}; uid 0 validator, uids 1-{len(MINERS)} "
+            f"{', '.join(m.name for m in MINERS)}"
+        )
         origin = Origin(root)
         stack.callback(origin.close)
         chain = Chain(network)
@@ -173,8 +181,13 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
             identity, archive = bundle_of(m)
             _, raw = commitment(identity, origin.serve(f"/{m.name}.tar.gz", archive))
             chain.commit(NETUID, raw, wallets[m.name])
-            rows[hotkeys[m.name]] = Row(m.name, uid, m.role, identity=identity,
-                                        expected=f"FAIL at {m.expected_stage}" if m.expected_stage else "scored")
+            rows[hotkeys[m.name]] = Row(
+                m.name,
+                uid,
+                m.role,
+                identity=identity,
+                expected=f"FAIL at {m.expected_stage}" if m.expected_stage else "scored",
+            )
             report(f"miner {m.name} (uid {uid}, {m.role}): committed {identity[:16]} with its archive's https URL")
         LocalSubstrate(chain_path).advance(3)  # past the finality lag, so intake sees every commitment
 
@@ -183,18 +196,35 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
         token_file.write_text(secrets.token_urlsafe(32))
         targets = {}
         for name in ("compiler", "admission", "qualification"):
-            running = start(name, str(root / f"{name}.sock"), token=token_file.read_text(), config=services_config(handicap))
+            running = start(
+                name, str(root / f"{name}.sock"), token=token_file.read_text(), config=services_config(handicap)
+            )
             stack.callback(running.stop, 0)
             targets[name] = running.target
         report(f"services: compiler, admission and qualification on Unix sockets in {root}")
         for line in settings(handicap):
             report(f"  demo setting: {line}")
 
-        chain_settings = ChainSettings(network=network, netuid=NETUID, wallet="validator", wallet_path=str(root / "wallets"),
-                                       weights_every=WEIGHTS_EVERY, cafile=origin.cafile, allow_private=True)
-        config = ValidatorConfig(ledger=str(root / "validator.db"), stages="remote", compiler=targets["compiler"],
-                                 admission=[targets["admission"]], qualification=[targets["qualification"]],
-                                 token_file=str(token_file), through="scored", max_attempts=2, chain=chain_settings)
+        chain_settings = ChainSettings(
+            network=network,
+            netuid=NETUID,
+            wallet="validator",
+            wallet_path=str(root / "wallets"),
+            weights_every=WEIGHTS_EVERY,
+            cafile=origin.cafile,
+            allow_private=True,
+        )
+        config = ValidatorConfig(
+            ledger=str(root / "validator.db"),
+            stages="remote",
+            compiler=targets["compiler"],
+            admission=[targets["admission"]],
+            qualification=[targets["qualification"]],
+            token_file=str(token_file),
+            through="scored",
+            max_attempts=2,
+            chain=chain_settings,
+        )
         names = {}
 
         def event(sid: int, stage: str, message: str) -> None:
@@ -227,8 +257,9 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
         for row in rows.values():
             row.weight = weights.get(row.uid, 0) / total
             row.as_expected = _as_expected(row, next(m for m in MINERS if m.name == row.miner), handicap)
-    return Outcome(rows=list(rows.values()), weights=weights, settings=settings(handicap),
-                   seconds=time.monotonic() - started)
+    return Outcome(
+        rows=list(rows.values()), weights=weights, settings=settings(handicap), seconds=time.monotonic() - started
+    )
 
 
 def _as_expected(row: Row, miner: Miner, handicap: int) -> bool:

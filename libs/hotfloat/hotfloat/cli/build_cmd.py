@@ -20,8 +20,13 @@ INDEX_BYTES = 4 << 20
 
 @click.command("build")
 @bundle_argument
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for the cubins and index.json (the build record).")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory for the cubins and index.json (the build record).",
+)
 @click.option("--arch", default="sm_90a", show_default=True, help="Target CUDA architecture.")
 @json_option
 def build(bundle: str, out_dir: Path, arch: str, as_json: bool) -> None:
@@ -36,17 +41,26 @@ def build(bundle: str, out_dir: Path, arch: str, as_json: bool) -> None:
     if as_json:
         emit_json(record.model_dump(mode="json"))
     else:
-        table(f"build {record.status.value}: {'; '.join(record.reasons)}", ["op", "dtype", "kernel", "cubin sha256"],
-              [(k.op, k.dtype, k.symbol, k.cubin_sha256[:16]) for k in record.kernels])
+        table(
+            f"build {record.status.value}: {'; '.join(record.reasons)}",
+            ["op", "dtype", "kernel", "cubin sha256"],
+            [(k.op, k.dtype, k.symbol, k.cubin_sha256[:16]) for k in record.kernels],
+        )
     exit_with(record.status)
 
 
 @click.command("admit")
 @bundle_argument
-@click.option("--build", "build_dir", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path),
-              help="A directory written by `hotfloat build`.")
-@click.option("--seed", type=click.IntRange(0, (1 << 63) - 1), default=None,
-              help="Replay a run; default: a fresh secret seed.")
+@click.option(
+    "--build",
+    "build_dir",
+    required=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="A directory written by `hotfloat build`.",
+)
+@click.option(
+    "--seed", type=click.IntRange(0, (1 << 63) - 1), default=None, help="Replay a run; default: a fresh secret seed."
+)
 @device_option("Where the ops are verified and the cubins loaded.")
 @json_option
 def admit_cmd(bundle: str, build_dir: Path, seed: int | None, device: str, as_json: bool) -> None:
@@ -68,7 +82,9 @@ def admit_cmd(bundle: str, build_dir: Path, seed: int | None, device: str, as_js
     options = StageConfig(device=resolve_device(device)).verify_options(seed)
     outcome = admit_stage(open_bundle(bundle), built, options)
     if as_json:
-        emit_json({"status": outcome.status.value, "reasons": outcome.reasons, **outcome.evidence.model_dump(mode="json")})
+        emit_json(
+            {"status": outcome.status.value, "reasons": outcome.reasons, **outcome.evidence.model_dump(mode="json")}
+        )
     else:
         table(f"admission {outcome.status.value} on {options.device}", ["reason"], [(r,) for r in outcome.reasons])
     exit_with(outcome.status)

@@ -28,8 +28,13 @@ def bundle() -> None:
 
 
 @bundle.command("schema")
-@click.option("--part", type=click.Choice(["all", "manifest", "metadata"]), default="all", show_default=True,
-              help="manifest.toml, metadata/*.json, or both under one document.")
+@click.option(
+    "--part",
+    type=click.Choice(["all", "manifest", "metadata"]),
+    default="all",
+    show_default=True,
+    help="manifest.toml, metadata/*.json, or both under one document.",
+)
 def schema_cmd(part: str) -> None:
     """Print the JSON Schema of manifest.toml and metadata/*.json, generated from the models hotfloat validates with."""
     from ..authoring.schema import bundle_schema
@@ -39,8 +44,13 @@ def schema_cmd(part: str) -> None:
 
 @bundle.command("import")
 @click.argument("source", type=click.Path(exists=True, path_type=str))
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=str), default=None,
-              help="Folder for the hotfloat bundle (default: SOURCE's name with a -hotfloat suffix, here).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=str),
+    default=None,
+    help="Folder for the hotfloat bundle (default: SOURCE's name with a -hotfloat suffix, here).",
+)
 @json_option
 def import_cmd(source: str, out_dir: str | None, as_json: bool) -> None:
     """Convert a Cacheon bundle (folder or archive) into a hotfloat bundle and print every change made."""
@@ -54,6 +64,9 @@ def import_cmd(source: str, out_dir: str | None, as_json: bool) -> None:
     click.echo(f"imported {source} -> {result.out_dir} (identity {result.identity[:16]})")
     for c in result.changes:  # one wrapped line per change: every word survives an 80-column terminal
         now = c.now if c.now.startswith("(") else f"-> {c.now}"
-        click.echo(textwrap.fill(f"{c.file}: {c.field}: {c.was} {now}", width, initial_indent="  ",
-                                 subsequent_indent="      "))
-    click.echo(f"{len(result.changes)} changes; next: hotfloat scan {result.out_dir} && hotfloat verify {result.out_dir}")
+        click.echo(
+            textwrap.fill(f"{c.file}: {c.field}: {c.was} {now}", width, initial_indent="  ", subsequent_indent="      ")
+        )
+    click.echo(
+        f"{len(result.changes)} changes; next: hotfloat scan {result.out_dir} && hotfloat verify {result.out_dir}"
+    )

@@ -17,32 +17,98 @@ def calibrate() -> None:
 
 @calibrate.command("collect")
 @engine_options
-@click.option("--stock", type=click.IntRange(1, 8), default=3, show_default=True,
-              help="Stock engines to boot (B1, B2, ...; three make a null qualification, one is C of a positive control).")
-@click.option("--handicap", "handicaps", multiple=True, metavar="EFFECT COUNT",
-              type=(click.FloatRange(0, 0.5, min_open=True, max_open=True), click.IntRange(1, 8)),
-              help="Also boot COUNT stock engines slowed by a validator-added GPU delay after every activation call, "
-                   "sized so a stock engine saves EFFECT of their pass (H1, H2, ...; the positive control; repeatable).")
-@click.option("--handicap-pass-ms", type=click.FloatRange(1, 600000), default=1300, show_default=True,
-              help="The stock pass the handicap is sized against (the llama-8b default pass on the H200).")
+@click.option(
+    "--stock",
+    type=click.IntRange(1, 8),
+    default=3,
+    show_default=True,
+    help="Stock engines to boot (B1, B2, ...; three make a null qualification, one is C of a positive control).",
+)
+@click.option(
+    "--handicap",
+    "handicaps",
+    multiple=True,
+    metavar="EFFECT COUNT",
+    type=(click.FloatRange(0, 0.5, min_open=True, max_open=True), click.IntRange(1, 8)),
+    help="Also boot COUNT stock engines slowed by a validator-added GPU delay after every activation call, "
+    "sized so a stock engine saves EFFECT of their pass (H1, H2, ...; the positive control; repeatable).",
+)
+@click.option(
+    "--handicap-pass-ms",
+    type=click.FloatRange(1, 600000),
+    default=1300,
+    show_default=True,
+    help="The stock pass the handicap is sized against (the llama-8b default pass on the H200).",
+)
 @click.option("--max-rounds", type=click.IntRange(1, 100000), default=None, help="Stop after this many rounds.")
-@click.option("--export-cache", type=click.Path(file_okay=False), default=None,
-              help="After the rounds, copy stock engine B1's JIT caches here (e.g. $HOTFLOAT_ENGINE_ROOT/cache, which "
-                   "seeds later engines).")
-@click.option("--candidate", "candidates", type=click.Path(file_okay=False, exists=True), multiple=True,
-              help="Also boot an engine with this bundle armed (C1, C2, ... in order; repeatable).")
-@click.option("--keep-rounds", type=click.IntRange(0, 1000), default=0, show_default=True,
-              help="Keep the completions of B1, B2 and the candidates in this many first rounds (for `evidence`).")
-@click.option("--budget", type=click.FloatRange(10, 36000), default=300, show_default=True,
-              help="Wall seconds for the whole collection, boots included; the last round ends before it.")
+@click.option(
+    "--export-cache",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="After the rounds, copy stock engine B1's JIT caches here (e.g. $HOTFLOAT_ENGINE_ROOT/cache, which "
+    "seeds later engines).",
+)
+@click.option(
+    "--candidate",
+    "candidates",
+    type=click.Path(file_okay=False, exists=True),
+    multiple=True,
+    help="Also boot an engine with this bundle armed (C1, C2, ... in order; repeatable).",
+)
+@click.option(
+    "--keep-rounds",
+    type=click.IntRange(0, 1000),
+    default=0,
+    show_default=True,
+    help="Keep the completions of B1, B2 and the candidates in this many first rounds (for `evidence`).",
+)
+@click.option(
+    "--budget",
+    type=click.FloatRange(10, 36000),
+    default=300,
+    show_default=True,
+    help="Wall seconds for the whole collection, boots included; the last round ends before it.",
+)
 @click.option("--seed", type=int, default=None, help="Workload prompt and order seed.")
-@click.option("--boot-timeout", type=click.FloatRange(1, 3600), default=None,
-              help="Seconds the engines get to boot, arm and warm up [default: 900].")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), required=True,
-              help="Raw JSON, rewritten after every round.")
-def collect_cmd(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
-                drift_bound, logprob_tol, unsandboxed, stock, handicaps, handicap_pass_ms, max_rounds, export_cache, candidates,
-                keep_rounds, budget, seed, boot_timeout, out_path):
+@click.option(
+    "--boot-timeout",
+    type=click.FloatRange(1, 3600),
+    default=None,
+    help="Seconds the engines get to boot, arm and warm up [default: 900].",
+)
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False, writable=True),
+    required=True,
+    help="Raw JSON, rewritten after every round.",
+)
+def collect_cmd(
+    device,
+    engine_kind,
+    model_path,
+    preset,
+    dtype,
+    decode,
+    shapes,
+    look_rounds,
+    max_looks,
+    noise_floor,
+    drift_bound,
+    logprob_tol,
+    unsandboxed,
+    stock,
+    handicaps,
+    handicap_pass_ms,
+    max_rounds,
+    export_cache,
+    candidates,
+    keep_rounds,
+    budget,
+    seed,
+    boot_timeout,
+    out_path,
+):
     """Boot STOCK stock engines (and handicapped and candidate ones) as resident engines and time rounds until the
     budget is spent."""
     import sys
@@ -52,18 +118,42 @@ def collect_cmd(device, engine_kind, model_path, preset, dtype, decode, shapes, 
     from ..qualify.calibrate_collect import collect
     from ..qualify.resident import EngineFault
 
-    opts = qualify_options(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
-                    drift_bound, logprob_tol, unsandboxed, seed)
+    opts = qualify_options(
+        device,
+        engine_kind,
+        model_path,
+        preset,
+        dtype,
+        decode,
+        shapes,
+        look_rounds,
+        max_looks,
+        noise_floor,
+        drift_bound,
+        logprob_tol,
+        unsandboxed,
+        seed,
+    )
     if boot_timeout:
         opts = opts.model_copy(update={"startup_timeout_s": boot_timeout})
     handicap: dict[float, int] = {}
     for effect, count in handicaps:
         handicap[effect] = handicap.get(effect, 0) + count
     try:
-        raw = collect(opts, Path(out_path), stock=stock, handicap=handicap, handicap_pass_s=handicap_pass_ms / 1e3,
-                      candidates={f"C{i + 1}": c for i, c in enumerate(candidates)}, budget_s=budget, max_rounds=max_rounds,
-                      keep_rounds=keep_rounds, export_cache=export_cache, progress=lambda m: click.echo(m, err=True),
-                      command=" ".join(["hotfloat", *sys.argv[1:]]))
+        raw = collect(
+            opts,
+            Path(out_path),
+            stock=stock,
+            handicap=handicap,
+            handicap_pass_s=handicap_pass_ms / 1e3,
+            candidates={f"C{i + 1}": c for i, c in enumerate(candidates)},
+            budget_s=budget,
+            max_rounds=max_rounds,
+            keep_rounds=keep_rounds,
+            export_cache=export_cache,
+            progress=lambda m: click.echo(m, err=True),
+            command=" ".join(["hotfloat", *sys.argv[1:]]),
+        )
     except (RuntimeError, EngineFault) as e:
         raise InfrastructureError(f"calibration collection stopped: {str(e)[:1500]}") from None
     click.echo(f"{len(raw.rounds)} rounds of {len(raw.engines)} engines -> {out_path}")
@@ -71,12 +161,27 @@ def collect_cmd(device, engine_kind, model_path, preset, dtype, decode, shapes, 
 
 @calibrate.command("analyse")
 @click.argument("raw", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
-@click.option("--preregistered", "prereg_path", type=click.Path(dir_okay=False, exists=True), required=True,
-              help="The rule fixed before these collections (e.g. docs/calibration-h200.preregistered.json).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write the calibration record (e.g. docs/calibration-h200.json).")
-@click.option("--sims", type=click.IntRange(0, 1000000), default=10000, show_default=True,
-              help="Simulated qualifications per figure of the fitted process model (0 skips).")
+@click.option(
+    "--preregistered",
+    "prereg_path",
+    type=click.Path(dir_okay=False, exists=True),
+    required=True,
+    help="The rule fixed before these collections (e.g. docs/calibration-h200.preregistered.json).",
+)
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the calibration record (e.g. docs/calibration-h200.json).",
+)
+@click.option(
+    "--sims",
+    type=click.IntRange(0, 1000000),
+    default=10000,
+    show_default=True,
+    help="Simulated qualifications per figure of the fitted process model (0 skips).",
+)
 @json_option
 def analyse_cmd(raw, prereg_path, out_path, sims, as_json):
     """The pre-registered rule on RAW files: false PASS on independent units, positive controls, the noise model."""
@@ -90,7 +195,9 @@ def analyse_cmd(raw, prereg_path, out_path, sims, as_json):
     prereg = load_preregistration(prereg_path)
     try:
         raws = [load_raw(p) for p in raw]
-        record = analyse(raws, prereg, sims=sims, sources=[str(p) for p in raw], command=" ".join(["hotfloat", *sys.argv[1:]]))
+        record = analyse(
+            raws, prereg, sims=sims, sources=[str(p) for p in raw], command=" ".join(["hotfloat", *sys.argv[1:]])
+        )
     except (ValidationError, ValueError, OSError) as e:
         raise InputError(f"cannot analyse {', '.join(raw)}: {str(e).splitlines()[0]}") from None
     if out_path:
@@ -104,23 +211,56 @@ def analyse_cmd(raw, prereg_path, out_path, sims, as_json):
         emit_json(record.model_dump(mode="json"))
         return
     r = record
-    table("calibration: the pre-registered rule on independent units", ["qualifications", "effect", "n", "PASS", "FAIL",
-                                                                        "mean rounds", "realised"], [
-        ("null (independent)", "0", r.independent_draws, r.false_passes_independent, "", "",
-         f"upper 95% {r.false_pass_upper_95:.1%}"),
-        ("null (held out)", "0", r.held_out_draws, r.held_out_false_passes, "", "", f"upper 95% {r.held_out_upper_95:.1%}"),
-        *(("positive control", f"{c.effect:.1%}", c.qualifications, c.passes, c.fails, f"{c.mean_rounds:.1f}",
-           f"{c.realised_effect:.2%}") for c in r.positive_control),
-        *(("injected (model)", f"{c.effect:.0%}", c.qualifications, c.passes, c.fails, f"{c.mean_rounds:.1f}", "")
-          for c in r.injected),
-        ("pooled (correlated)", "0", r.pooled_draws, r.pooled_false_passes, "", "", "")])
+    table(
+        "calibration: the pre-registered rule on independent units",
+        ["qualifications", "effect", "n", "PASS", "FAIL", "mean rounds", "realised"],
+        [
+            (
+                "null (independent)",
+                "0",
+                r.independent_draws,
+                r.false_passes_independent,
+                "",
+                "",
+                f"upper 95% {r.false_pass_upper_95:.1%}",
+            ),
+            (
+                "null (held out)",
+                "0",
+                r.held_out_draws,
+                r.held_out_false_passes,
+                "",
+                "",
+                f"upper 95% {r.held_out_upper_95:.1%}",
+            ),
+            *(
+                (
+                    "positive control",
+                    f"{c.effect:.1%}",
+                    c.qualifications,
+                    c.passes,
+                    c.fails,
+                    f"{c.mean_rounds:.1f}",
+                    f"{c.realised_effect:.2%}",
+                )
+                for c in r.positive_control
+            ),
+            *(
+                ("injected (model)", f"{c.effect:.0%}", c.qualifications, c.passes, c.fails, f"{c.mean_rounds:.1f}", "")
+                for c in r.injected
+            ),
+            ("pooled (correlated)", "0", r.pooled_draws, r.pooled_false_passes, "", "", ""),
+        ],
+    )
     for label, m in (("process model", r.model), ("robust model", r.robust_model)):
         if m is None:
             continue
         clipped = f", {m.winsorized} of {m.passes} passes winsorized" if label == "robust model" else ""
-        click.echo(f"{label}: sigma {m.sigma:.2%} per pass, tau {m.tau:.3%} (upper 95% {m.tau_upper_95:.3%}) over "
-                   f"{m.processes} processes{clipped}; simulated false PASS {m.false_pass:.2%} "
-                   f"({m.false_pass_at_tau_upper:.2%} at the upper tau), power at 2% {m.power_at_2pct:.1%}")
+        click.echo(
+            f"{label}: sigma {m.sigma:.2%} per pass, tau {m.tau:.3%} (upper 95% {m.tau_upper_95:.3%}) over "
+            f"{m.processes} processes{clipped}; simulated false PASS {m.false_pass:.2%} "
+            f"({m.false_pass_at_tau_upper:.2%} at the upper tau), power at 2% {m.power_at_2pct:.1%}"
+        )
     click.echo(f"{r.minutes_per_qualification:.1f} min per qualification")
     click.echo("meets the targets" if r.meets_targets else "targets not met: " + "; ".join(r.shortfall))
 
@@ -128,10 +268,20 @@ def analyse_cmd(raw, prereg_path, out_path, sims, as_json):
 @calibrate.command("evidence")
 @click.argument("raw", type=click.Path(dir_okay=False, exists=True))
 @click.option("--candidate", required=True, help="Candidate engine name in RAW (C1, C2, ...).")
-@click.option("--rule-from", "rule_from", type=click.Path(dir_okay=False, exists=True), required=True,
-              help="A calibration record (e.g. docs/calibration-h200.json) whose chosen rule decides.")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), required=True,
-              help="Evidence file to write (`hotfloat qualify recompute` checks it).")
+@click.option(
+    "--rule-from",
+    "rule_from",
+    type=click.Path(dir_okay=False, exists=True),
+    required=True,
+    help="A calibration record (e.g. docs/calibration-h200.json) whose chosen rule decides.",
+)
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False, writable=True),
+    required=True,
+    help="Evidence file to write (`hotfloat qualify recompute` checks it).",
+)
 @json_option
 def evidence_cmd(raw, candidate, rule_from, out_path, as_json):
     """Form a qualification of CANDIDATE from a collection's kept rounds (B1 as B, B2 as B') under a calibrated rule."""
@@ -151,8 +301,15 @@ def evidence_cmd(raw, candidate, rule_from, out_path, as_json):
     save_evidence(ev, out_path)
     d = ev.decision
     if as_json:
-        emit_json({"status": d.status, "score": d.score, "reason": d.reason, "decision": d.model_dump(mode="json"),
-                   "evidence": out_path})
+        emit_json(
+            {
+                "status": d.status,
+                "score": d.score,
+                "reason": d.reason,
+                "decision": d.model_dump(mode="json"),
+                "evidence": out_path,
+            }
+        )
     else:
         decision_table(d)
     exit_with(d.status)

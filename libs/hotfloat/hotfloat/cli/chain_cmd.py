@@ -26,8 +26,13 @@ from .output import emit_json, json_option, table
 
 def network_option(fn):
     """--network, shared so every chain command names networks the same way."""
-    return click.option("--network", default="finney", show_default=True, envvar="HOTFLOAT_CHAIN_NETWORK",
-                        help="finney, test, local, a ws(s):// endpoint, or standin:PATH for the local stand-in chain.")(fn)
+    return click.option(
+        "--network",
+        default="finney",
+        show_default=True,
+        envvar="HOTFLOAT_CHAIN_NETWORK",
+        help="finney, test, local, a ws(s):// endpoint, or standin:PATH for the local stand-in chain.",
+    )(fn)
 
 
 def netuid_option(fn):
@@ -71,9 +76,13 @@ def chain() -> None:
 
 @chain.command("package")
 @bundle_argument
-@click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Archive path (default BUNDLE/dist/<bundle_id>.tar.gz, ignored by the bundle; ./<bundle_id>.tar.gz "
-                   "for an archive).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Archive path (default BUNDLE/dist/<bundle_id>.tar.gz, ignored by the bundle; ./<bundle_id>.tar.gz "
+    "for an archive).",
+)
 @json_option
 def package_cmd(bundle: str, out: str | None, as_json: bool) -> None:
     """Write BUNDLE's deterministic archive and print its identity (the value to commit)."""
@@ -82,8 +91,10 @@ def package_cmd(bundle: str, out: str | None, as_json: bool) -> None:
     root = Path(bundle).resolve()
     inside = Path(bundle).is_dir() and path.resolve().is_relative_to(root)
     if inside and not path.resolve().is_relative_to(root / OUTPUT_DIR):
-        raise InputError(f"--out {path}: inside the bundle, which would change it; write under {bundle}/{OUTPUT_DIR}/ "
-                         "or outside the bundle")
+        raise InputError(
+            f"--out {path}: inside the bundle, which would change it; write under {bundle}/{OUTPUT_DIR}/ "
+            "or outside the bundle"
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if inside and not (ignore := path.parent / ".gitignore").exists():
@@ -107,8 +118,18 @@ def package_cmd(bundle: str, out: str | None, as_json: bool) -> None:
 @wallet_options
 @click.option("--dry-run", is_flag=True, help="Print exactly what would be posted and stop.")
 @json_option
-def submit_cmd(bundle: str, url: str, payment: str | None, netuid: int, network: str, wallet_name: str, hotkey: str,
-               wallet_path: str | None, dry_run: bool, as_json: bool) -> None:
+def submit_cmd(
+    bundle: str,
+    url: str,
+    payment: str | None,
+    netuid: int,
+    network: str,
+    wallet_name: str,
+    hotkey: str,
+    wallet_path: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Commit BUNDLE's identity and archive URL on the subnet, signed by the hotkey."""
     b, _ = _package(bundle)
     payload, raw = commitment(b.identity, url, payment)
@@ -128,22 +149,35 @@ def submit_cmd(bundle: str, url: str, payment: str | None, netuid: int, network:
     elif dry_run:
         click.echo(raw.decode())
     else:
-        table("hotfloat chain submit", ["netuid", "hotkey", "extrinsic", "payload"],
-              [(netuid, info["hotkey"], info["extrinsic"], info["payload"])])
+        table(
+            "hotfloat chain submit",
+            ["netuid", "hotkey", "extrinsic", "payload"],
+            [(netuid, info["hotkey"], info["extrinsic"], info["payload"])],
+        )
 
 
 @chain.command("intake")
 @netuid_option
 @network_option
 @ledger_option
-@click.option("--deadline", type=click.FloatRange(0.1, 600), default=30.0, show_default=True,
-              help="Total seconds allowed per archive fetch.")
-@click.option("--cafile", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Extra CA bundle to trust for origins (e.g. a test CA).")
+@click.option(
+    "--deadline",
+    type=click.FloatRange(0.1, 600),
+    default=30.0,
+    show_default=True,
+    help="Total seconds allowed per archive fetch.",
+)
+@click.option(
+    "--cafile",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Extra CA bundle to trust for origins (e.g. a test CA).",
+)
 @click.option("--allow-private", is_flag=True, help="Allow origins on private or loopback addresses (tests only).")
 @json_option
-def intake_cmd(netuid: int, network: str, ledger_path: str, deadline: float, cafile: str | None, allow_private: bool,
-               as_json: bool) -> None:
+def intake_cmd(
+    netuid: int, network: str, ledger_path: str, deadline: float, cafile: str | None, allow_private: bool, as_json: bool
+) -> None:
     """Decide every new finalized commitment: fetch, verify and enqueue it, or refuse it with a reason."""
     from ..chain.client import Chain
     from ..chain.intake import run_intake
@@ -159,15 +193,23 @@ def intake_cmd(netuid: int, network: str, ledger_path: str, deadline: float, caf
     if as_json:
         emit_json([d.model_dump(mode="json") for d in decisions])
         return
-    table("hotfloat chain intake", ["uid", "hotkey", "block", "identity", "outcome", "reason"],
-          [(d.uid, d.hotkey, d.block, (d.identity or "")[:16], d.outcome.value, d.reason) for d in decisions])
+    table(
+        "hotfloat chain intake",
+        ["uid", "hotkey", "block", "identity", "outcome", "reason"],
+        [(d.uid, d.hotkey, d.block, (d.identity or "")[:16], d.outcome.value, d.reason) for d in decisions],
+    )
 
 
 @chain.command("status")
 @netuid_option
 @network_option
-@click.option("--ledger", "ledger_path", type=click.Path(dir_okay=False), default=None,
-              help="This validator's ledger, to show its view of each commitment.")
+@click.option(
+    "--ledger",
+    "ledger_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="This validator's ledger, to show its view of each commitment.",
+)
 @json_option
 def status_cmd(netuid: int, network: str, ledger_path: str | None, as_json: bool) -> None:
     """Show the subnet's finalized commitments and this validator's view of each."""
@@ -196,29 +238,64 @@ def status_cmd(netuid: int, network: str, ledger_path: str | None, as_json: bool
         except ValueError as e:
             identity, url = None, f"({e})"
         view = seen.get((c.hotkey, c.block, digest(c.data)), ("undecided", "", None))
-        out.append({"uid": c.uid, "hotkey": c.hotkey, "block": c.block, "identity": identity, "url": url,
-                    "view": view[0], "reason": view[1], "submission": view[2]})
+        out.append(
+            {
+                "uid": c.uid,
+                "hotkey": c.hotkey,
+                "block": c.block,
+                "identity": identity,
+                "url": url,
+                "view": view[0],
+                "reason": view[1],
+                "submission": view[2],
+            }
+        )
     if as_json:
         emit_json({"netuid": netuid, "finalized_block": block, "commitments": out})
         return
-    table(f"subnet {netuid} commitments at finalized block {block}",
-          ["uid", "hotkey", "block", "identity", "url", "view", "reason"],
-          [(r["uid"], r["hotkey"], r["block"], (r["identity"] or "")[:16], r["url"], r["view"], r["reason"]) for r in out])
+    table(
+        f"subnet {netuid} commitments at finalized block {block}",
+        ["uid", "hotkey", "block", "identity", "url", "view", "reason"],
+        [
+            (r["uid"], r["hotkey"], r["block"], (r["identity"] or "")[:16], r["url"], r["view"], r["reason"])
+            for r in out
+        ],
+    )
 
 
 @chain.command("weights")
-@click.option("--crowns", "crowns_path", type=click.Path(exists=True, dir_okay=False), required=True,
-              help="JSON list of settled crowns, one per slot (hotfloat.validator.Crown: winner, runner_up, weights, reason).")
+@click.option(
+    "--crowns",
+    "crowns_path",
+    type=click.Path(exists=True, dir_okay=False),
+    required=True,
+    help="JSON list of settled crowns, one per slot (hotfloat.validator.Crown: winner, runner_up, weights, reason).",
+)
 @netuid_option
 @network_option
 @wallet_options
 @ledger_option
-@click.option("--every", type=click.IntRange(1), default=WEIGHTS_EVERY, show_default=True,
-              help="Blocks per publication window: one publication per window, as `validator run --weights-every`.")
+@click.option(
+    "--every",
+    type=click.IntRange(1),
+    default=WEIGHTS_EVERY,
+    show_default=True,
+    help="Blocks per publication window: one publication per window, as `validator run --weights-every`.",
+)
 @click.option("--dry-run", is_flag=True, help="Show the uid vector and its u16 form without sending.")
 @json_option
-def weights_cmd(crowns_path: str, netuid: int, network: str, wallet_name: str, hotkey: str, wallet_path: str | None,
-                ledger_path: str, every: int, dry_run: bool, as_json: bool) -> None:
+def weights_cmd(
+    crowns_path: str,
+    netuid: int,
+    network: str,
+    wallet_name: str,
+    hotkey: str,
+    wallet_path: str | None,
+    ledger_path: str,
+    every: int,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Map settled crowns to the owners' uids and publish the weights once in the head's window, through the ledger's
     journal (the publisher `validator run --chain` uses); a window already journaled keeps its vector."""
     from ..chain.client import Chain, load_wallet
@@ -238,16 +315,25 @@ def weights_cmd(crowns_path: str, netuid: int, network: str, wallet_name: str, h
             wallet = load_wallet(wallet_name, hotkey, wallet_path)
             pub = publish_crowns(client, ledger, netuid, wallet, crowns, every)
             weights, u16 = pub.weights, pub.u16
-            info.update(weights=weights, u16=u16, round=pub.round, state=pub.state.value, extrinsic=pub.extrinsic_id,
-                        reason=pub.reason)
+            info.update(
+                weights=weights,
+                u16=u16,
+                round=pub.round,
+                state=pub.state.value,
+                extrinsic=pub.extrinsic_id,
+                reason=pub.reason,
+            )
     finally:
         client.close()
         ledger.close()
     if as_json:
         emit_json(info)
         return
-    table(f"weights for subnet {netuid}" + (" (dry run)" if dry_run else ""), ["uid", "weight", "u16"],
-          [(uid, f"{w:.4f}", u16.get(uid, 0)) for uid, w in sorted(weights.items())])
+    table(
+        f"weights for subnet {netuid}" + (" (dry run)" if dry_run else ""),
+        ["uid", "weight", "u16"],
+        [(uid, f"{w:.4f}", u16.get(uid, 0)) for uid, w in sorted(weights.items())],
+    )
     if not dry_run:
         click.echo(f"round {info['round']}: {info['state']} {info['extrinsic'] or ''} {info['reason']}".rstrip())
 
@@ -274,8 +360,13 @@ def standin() -> None:
 @standin.command("create")
 @click.argument("path", type=click.Path(dir_okay=False))
 @netuid_option
-@click.option("--neuron", "neurons", multiple=True, required=True,
-              help="HOTKEY_SS58[:validator] for each uid in order; ':validator' grants a validator permit.")
+@click.option(
+    "--neuron",
+    "neurons",
+    multiple=True,
+    required=True,
+    help="HOTKEY_SS58[:validator] for each uid in order; ':validator' grants a validator permit.",
+)
 def standin_create(path: str, netuid: int, neurons: tuple[str, ...]) -> None:
     """Create a stand-in chain at PATH with one subnet and the given neurons."""
     from ..chain.standin import LocalSubstrate

@@ -22,8 +22,11 @@ def _render(target: str, python: str | None, as_json: bool) -> None:
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
-        table(f"{target} compatibility ({report.python})", ["", "check", "detail"],
-              [("[ok]" if r.status is Status.PASS else "[FAIL]", r.name, r.detail) for r in report.rows])
+        table(
+            f"{target} compatibility ({report.python})",
+            ["", "check", "detail"],
+            [("[ok]" if r.status is Status.PASS else "[FAIL]", r.name, r.detail) for r in report.rows],
+        )
     if report.status is not Status.PASS:
         failed = [r.name for r in report.rows if r.status is not Status.PASS]
         raise CompatFailed(f"{target} compat failed: {', '.join(failed)}")

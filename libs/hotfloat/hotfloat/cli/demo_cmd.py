@@ -20,12 +20,26 @@ EXPECTED = "expected.toml"
 
 
 @click.command("demo")
-@click.option("--handicap", type=click.IntRange(0, 1024), default=128, show_default=True,
-              help="Extra stock activation passes in the baseline engine, so a CPU can show a speed-up (0: none).")
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Keep the chain, wallets, ledger and sockets here (default: a temporary folder, removed after).")
-@click.option("--examples", "examples", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help=f"Instead: scan, build and verify every bundle in this folder against its {EXPECTED}.")
+@click.option(
+    "--handicap",
+    type=click.IntRange(0, 1024),
+    default=128,
+    show_default=True,
+    help="Extra stock activation passes in the baseline engine, so a CPU can show a speed-up (0: none).",
+)
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the chain, wallets, ledger and sockets here (default: a temporary folder, removed after).",
+)
+@click.option(
+    "--examples",
+    "examples",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help=f"Instead: scan, build and verify every bundle in this folder against its {EXPECTED}.",
+)
 @click.option("--seed", type=int, default=None, help="With --examples: replay a run's secret seed.")
 @json_option
 def demo(handicap: int, workdir: Path | None, examples: Path | None, seed: int | None, as_json: bool) -> None:
@@ -41,14 +55,21 @@ def demo(handicap: int, workdir: Path | None, examples: Path | None, seed: int |
     root.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:
-        outcome = run_arena(root.resolve(), handicap, lambda msg: click.echo(f"[{time.monotonic() - started:5.0f}s] "
-                                                                              f"{msg}", err=True))
+        outcome = run_arena(
+            root.resolve(), handicap, lambda msg: click.echo(f"[{time.monotonic() - started:5.0f}s] {msg}", err=True)
+        )
     finally:
         if workdir is None:
             shutil.rmtree(root, ignore_errors=True)
     if as_json:
-        emit_json({"rows": [vars(r) for r in outcome.rows], "weights": outcome.weights, "settings": outcome.settings,
-                   "seconds": round(outcome.seconds, 1)})
+        emit_json(
+            {
+                "rows": [vars(r) for r in outcome.rows],
+                "weights": outcome.weights,
+                "settings": outcome.settings,
+                "seconds": round(outcome.seconds, 1),
+            }
+        )
     else:
         _summary(outcome)
     raise SystemExit(ExitCode.OK if all(r.as_expected for r in outcome.rows) else ExitCode.FAIL)
@@ -56,18 +77,37 @@ def demo(handicap: int, workdir: Path | None, examples: Path | None, seed: int |
 
 def _summary(outcome) -> None:
     width = min(shutil.get_terminal_size((100, 24)).columns, 120)
-    table(f"hotfloat demo: the arena in {outcome.seconds:.0f}s", ["uid", "miner", *STAGES, "crown", "weight", "expected"],
-          [(r.uid, r.miner, *(r.stages.get(s, "") for s in STAGES), r.crown, f"{r.weight:.2f}",
-            "yes" if r.as_expected else "NO") for r in outcome.rows], width=width)
+    table(
+        f"hotfloat demo: the arena in {outcome.seconds:.0f}s",
+        ["uid", "miner", *STAGES, "crown", "weight", "expected"],
+        [
+            (
+                r.uid,
+                r.miner,
+                *(r.stages.get(s, "") for s in STAGES),
+                r.crown,
+                f"{r.weight:.2f}",
+                "yes" if r.as_expected else "NO",
+            )
+            for r in outcome.rows
+        ],
+        width=width,
+    )
     for r in outcome.rows:
         line = f"{r.miner} ({r.role}): {r.state}" + (f", score {r.score:.4f}" if r.score is not None else "")
         first, *more = r.reason.split("; ")  # a failed stage lists every failing row; the first says enough here
         why = first + (f" (and {len(more)} more)" if more and r.state == "failed" else "; ".join(["", *more]))
         click.echo(textwrap.fill(f"{line}. {why}", width, subsequent_indent="    "))
         if r.state == "failed" and r.not_shown:
-            click.echo(textwrap.fill("    This CPU's run-to-run noise hid the difference within the rounds the rule "
-                                     "allows, and the burden of proof is the candidate's; on a quiet GPU host the "
-                                     "same rule resolves 2% (docs/qualification.md).", width, subsequent_indent="    "))
+            click.echo(
+                textwrap.fill(
+                    "    This CPU's run-to-run noise hid the difference within the rounds the rule "
+                    "allows, and the burden of proof is the candidate's; on a quiet GPU host the "
+                    "same rule resolves 2% (docs/qualification.md).",
+                    width,
+                    subsequent_indent="    ",
+                )
+            )
         if not r.as_expected:
             click.echo(f"    UNEXPECTED: the demo expected {r.expected}")
     click.echo(f"weights on chain (u16 by uid): {dict(sorted(outcome.weights.items())) or 'none set'}")
@@ -80,8 +120,10 @@ def _examples(folder: Path, seed: int | None, as_json: bool) -> None:
     from .examples import judge
 
     if not (folder / EXPECTED).is_file():
-        raise InputError(f"{folder} has no {EXPECTED} (one `bundle = \"PASS\"` line per bundle it holds); for one "
-                         f"bundle, run `hotfloat verify {folder}`")
+        raise InputError(
+            f'{folder} has no {EXPECTED} (one `bundle = "PASS"` line per bundle it holds); for one '
+            f"bundle, run `hotfloat verify {folder}`"
+        )
     try:
         expected = tomllib.loads((folder / EXPECTED).read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:

@@ -18,10 +18,27 @@ def env(as_json: bool) -> None:
         emit_json(identity.model_dump(mode="json"))
         return
     data = identity.model_dump(mode="json", exclude={"gpus", "absent"})
-    table("hotfloat env", ["field", "value", "why empty"],
-          [(name, value, identity.absent.get(name, "")) for name, value in data.items()])
+    table(
+        "hotfloat env",
+        ["field", "value", "why empty"],
+        [(name, value, identity.absent.get(name, "")) for name, value in data.items()],
+    )
     if identity.gpus:
-        table("GPU readings", ["index", "name", "SM MHz", "max SM MHz", "mem MHz", "power W", "limit W", "temp C",
-                               "persistence"],
-              [(g.index, g.name, g.sm_clock_mhz, g.max_sm_clock_mhz, g.mem_clock_mhz, g.power_draw_w, g.power_limit_w,
-                g.temperature_c, g.persistence_mode) for g in identity.gpus])
+        table(
+            "GPU readings",
+            ["index", "name", "SM MHz", "max SM MHz", "mem MHz", "power W", "limit W", "temp C", "persistence"],
+            [
+                (
+                    g.index,
+                    g.name,
+                    g.sm_clock_mhz,
+                    g.max_sm_clock_mhz,
+                    g.mem_clock_mhz,
+                    g.power_draw_w,
+                    g.power_limit_w,
+                    g.temperature_c,
+                    g.persistence_mode,
+                )
+                for g in identity.gpus
+            ],
+        )

@@ -52,9 +52,14 @@ def build_cmd(name: str, flavor: str, repo: Path, base_tar: Path, stack_tar: Pat
     images = repo / "images"
     spec = load_spec(images / name / "image.toml")
     digest = build.build_image(
-        spec, flavor, repo=repo, image_dir=images / name,
+        spec,
+        flavor,
+        repo=repo,
+        image_dir=images / name,
         base=(images / "base/base.toml", images / "base/debian.lock", base_tar),
-        stack=(images / "base/stack.lock", stack_tar) if stack_tar else None, out=out)
+        stack=(images / "base/stack.lock", stack_tar) if stack_tar else None,
+        out=out,
+    )
     click.echo(digest)
 
 
@@ -72,16 +77,28 @@ def inspect_cmd(image_ref: str, show_files: bool, as_json: bool) -> None:
         emit_json(report.model_dump(mode="json", exclude=set() if show_files else {"files"}))
         return
     ident = report.identity
-    table(f"image {ident.name}:{ident.flavor}", ["field", "value"], [
-        ("digest", report.digest), ("size", f"{report.size / 2**20:.0f} MiB in {len(report.layers)} layers"),
-        ("revision", ident.revision), ("inputs", ident.inputs_digest), ("user", report.user),
-        ("entrypoint", " ".join(report.entrypoint)), ("files", str(len(report.files))),
-        ("source date", str(ident.source_date_epoch))])
+    table(
+        f"image {ident.name}:{ident.flavor}",
+        ["field", "value"],
+        [
+            ("digest", report.digest),
+            ("size", f"{report.size / 2**20:.0f} MiB in {len(report.layers)} layers"),
+            ("revision", ident.revision),
+            ("inputs", ident.inputs_digest),
+            ("user", report.user),
+            ("entrypoint", " ".join(report.entrypoint)),
+            ("files", str(len(report.files))),
+            ("source date", str(ident.source_date_epoch)),
+        ],
+    )
     table("python", ["distribution", "version"], sorted(ident.python.items()))
     table("debian", ["package", "version"], sorted(ident.debian.items()))
     if show_files:
-        table("files", ["path", "size", "sha256 / link", "layer"],
-              [(f.path, f.size, f.sha256 or f"-> {f.link}", f.layer) for f in report.files])
+        table(
+            "files",
+            ["path", "size", "sha256 / link", "layer"],
+            [(f.path, f.size, f.sha256 or f"-> {f.link}", f.layer) for f in report.files],
+        )
 
 
 @image.command("check")
@@ -95,8 +112,11 @@ def check_cmd(lock: Path, update: bool, layouts: tuple[Path, ...], as_json: bool
     if as_json:
         emit_json([r.model_dump() for r in rows])
     else:
-        table("image digests", ["image", "locked", "built", "status"],
-              [(r.image, r.locked, r.built, r.status.value) for r in rows])
+        table(
+            "image digests",
+            ["image", "locked", "built", "status"],
+            [(r.image, r.locked, r.built, r.status.value) for r in rows],
+        )
     digests.raise_on_mismatch(rows)
 
 
@@ -104,10 +124,18 @@ def check_cmd(lock: Path, update: bool, layouts: tuple[Path, ...], as_json: bool
 @click.option("--images", "images_dir", type=_PATH, default=inspect.OUT, show_default=True, help="Built layouts.")
 @click.option("--state", type=_PATH, default=compose.STATE, show_default=True, help="Sockets, ledger and logs.")
 @click.option("--quick", is_flag=True, help="Admission verifies one fp32 shape per op (CPU demos and tests).")
-@click.option("--gpus", type=click.IntRange(0), default=0, show_default=True,
-              help="One qualification container per GPU (0..N-1, the worker image's cuda flavour), all given to the validator.")
-@click.option("--admission-gpu", type=click.IntRange(0), help="Admission verifies on this GPU (--device cuda), one "
-              "that no qualification service uses; default: on CPU.")
+@click.option(
+    "--gpus",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="One qualification container per GPU (0..N-1, the worker image's cuda flavour), all given to the validator.",
+)
+@click.option(
+    "--admission-gpu",
+    type=click.IntRange(0),
+    help="Admission verifies on this GPU (--device cuda), one that no qualification service uses; default: on CPU.",
+)
 @json_option
 def up_cmd(images_dir: Path, state: Path, quick: bool, gpus: int, admission_gpu: int | None, as_json: bool) -> None:
     """Start compiler, admission (worker image), with --gpus one qualification service per GPU, and validator
@@ -116,8 +144,11 @@ def up_cmd(images_dir: Path, state: Path, quick: bool, gpus: int, admission_gpu:
     if as_json:
         emit_json(started)
     else:
-        table("hotfloat containers", ["container", "image", "network", "socket"],
-              [(s["name"], s["image"], s["network"], s["socket"]) for s in started])
+        table(
+            "hotfloat containers",
+            ["container", "image", "network", "socket"],
+            [(s["name"], s["image"], s["network"], s["socket"]) for s in started],
+        )
 
 
 @image.command("down")
@@ -138,8 +169,11 @@ def miner_cmd(bundle: Path, image_ref: str, as_json: bool) -> None:
     if as_json:
         emit_json(report)
     else:
-        table(f"miner check of {bundle}", ["stage", "status", "detail"],
-              [(s["stage"], s["status"], s["detail"]) for s in report["stages"]])
+        table(
+            f"miner check of {bundle}",
+            ["stage", "status", "detail"],
+            [(s["stage"], s["status"], s["detail"]) for s in report["stages"]],
+        )
         click.echo(f"bundle identity to commit: {report['identity']}")
         click.echo(f"compiler image: {report['image']}")
     compose.raise_on_failure(report)

@@ -12,39 +12,69 @@ import click
 from ..errors import ExitCode, HotfloatError
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "new": ("new_cmd:new", "Write a new bundle into DIRECTORY: manifest, a plain-torch kernel with the slot's exact "
-            "signature, metadata and a README; it passes `hotfloat scan` and `hotfloat verify` as written."),
+    "new": (
+        "new_cmd:new",
+        "Write a new bundle into DIRECTORY: manifest, a plain-torch kernel with the slot's exact "
+        "signature, metadata and a README; it passes `hotfloat scan` and `hotfloat verify` as written.",
+    ),
     "bundle": ("bundle_cmd:bundle", "The bundle format: its JSON Schema, and importing bundles written for Cacheon."),
-    "build": ("build_cmd:build", "Scan BUNDLE, then compile its triton/cute kernels to cubins without a GPU, in a "
-              "sandbox; exit 0 PASS, 1 FAIL."),
-    "admit": ("build_cmd:admit_cmd", "Verify BUNDLE's ops, then gate, load (Driver API) and verify its built cubins, as "
-              "the admission service does; without a GPU the verdict says the load was skipped."),
-    "bench": ("bench_cmd:bench", "Time BUNDLE's kernels on each slot's shapes beside the stock kernels, checking "
-              "outputs before and after."),
-    "slots": ("slots_cmd:slots", "List the registered slots: the call your entry receives (arguments in order), what "
-              "it must write, dtypes, verification shapes and tolerances."),
-    "demo": ("demo_cmd:demo", "Run the arena on CPU: four miners commit bundles on a stand-in chain (one honest, one "
-             "broken, two cheating), and the validator takes them in and runs scan, build, verify, qualification on "
-             "the CPU engine, settlement, crowns and weights; then a summary."),
+    "build": (
+        "build_cmd:build",
+        "Scan BUNDLE, then compile its triton/cute kernels to cubins without a GPU, in a sandbox; exit 0 PASS, 1 FAIL.",
+    ),
+    "admit": (
+        "build_cmd:admit_cmd",
+        "Verify BUNDLE's ops, then gate, load (Driver API) and verify its built cubins, as "
+        "the admission service does; without a GPU the verdict says the load was skipped.",
+    ),
+    "bench": (
+        "bench_cmd:bench",
+        "Time BUNDLE's kernels on each slot's shapes beside the stock kernels, checking outputs before and after.",
+    ),
+    "slots": (
+        "slots_cmd:slots",
+        "List the registered slots: the call your entry receives (arguments in order), what "
+        "it must write, dtypes, verification shapes and tolerances.",
+    ),
+    "demo": (
+        "demo_cmd:demo",
+        "Run the arena on CPU: four miners commit bundles on a stand-in chain (one honest, one "
+        "broken, two cheating), and the validator takes them in and runs scan, build, verify, qualification on "
+        "the CPU engine, settlement, crowns and weights; then a summary.",
+    ),
     "hash": ("bundle_cmd:hash_cmd", "Print the canonical SHA-256 identity of BUNDLE (the value a miner commits)."),
     "scan": ("scan_cmd:scan", "Check BUNDLE's code against the import/builtin/introspection policy."),
-    "env": ("env_cmd:env", "Show this host's environment identity (GPU, driver, CUDA, Torch, Triton, SGLang, image, "
-            "revision)."),
+    "env": (
+        "env_cmd:env",
+        "Show this host's environment identity (GPU, driver, CUDA, Torch, Triton, SGLang, image, revision).",
+    ),
     "image": ("image_cmd:image", "Build, inspect, check and run the compiler, worker and validator images."),
-    "preflight": ("preflight_cmd:preflight_cmd", "Check this host before trusting it: exit 1 naming each question "
-                  "(device, static, behavioral) that failed."),
+    "preflight": (
+        "preflight_cmd:preflight_cmd",
+        "Check this host before trusting it: exit 1 naming each question (device, static, behavioral) that failed.",
+    ),
     "chain": ("chain_cmd:chain", "Miner commitments, validator intake and weights on the Bittensor chain."),
-    "validator": ("validator_cmd:validator", "Queue submissions and move them through compile, admission, "
-                  "qualification and scoring."),
+    "validator": (
+        "validator_cmd:validator",
+        "Queue submissions and move them through compile, admission, qualification and scoring.",
+    ),
     "serve": ("serve_cmd:serve", "Serve NAME until SIGTERM; prints the address it listens on once it is ready."),
-    "qualify": ("qualify_cmd:qualify", "Qualify a bundle on the complete engine (B C B' in fresh processes): "
-                "`hotfloat qualify BUNDLE`."),
-    "verify": ("verify_cmd:verify", "Verify BUNDLE's ops: exit 0 all applicable pass, 1 any FAIL, 4 nothing "
-               "applicable, 3 infrastructure error."),
-    "compat": ("compat_cmd:compat", "Check the installed SGLang against the pin and every seam hotfloat hooks (exit 1 "
-               "on any FAIL)."),
-    "chain-compat": ("compat_cmd:chain_compat", "Check the installed Bittensor SDK against the pin and the calls the "
-                     "chain layer makes; no network."),
+    "qualify": (
+        "qualify_cmd:qualify",
+        "Qualify a bundle on the complete engine (B C B' in fresh processes): `hotfloat qualify BUNDLE`.",
+    ),
+    "verify": (
+        "verify_cmd:verify",
+        "Verify BUNDLE's ops: exit 0 all applicable pass, 1 any FAIL, 4 nothing applicable, 3 infrastructure error.",
+    ),
+    "compat": (
+        "compat_cmd:compat",
+        "Check the installed SGLang against the pin and every seam hotfloat hooks (exit 1 on any FAIL).",
+    ),
+    "chain-compat": (
+        "compat_cmd:chain_compat",
+        "Check the installed Bittensor SDK against the pin and the calls the chain layer makes; no network.",
+    ),
 }
 """Command name -> (module:object, short help). Click's lazy-group pattern: a command's module is imported only when
 that command runs, so `hotfloat --help` imports none of them (the short help is kept here; a test holds it equal to
@@ -65,7 +95,9 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(map(len, COMMANDS))
-        rows = [(name, textwrap.shorten(COMMANDS[name][1], limit, placeholder="...")) for name in self.list_commands(ctx)]
+        rows = [
+            (name, textwrap.shorten(COMMANDS[name][1], limit, placeholder="...")) for name in self.list_commands(ctx)
+        ]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

@@ -14,8 +14,13 @@ def complete_slot(ctx, param, incomplete: str) -> list[str]:
 
 @click.command("new")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=str))
-@click.option("--slot", required=True, metavar="SLOT", help="The slot to implement (see `hotfloat slots`).",
-              shell_complete=complete_slot)
+@click.option(
+    "--slot",
+    required=True,
+    metavar="SLOT",
+    help="The slot to implement (see `hotfloat slots`).",
+    shell_complete=complete_slot,
+)
 @click.option("--id", "bundle_id", default=None, help="bundle_id for the manifest (default: DIRECTORY's name).")
 @json_option
 def new(directory: str, slot: str, bundle_id: str | None, as_json: bool) -> None:

@@ -61,8 +61,13 @@ def read_input(path: str | os.PathLike, limit: int, what: str) -> bytes:
 
 def device_option(help_text: str):
     """--device auto|cpu|cuda, default auto: cuda when a GPU is visible, else cpu."""
-    return click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
-                        help=f"{help_text} auto = cuda when a GPU is visible, else cpu.")
+    return click.option(
+        "--device",
+        type=click.Choice(DEVICES),
+        default="auto",
+        show_default=True,
+        help=f"{help_text} auto = cuda when a GPU is visible, else cpu.",
+    )
 
 
 def default_ledger() -> str:
@@ -76,8 +81,14 @@ def default_ledger() -> str:
 
 def ledger_option(help_text: str = "The validator's SQLite ledger (created if missing)."):
     """--ledger PATH, defaulting to the per-user ledger."""
-    return click.option("--ledger", "ledger_path", type=click.Path(dir_okay=False), default=default_ledger,
-                        show_default="$HOTFLOAT_LEDGER or $XDG_DATA_HOME/hotfloat/ledger.db", help=help_text)
+    return click.option(
+        "--ledger",
+        "ledger_path",
+        type=click.Path(dir_okay=False),
+        default=default_ledger,
+        show_default="$HOTFLOAT_LEDGER or $XDG_DATA_HOME/hotfloat/ledger.db",
+        help=help_text,
+    )
 
 
 def writable_ledger(path: str) -> str:

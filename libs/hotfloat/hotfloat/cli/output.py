@@ -17,7 +17,14 @@ from rich.table import Table
 from ..errors import ExitCode
 from ..verdict import Status
 
-STATUS_STYLE = {"PASS": "green", "FAIL": "bold red", "NO_DECISION": "yellow", "N/A": "dim", "ok": "green", "FAIL!": "bold red"}
+STATUS_STYLE = {
+    "PASS": "green",
+    "FAIL": "bold red",
+    "NO_DECISION": "yellow",
+    "N/A": "dim",
+    "ok": "green",
+    "FAIL!": "bold red",
+}
 
 
 def json_option(fn):
@@ -36,8 +43,11 @@ WIDE = 1000
 
 def wide_option(fn):
     """Adds --wide: every column at full width (default: the table fits 80 columns)."""
-    return click.option("--wide", is_flag=True, help=f"Show every column at full width (default: fit {NARROW} "
-                        "columns, wrapping long cells).")(fn)
+    return click.option(
+        "--wide",
+        is_flag=True,
+        help=f"Show every column at full width (default: fit {NARROW} columns, wrapping long cells).",
+    )(fn)
 
 
 def fit(wide: bool) -> int:
@@ -46,8 +56,13 @@ def fit(wide: bool) -> int:
     return WIDE if wide else min(NARROW, console.width if console.is_terminal else NARROW)
 
 
-def table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], width: int | None = None,
-          compact: bool = False) -> None:
+def table(
+    title: str | None,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    width: int | None = None,
+    compact: bool = False,
+) -> None:
     """Prints a table to stdout, colouring status words; `width` fixes the layout (else the terminal's, or 200);
     `compact` draws only the header rule, leaving the columns their text."""
     t = Table(title=title, title_justify="left", header_style="bold", **({"box": box.SIMPLE_HEAD} if compact else {}))
@@ -66,8 +81,12 @@ def stderr_is_tty() -> bool:
     return sys.stderr.isatty()
 
 
-STATUS_EXIT = {Status.PASS: ExitCode.OK, Status.FAIL: ExitCode.FAIL, Status.N_A: ExitCode.NOT_APPLICABLE,
-               Status.NO_DECISION: ExitCode.NO_DECISION}
+STATUS_EXIT = {
+    Status.PASS: ExitCode.OK,
+    Status.FAIL: ExitCode.FAIL,
+    Status.N_A: ExitCode.NOT_APPLICABLE,
+    Status.NO_DECISION: ExitCode.NO_DECISION,
+}
 
 
 def exit_with(status: Status | str) -> None:
@@ -85,6 +104,11 @@ def progress() -> Progress:
     """A progress bar on stderr that stays silent when stderr is not a terminal."""
     console = Console(file=sys.stderr)
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=console, disable=not console.is_terminal, transient=True,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+        transient=True,
     )

@@ -16,9 +16,16 @@ class PreflightFailed(HotfloatError):
 
 
 @click.command("preflight")
-@click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
-              help="Device to check; auto = cuda when a GPU is visible, else cpu.")
-@click.option("--only", "only", multiple=True, type=click.Choice(QUESTIONS), help="Ask only these questions (repeatable).")
+@click.option(
+    "--device",
+    type=click.Choice(DEVICES),
+    default="auto",
+    show_default=True,
+    help="Device to check; auto = cuda when a GPU is visible, else cpu.",
+)
+@click.option(
+    "--only", "only", multiple=True, type=click.Choice(QUESTIONS), help="Ask only these questions (repeatable)."
+)
 @wide_option
 @json_option
 def preflight_cmd(device: str, only: tuple[str, ...], wide: bool, as_json: bool) -> None:
@@ -27,9 +34,18 @@ def preflight_cmd(device: str, only: tuple[str, ...], wide: bool, as_json: bool)
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
-        table(f"hotfloat preflight ({report.device})", ["question", "check", "status", "detail"],
-              [(c.question, c.name, c.status.value, c.detail) for c in report.checks], width=fit(wide))
-        table(None, ["question", "status"], [(q, s.value) for q, s in report.questions.items() if q in (only or QUESTIONS)])
+        table(
+            f"hotfloat preflight ({report.device})",
+            ["question", "check", "status", "detail"],
+            [(c.question, c.name, c.status.value, c.detail) for c in report.checks],
+            width=fit(wide),
+        )
+        table(
+            None,
+            ["question", "status"],
+            [(q, s.value) for q, s in report.questions.items() if q in (only or QUESTIONS)],
+        )
     if report.failed:
-        raise PreflightFailed("preflight failed: " + ", ".join(
-            f"{q} ({report.questions[q].value})" for q in report.failed))
+        raise PreflightFailed(
+            "preflight failed: " + ", ".join(f"{q} ({report.questions[q].value})" for q in report.failed)
+        )

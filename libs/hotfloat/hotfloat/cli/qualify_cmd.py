@@ -32,30 +32,86 @@ qualify.add_command(calibrate)
 @bundle_argument
 @engine_options
 @click.option("--seed", type=int, default=None, help="Workload prompt seed (default: a fresh secret one).")
-@click.option("--evidence", "evidence_path", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write the evidence (every raw frame) to this JSON file.")
-@click.option("--boot-timeout", type=click.FloatRange(1, 3600), default=None,
-              help="Seconds the three engines get to boot, arm and warm up [default: 900].")
-@click.option("--no-gpu-isolation", "unisolated", is_flag=True,
-              help="On CUDA, qualify even where idle engines cannot be locked out of the GPU (no checkpoint API; "
-                   "recorded in the evidence).")
-@click.option("--rule-from", "rule_from", type=click.Path(dir_okay=False),
-              help="Decide with the timing rule this calibration record chose (e.g. docs/calibration-h200.json); "
-                   "rule flags given beside it win [default: the device's rule].")
+@click.option(
+    "--evidence",
+    "evidence_path",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the evidence (every raw frame) to this JSON file.",
+)
+@click.option(
+    "--boot-timeout",
+    type=click.FloatRange(1, 3600),
+    default=None,
+    help="Seconds the three engines get to boot, arm and warm up [default: 900].",
+)
+@click.option(
+    "--no-gpu-isolation",
+    "unisolated",
+    is_flag=True,
+    help="On CUDA, qualify even where idle engines cannot be locked out of the GPU (no checkpoint API; "
+    "recorded in the evidence).",
+)
+@click.option(
+    "--rule-from",
+    "rule_from",
+    type=click.Path(dir_okay=False),
+    help="Decide with the timing rule this calibration record chose (e.g. docs/calibration-h200.json); "
+    "rule flags given beside it win [default: the device's rule].",
+)
 @json_option
-def run_cmd(bundle, device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
-            drift_bound, logprob_tol, unsandboxed, seed, evidence_path, boot_timeout, unisolated, rule_from, as_json):
+def run_cmd(
+    bundle,
+    device,
+    engine_kind,
+    model_path,
+    preset,
+    dtype,
+    decode,
+    shapes,
+    look_rounds,
+    max_looks,
+    noise_floor,
+    drift_bound,
+    logprob_tol,
+    unsandboxed,
+    seed,
+    evidence_path,
+    boot_timeout,
+    unisolated,
+    rule_from,
+    as_json,
+):
     """Qualify BUNDLE against the stock engine: correctness gate, then the speed decision. Exit 0 PASS, 1 FAIL,
     5 NO_DECISION."""
     from ..qualify import qualify_bundle, save_evidence
 
-    opts = qualify_options(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
-                    drift_bound, logprob_tol, unsandboxed, seed, rule_from)
+    opts = qualify_options(
+        device,
+        engine_kind,
+        model_path,
+        preset,
+        dtype,
+        decode,
+        shapes,
+        look_rounds,
+        max_looks,
+        noise_floor,
+        drift_bound,
+        logprob_tol,
+        unsandboxed,
+        seed,
+        rule_from,
+    )
     if boot_timeout:
         opts = opts.model_copy(update={"startup_timeout_s": boot_timeout})
     if unisolated:
-        click.secho("WARNING: --no-gpu-isolation: an idle engine's GPU work is not locked out of the timed passes.",
-                    fg="red", bold=True, err=True)
+        click.secho(
+            "WARNING: --no-gpu-isolation: an idle engine's GPU work is not locked out of the timed passes.",
+            fg="red",
+            bold=True,
+            err=True,
+        )
         opts = opts.model_copy(update={"gpu_isolation": False})
     b = open_bundle(bundle)
     with progress() as bar:
@@ -66,19 +122,38 @@ def run_cmd(bundle, device, engine_kind, model_path, preset, dtype, decode, shap
     d = result.evidence.decision
     if as_json:
         iso = result.evidence.isolation
-        emit_json({"status": result.status, "score": result.score, "reason": result.reason,
-                   "decision": d.model_dump(mode="json"), "bundle_identity": result.evidence.bundle_identity,
-                   "sandboxed": result.evidence.sandboxed, "isolation": iso.model_dump(mode="json") if iso else None,
-                   "evidence": evidence_path})
+        emit_json(
+            {
+                "status": result.status,
+                "score": result.score,
+                "reason": result.reason,
+                "decision": d.model_dump(mode="json"),
+                "bundle_identity": result.evidence.bundle_identity,
+                "sandboxed": result.evidence.sandboxed,
+                "isolation": iso.model_dump(mode="json") if iso else None,
+                "evidence": evidence_path,
+            }
+        )
     else:
         sandbox = "on" if result.evidence.sandboxed else "NONE (--unsandboxed)"
         iso = result.evidence.isolation
         isolation = f"  isolation={iso.mode} ({iso.cost_ms_median:.0f} ms/pass)" if iso else ""
-        table(f"qualify {b.manifest.bundle_id}  sandbox={sandbox}{isolation}", ["engine", "role", "ok", "boot s", "median pass ms",
-                                                                      "tok/s", "routed"], [
-            (f.index, {2: "B'", 3: "T (twin, untimed)"}.get(f.index, f.role), "ok" if f.ok else "FAIL!", f"{f.boot_s:.1f}",
-             _median_ms(f), f"{f.tokens_per_s:.0f}", sum(f.routed.values()))
-            for f in [*result.evidence.frames, *filter(None, [result.evidence.twin])]])
+        table(
+            f"qualify {b.manifest.bundle_id}  sandbox={sandbox}{isolation}",
+            ["engine", "role", "ok", "boot s", "median pass ms", "tok/s", "routed"],
+            [
+                (
+                    f.index,
+                    {2: "B'", 3: "T (twin, untimed)"}.get(f.index, f.role),
+                    "ok" if f.ok else "FAIL!",
+                    f"{f.boot_s:.1f}",
+                    _median_ms(f),
+                    f"{f.tokens_per_s:.0f}",
+                    sum(f.routed.values()),
+                )
+                for f in [*result.evidence.frames, *filter(None, [result.evidence.twin])]
+            ],
+        )
         decision_table(d)
     exit_with(result.status)
 
@@ -94,7 +169,9 @@ def recompute_cmd(evidence, as_json):
     d = recompute(ev)
     same = d == ev.decision
     if as_json:
-        emit_json({"matches": same, "recomputed": d.model_dump(mode="json"), "recorded": ev.decision.model_dump(mode="json")})
+        emit_json(
+            {"matches": same, "recomputed": d.model_dump(mode="json"), "recorded": ev.decision.model_dump(mode="json")}
+        )
     else:
         decision_table(d)
         click.echo("matches the recorded decision" if same else "DIFFERS from the recorded decision")

@@ -15,41 +15,104 @@ from .output import table
 
 def engine_options(fn):
     """The engine and rule flags `qualify run` and `calibrate collect` share."""
-    for opt in reversed((
-        click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
-                     help="Engine device; auto = cuda when a GPU is visible, else cpu."),
-        click.option("--engine", "engine_kind", type=click.Choice(["sglang", "transformers"]), default=None,
-                     help="Serving engine [default: sglang on cuda, the transformers stand-in on cpu]."),
-        click.option("--model", "model_path", type=click.Path(file_okay=False, exists=True), default=None,
-                     help="SGLang: a checkpoint directory instead of the generated random-weight model."),
-        click.option("--preset", default=None, help="Model shape of the generated model [default: tiny on cpu, "
-                                                     "llama-8b on cuda]."),
-        click.option("--dtype", type=click.Choice(["fp32", "bf16", "fp16"]), default=None,
-                     help="Engine dtype [default: fp32 on cpu, bf16 on cuda]."),
-        click.option("--decode", type=click.Choice(["eager", "static", "graph"]), default=None,
-                     help="Transformers engine decode steps: eager, static KV cache, or CUDA-graph replay "
-                          "[default: graph on cuda, eager on cpu]."),
-        click.option("--shapes", default=None, help="Workload request mix [default: tiny on cpu, sglang on cuda]."),
-        click.option("--look-rounds", type=click.IntRange(3, 512), default=None,
-                     help="Rounds (one pass on each of B, C, B') between looks of the rule [default: per device]."),
-        click.option("--max-looks", type=click.IntRange(1, 64), default=None,
-                     help="Budget of looks [default: per device]."),
-        click.option("--noise-floor", type=click.FloatRange(0, 1), default=None,
-                     help="Smallest per-pass noise the rule assumes [default: per device, from calibration]."),
-        click.option("--drift-bound", type=click.FloatRange(0, 10, min_open=True), default=None,
-                     help="Largest B vs B' bias the rule accepts [default: per device]."),
-        click.option("--logprob-tol", type=click.FloatRange(0), default=None,
-                     help="Gate floor on per-token logprobs; the twin's divergence sets the rest [default: 1e-3 fp32, 0.1 bf16/fp16]."),
-        click.option("--unsandboxed", is_flag=True,
-                     help="Run engine processes WITHOUT the sandbox (only where bubblewrap is unavailable; "
-                          "recorded in the evidence)."),
-    )):
+    for opt in reversed(
+        (
+            click.option(
+                "--device",
+                type=click.Choice(DEVICES),
+                default="auto",
+                show_default=True,
+                help="Engine device; auto = cuda when a GPU is visible, else cpu.",
+            ),
+            click.option(
+                "--engine",
+                "engine_kind",
+                type=click.Choice(["sglang", "transformers"]),
+                default=None,
+                help="Serving engine [default: sglang on cuda, the transformers stand-in on cpu].",
+            ),
+            click.option(
+                "--model",
+                "model_path",
+                type=click.Path(file_okay=False, exists=True),
+                default=None,
+                help="SGLang: a checkpoint directory instead of the generated random-weight model.",
+            ),
+            click.option(
+                "--preset",
+                default=None,
+                help="Model shape of the generated model [default: tiny on cpu, llama-8b on cuda].",
+            ),
+            click.option(
+                "--dtype",
+                type=click.Choice(["fp32", "bf16", "fp16"]),
+                default=None,
+                help="Engine dtype [default: fp32 on cpu, bf16 on cuda].",
+            ),
+            click.option(
+                "--decode",
+                type=click.Choice(["eager", "static", "graph"]),
+                default=None,
+                help="Transformers engine decode steps: eager, static KV cache, or CUDA-graph replay "
+                "[default: graph on cuda, eager on cpu].",
+            ),
+            click.option("--shapes", default=None, help="Workload request mix [default: tiny on cpu, sglang on cuda]."),
+            click.option(
+                "--look-rounds",
+                type=click.IntRange(3, 512),
+                default=None,
+                help="Rounds (one pass on each of B, C, B') between looks of the rule [default: per device].",
+            ),
+            click.option(
+                "--max-looks", type=click.IntRange(1, 64), default=None, help="Budget of looks [default: per device]."
+            ),
+            click.option(
+                "--noise-floor",
+                type=click.FloatRange(0, 1),
+                default=None,
+                help="Smallest per-pass noise the rule assumes [default: per device, from calibration].",
+            ),
+            click.option(
+                "--drift-bound",
+                type=click.FloatRange(0, 10, min_open=True),
+                default=None,
+                help="Largest B vs B' bias the rule accepts [default: per device].",
+            ),
+            click.option(
+                "--logprob-tol",
+                type=click.FloatRange(0),
+                default=None,
+                help="Gate floor on per-token logprobs; the twin's divergence sets the rest [default: 1e-3 fp32, 0.1 bf16/fp16].",
+            ),
+            click.option(
+                "--unsandboxed",
+                is_flag=True,
+                help="Run engine processes WITHOUT the sandbox (only where bubblewrap is unavailable; "
+                "recorded in the evidence).",
+            ),
+        )
+    ):
         fn = opt(fn)
     return fn
 
 
-def qualify_options(device, engine_kind, model_path, preset, dtype, decode, shapes, look_rounds, max_looks, noise_floor,
-                    drift_bound, logprob_tol, unsandboxed, seed=None, rule_from=None):
+def qualify_options(
+    device,
+    engine_kind,
+    model_path,
+    preset,
+    dtype,
+    decode,
+    shapes,
+    look_rounds,
+    max_looks,
+    noise_floor,
+    drift_bound,
+    logprob_tol,
+    unsandboxed,
+    seed=None,
+    rule_from=None,
+):
     """QualifyOptions for the device from those flags; `rule_from` is a calibration record whose rule they refine."""
     from pydantic import ValidationError
 
@@ -58,10 +121,19 @@ def qualify_options(device, engine_kind, model_path, preset, dtype, decode, shap
     device = resolve_device(device)
     if unsandboxed:
         logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
-        click.secho("WARNING: --unsandboxed: candidate code runs with your files, environment and network.",
-                    fg="red", bold=True, err=True)
-    rule = {k: v for k, v in dict(look_rounds=look_rounds, max_looks=max_looks, noise_floor=noise_floor,
-                                  drift_bound=drift_bound).items() if v is not None}
+        click.secho(
+            "WARNING: --unsandboxed: candidate code runs with your files, environment and network.",
+            fg="red",
+            bold=True,
+            err=True,
+        )
+    rule = {
+        k: v
+        for k, v in dict(
+            look_rounds=look_rounds, max_looks=max_looks, noise_floor=noise_floor, drift_bound=drift_bound
+        ).items()
+        if v is not None
+    }
     if rule_from:  # the record's timing rule, under the flags given beside it
         from ..qualify.api import rule_given
         from ..qualify.calibrate import load_rule
@@ -70,9 +142,19 @@ def qualify_options(device, engine_kind, model_path, preset, dtype, decode, shap
         rule = {**recorded["rule"], **rule}
         logprob_tol = recorded.get("logprob_tol") if logprob_tol is None else logprob_tol
     try:
-        return QualifyOptions.for_device(device, engine_kind, model_path=model_path, preset=preset, dtype=dtype,
-                                         decode=decode, shapes=shapes, seed=seed, sandboxed=not unsandboxed,
-                                         logprob_tol=logprob_tol, rule=rule)
+        return QualifyOptions.for_device(
+            device,
+            engine_kind,
+            model_path=model_path,
+            preset=preset,
+            dtype=dtype,
+            decode=decode,
+            shapes=shapes,
+            seed=seed,
+            sandboxed=not unsandboxed,
+            logprob_tol=logprob_tol,
+            rule=rule,
+        )
     except ValidationError as e:
         raise InputError(f"bad qualification options: {e.errors()[0]['msg']}") from None
 
@@ -80,5 +162,20 @@ def qualify_options(device, engine_kind, model_path, preset, dtype, decode, shap
 def decision_table(d) -> None:
     """A decision as one table row, as `run`, `recompute` and `calibrate evidence` print it."""
     pct = lambda v: "" if v is None else f"{v:+.2%}"  # noqa: E731
-    table("decision", ["status", "gate", "score", "improvement", "lower", "upper", "B vs B'", "rounds", "reason"], [
-        (d.status, d.gate, f"{d.score:.4f}", pct(d.improvement), pct(d.lower), pct(d.upper), pct(d.drift), d.rounds, d.reason)])
+    table(
+        "decision",
+        ["status", "gate", "score", "improvement", "lower", "upper", "B vs B'", "rounds", "reason"],
+        [
+            (
+                d.status,
+                d.gate,
+                f"{d.score:.4f}",
+                pct(d.improvement),
+                pct(d.lower),
+                pct(d.upper),
+                pct(d.drift),
+                d.rounds,
+                d.reason,
+            )
+        ],
+    )

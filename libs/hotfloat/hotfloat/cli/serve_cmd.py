@@ -12,25 +12,71 @@ SERVICE_NAMES = ("compiler", "admission", "qualification")
 
 @click.command("serve")
 @click.argument("name", type=click.Choice(SERVICE_NAMES))
-@click.option("--socket", "socket_path", type=click.Path(dir_okay=False), help="Unix socket to listen on (the default transport).")
-@click.option("--listen", help="HOST:PORT to listen on instead of a socket (port 0 picks one); beyond loopback only with --tls-*.")
-@click.option("--token-file", type=click.Path(exists=True, dir_okay=False),
-              help="File holding the deployment token callers must present (default: $HOTFLOAT_TOKEN).")
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
-              help="Where admission verifies and qualification runs.")
-@click.option("--gpu", type=click.IntRange(0), help="Admission or qualification with --device cuda: use only this "
-              "GPU (as nvidia-smi numbers it); candidates' sandboxes see only its device node.")
-@click.option("--concurrency", type=click.IntRange(1, 64), default=2, show_default=True,
-              help="Library calls run at once; up to 4x this many calls may wait, more are refused.")
-@click.option("--verify-max-shapes", type=click.IntRange(1), help="Admission: only the first N shapes per dtype (quick runs).")
-@click.option("--verify-dtype", "verify_dtypes", multiple=True, type=click.Choice(sorted(DTYPES)), help="Admission: only these dtypes (repeatable).")
-@click.option("--rule-from", "rule_from", type=click.Path(dir_okay=False),
-              help="Qualification: decide with the rule a calibration record chose (e.g. docs/calibration-h200.json).")
+@click.option(
+    "--socket", "socket_path", type=click.Path(dir_okay=False), help="Unix socket to listen on (the default transport)."
+)
+@click.option(
+    "--listen", help="HOST:PORT to listen on instead of a socket (port 0 picks one); beyond loopback only with --tls-*."
+)
+@click.option(
+    "--token-file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="File holding the deployment token callers must present (default: $HOTFLOAT_TOKEN).",
+)
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "cuda"]),
+    default="cpu",
+    show_default=True,
+    help="Where admission verifies and qualification runs.",
+)
+@click.option(
+    "--gpu",
+    type=click.IntRange(0),
+    help="Admission or qualification with --device cuda: use only this "
+    "GPU (as nvidia-smi numbers it); candidates' sandboxes see only its device node.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    default=2,
+    show_default=True,
+    help="Library calls run at once; up to 4x this many calls may wait, more are refused.",
+)
+@click.option(
+    "--verify-max-shapes", type=click.IntRange(1), help="Admission: only the first N shapes per dtype (quick runs)."
+)
+@click.option(
+    "--verify-dtype",
+    "verify_dtypes",
+    multiple=True,
+    type=click.Choice(sorted(DTYPES)),
+    help="Admission: only these dtypes (repeatable).",
+)
+@click.option(
+    "--rule-from",
+    "rule_from",
+    type=click.Path(dir_okay=False),
+    help="Qualification: decide with the rule a calibration record chose (e.g. docs/calibration-h200.json).",
+)
 @click.option("--tls-ca", type=click.Path(exists=True, dir_okay=False), help="CA for mutual TLS (TCP only).")
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Server certificate for mutual TLS.")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="Server key for mutual TLS.")
-def serve(name, socket_path, listen, token_file, device, gpu, concurrency, verify_max_shapes, verify_dtypes, rule_from, tls_ca,
-          tls_cert, tls_key) -> None:
+def serve(
+    name,
+    socket_path,
+    listen,
+    token_file,
+    device,
+    gpu,
+    concurrency,
+    verify_max_shapes,
+    verify_dtypes,
+    rule_from,
+    tls_ca,
+    tls_cert,
+    tls_key,
+) -> None:
     """Serve NAME until SIGTERM; prints the address it listens on once it is ready."""
     from hotfloat_services.common.auth import load_token
     from hotfloat_services.common.transport import Tls
@@ -58,7 +104,10 @@ def serve(name, socket_path, listen, token_file, device, gpu, concurrency, verif
         from ..qualify.calibrate import load_rule
 
         rule = load_rule(rule_from)
-    config = StageConfig(device=device, verify_max_shapes=verify_max_shapes, verify_dtypes=verify_dtypes or None,
-                           qualify_rule=rule)
-    running = start(name, socket_path or listen, token=load_token(token_file), config=config, concurrency=concurrency, tls=tls)
+    config = StageConfig(
+        device=device, verify_max_shapes=verify_max_shapes, verify_dtypes=verify_dtypes or None, qualify_rule=rule
+    )
+    running = start(
+        name, socket_path or listen, token=load_token(token_file), config=config, concurrency=concurrency, tls=tls
+    )
     serve_forever(running, ready=lambda target: click.echo(f"serving {name} on {target}", err=True))

@@ -17,19 +17,44 @@ from .output import emit_json, exit_with, json_option, stderr_is_tty, table
 @click.command("verify")
 @bundle_argument
 @device_option("cpu runs Triton through its interpreter; cuda adds CUDA-graph capture and replays.")
-@click.option("--seed", type=click.IntRange(0, (1 << 63) - 1), default=None,
-              help="Replay a run's secret seed (default: a fresh secret, printed in the report).")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, (1 << 63) - 1),
+    default=None,
+    help="Replay a run's secret seed (default: a fresh secret, printed in the report).",
+)
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(sorted(DTYPES)), help="Only these dtypes.")
 @click.option("--trials", type=click.IntRange(1, 20), default=3, show_default=True, help="Calls per shape.")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 3600), default=120.0, show_default=True,
-              help="Per-op wall-clock budget in seconds; a hung kernel is killed at it and FAILs.")
-@click.option("--unsandboxed", is_flag=True,
-              help="Run candidates WITHOUT the sandbox (local development on trusted code only).")
-@click.option("--world-size", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Ranks for collective ops (gloo on cpu, NCCL on cuda); above 1 verifies only collective ops.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(1, 3600),
+    default=120.0,
+    show_default=True,
+    help="Per-op wall-clock budget in seconds; a hung kernel is killed at it and FAILs.",
+)
+@click.option(
+    "--unsandboxed", is_flag=True, help="Run candidates WITHOUT the sandbox (local development on trusted code only)."
+)
+@click.option(
+    "--world-size",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Ranks for collective ops (gloo on cpu, NCCL on cuda); above 1 verifies only collective ops.",
+)
 @json_option
-def verify(bundle: str, device: str, seed: int | None, dtypes: tuple[str, ...], trials: int, timeout_s: float,
-           unsandboxed: bool, world_size: int, as_json: bool) -> None:
+def verify(
+    bundle: str,
+    device: str,
+    seed: int | None,
+    dtypes: tuple[str, ...],
+    trials: int,
+    timeout_s: float,
+    unsandboxed: bool,
+    world_size: int,
+    as_json: bool,
+) -> None:
     """Verify BUNDLE's ops: exit 0 all applicable pass, 1 any FAIL, 4 nothing applicable, 3 infrastructure error.
 
     With a terminal on stderr, one line per row is printed there as soon as its verdict is final."""
@@ -42,10 +67,20 @@ def verify(bundle: str, device: str, seed: int | None, dtypes: tuple[str, ...], 
         return
     if unsandboxed:
         logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
-        click.secho("WARNING: --unsandboxed: candidate code runs with your files, environment and network.",
-                    fg="red", bold=True, err=True)
-    options = VerifyOptions(device=device, seed=seed, trials=trials, timeout_s=timeout_s, sandboxed=not unsandboxed,
-                            dtypes=list(dtypes) or None)
+        click.secho(
+            "WARNING: --unsandboxed: candidate code runs with your files, environment and network.",
+            fg="red",
+            bold=True,
+            err=True,
+        )
+    options = VerifyOptions(
+        device=device,
+        seed=seed,
+        trials=trials,
+        timeout_s=timeout_s,
+        sandboxed=not unsandboxed,
+        dtypes=list(dtypes) or None,
+    )
     report = verify_bundle(b, options, on_row=_stream if stderr_is_tty() else None)
     if as_json:
         emit_json(report.model_dump(mode="json"))
@@ -58,23 +93,34 @@ def _stream(row) -> None:
     """One stderr line per finished row, so a 30-second CPU run shows its progress."""
     err = "" if row.max_abs_err is None else f" err {row.max_abs_err:.2g}"
     line = f"{row.status.value:<4} {row.slot} {row.dtype} {row.shape}{err} {row.reason}".rstrip()
-    click.echo(line[:shutil.get_terminal_size((80, 24)).columns - 1], err=True)
+    click.echo(line[: shutil.get_terminal_size((80, 24)).columns - 1], err=True)
 
 
 def render(report, width: int | None = None) -> None:
     """The verdict for people: fits 80 columns, and every non-PASS row's reason is printed whole beneath the table."""
     width = width or min(shutil.get_terminal_size((80, 24)).columns, 120)
     sandbox = "+".join(report.bounds) if report.sandboxed else "NONE (--unsandboxed)"
-    head = (f"verify {report.bundle_id} {report.identity[:12]}  device={report.device} ({report.arch})  "
-            f"seed={report.seed}  sandbox={sandbox}")
+    head = (
+        f"verify {report.bundle_id} {report.identity[:12]}  device={report.device} ({report.arch})  "
+        f"seed={report.seed}  sandbox={sandbox}"
+    )
     ops = list(dict.fromkeys(r.slot if r.variant == "default" else f"{r.slot}:{r.variant}" for r in report.rows))
     if len(ops) == 1:  # one op: name it once, so the columns that vary keep the width
         head += f"  op={ops[0]}"
     click.echo(textwrap.fill(head, width, subsequent_indent="  "))
     columns = ["#", "op", "dtype", "shape", "tokens", "max err", "status"]
-    rows = [(i, r.slot if r.variant == "default" else f"{r.slot}:{r.variant}", r.dtype, r.shape,
-             " ".join(map(str, r.counts)), "" if r.max_abs_err is None else f"{r.max_abs_err:.3g}", r.status.value)
-            for i, r in enumerate(report.rows, 1)]
+    rows = [
+        (
+            i,
+            r.slot if r.variant == "default" else f"{r.slot}:{r.variant}",
+            r.dtype,
+            r.shape,
+            " ".join(map(str, r.counts)),
+            "" if r.max_abs_err is None else f"{r.max_abs_err:.3g}",
+            r.status.value,
+        )
+        for i, r in enumerate(report.rows, 1)
+    ]
     if len(ops) == 1:
         columns.remove("op")
         rows = [(row[0], *row[2:]) for row in rows]
@@ -89,14 +135,27 @@ def _verify_collective(b, world_size, device, seed, dtypes, timeout_s, sandboxed
     """--world-size N: every collective op on N ranks; the whole run aborts on any rank's fault."""
     from ..collective import verify_collective
 
-    report = verify_collective(b, world_size=world_size, device=device, seed=seed, dtypes=dtypes, timeout_s=timeout_s,
-                               sandboxed=sandboxed)
+    report = verify_collective(
+        b, world_size=world_size, device=device, seed=seed, dtypes=dtypes, timeout_s=timeout_s, sandboxed=sandboxed
+    )
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
-        table(f"verify {report.bundle_id} {report.identity[:12]}  world={report.world_size} ({report.backend} on "
-              f"{report.device})  seed={report.seed}", ["case", "dtype", "shape", "max err", "status", "reason"],
-              [(r.index, r.dtype, r.shape, "" if r.max_abs_err is None else f"{r.max_abs_err:.3g}", r.status.value,
-                r.reason) for r in report.rows])
+        table(
+            f"verify {report.bundle_id} {report.identity[:12]}  world={report.world_size} ({report.backend} on "
+            f"{report.device})  seed={report.seed}",
+            ["case", "dtype", "shape", "max err", "status", "reason"],
+            [
+                (
+                    r.index,
+                    r.dtype,
+                    r.shape,
+                    "" if r.max_abs_err is None else f"{r.max_abs_err:.3g}",
+                    r.status.value,
+                    r.reason,
+                )
+                for r in report.rows
+            ],
+        )
         click.echo(f"{report.status.value} in {report.seconds:.1f}s: {'; '.join(report.reasons)}")
     exit_with(report.status)

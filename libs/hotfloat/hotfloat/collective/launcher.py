@@ -57,7 +57,9 @@ class Ranks:
             for fd, _ in poller.poll(min(left, 1.0) * 1000):
                 r = self.frm.index(fd)
                 try:
-                    frames[r] = wire.read_frame(fd, kinds=kinds | {"raised"}, max_payload=max_payload, deadline=deadline)
+                    frames[r] = wire.read_frame(
+                        fd, kinds=kinds | {"raised"}, max_payload=max_payload, deadline=deadline
+                    )
                 except wire.ProtocolError as e:
                     raise Abort(f"rank {r}: {self.died() or f'protocol violation on its channel: {e}'}") from None
                 poller.unregister(fd)
@@ -92,8 +94,11 @@ class Ranks:
 
 def launch(work: Path, root: str, device: str, timeout_s: float, sandboxed: bool, rank_fds: list[list[int]]):
     """Starts the rank launcher in one sandbox; every rank's pipe ends travel in and only reach their own rank."""
-    policy = SandboxPolicy(gpu=device == "cuda", address_space_bytes=None if device == "cuda" else 16 << 30,
-                           cpu_seconds=max(60, int(timeout_s) * 4))
+    policy = SandboxPolicy(
+        gpu=device == "cuda",
+        address_space_bytes=None if device == "cuda" else 16 << 30,
+        cpu_seconds=max(60, int(timeout_s) * 4),
+    )
     tool = TOOL if sandboxed else str(RANK.parent)
     binds = [Bind(work, WORK, writable=True), Bind(RANK.parent, TOOL), Bind(CODEC, f"{CODEC_DIR}/{CODEC.name}")]
     env = child_env({"OMP_NUM_THREADS": "1"}, home=root)

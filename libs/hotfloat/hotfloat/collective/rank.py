@@ -68,11 +68,22 @@ class Rank:
         if plan["device"] == "cuda":
             self.device = torch.device("cuda", self.rank % torch.cuda.device_count())
             torch.cuda.set_device(self.device)
-        dist.init_process_group(plan["backend"], init_method=plan["init"], rank=self.rank, world_size=plan["world"],
-                                timeout=datetime.timedelta(seconds=plan["pg_timeout_s"]))
+        dist.init_process_group(
+            plan["backend"],
+            init_method=plan["init"],
+            rank=self.rank,
+            world_size=plan["world"],
+            timeout=datetime.timedelta(seconds=plan["pg_timeout_s"]),
+        )
         self.group = dist.new_group(list(range(plan["world"])))
-        hello = {"rank": self.rank, "world": plan["world"], "op": None, "identity": plan["identity"],
-                 "backend": plan["backend"], "group_size": dist.get_world_size(self.group)}
+        hello = {
+            "rank": self.rank,
+            "world": plan["world"],
+            "op": None,
+            "identity": plan["identity"],
+            "backend": plan["backend"],
+            "group_size": dist.get_world_size(self.group),
+        }
         try:
             self.fn = _load(self.work / "bundle", plan["identity"], plan["source"], plan["entry"])
             hello["op"] = plan["op"]
@@ -99,8 +110,10 @@ class Rank:
             flat = self.wire.to_tensor(h, data)[0].to(self.device)
             flats[h.name], headers[h.name] = flat, h
             views[h.name] = flat.as_strided(h.shape, h.stride)
-        args = [views[a["name"]] if a["kind"] == "tensor" else self.group if a["kind"] == "group" else a["value"]
-                for a in frame.meta["args"]]
+        args = [
+            views[a["name"]] if a["kind"] == "tensor" else self.group if a["kind"] == "group" else a["value"]
+            for a in frame.meta["args"]
+        ]
         return args, views, flats, headers
 
     def do_call(self, frame) -> None:

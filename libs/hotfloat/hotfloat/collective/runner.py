@@ -40,9 +40,18 @@ SETTLE_S = 0.02
 GRAPH_REPLAYS = 3
 
 
-def verify_collective(bundle: Bundle, *, world_size: int, device: str = "cpu", seed: int | None = None,
-                      dtypes: list[str] | None = None, timeout_s: float = 60.0, startup_s: float = 180.0,
-                      sandboxed: bool = True, scan: bool = True) -> CollectiveReport:
+def verify_collective(
+    bundle: Bundle,
+    *,
+    world_size: int,
+    device: str = "cpu",
+    seed: int | None = None,
+    dtypes: list[str] | None = None,
+    timeout_s: float = 60.0,
+    startup_s: float = 180.0,
+    sandboxed: bool = True,
+    scan: bool = True,
+) -> CollectiveReport:
     """Verifies every collective op of `bundle` on `world_size` ranks; other ops are not this verifier's.
 
     Scan's policy gates first, as in the validator. `startup_s` bounds interpreter start, imports and joining the
@@ -53,8 +62,15 @@ def verify_collective(bundle: Bundle, *, world_size: int, device: str = "cpu", s
         raise InputError(f"NCCL with {world_size} ranks needs {world_size} GPUs; {torch.cuda.device_count()} visible")
     seed = secrets.randbits(62) if seed is None else seed
     ops = [op for op in bundle.ops if get_slot(op.entry.slot).of_role(Role.GROUP)]
-    base = {"bundle_id": bundle.manifest.bundle_id, "identity": bundle.identity, "world_size": world_size,
-            "backend": BACKENDS[device], "device": device, "seed": seed, "ops": [op.key for op in ops]}
+    base = {
+        "bundle_id": bundle.manifest.bundle_id,
+        "identity": bundle.identity,
+        "world_size": world_size,
+        "backend": BACKENDS[device],
+        "device": device,
+        "seed": seed,
+        "ops": [op.key for op in ops],
+    }
     if not ops:
         return CollectiveReport(**base, status=Status.N_A, reasons=["no collective ops in the bundle"])
     if scan and not (report := scan_bundle(bundle)).clean:
@@ -70,8 +86,9 @@ def verify_collective(bundle: Bundle, *, world_size: int, device: str = "cpu", s
         rows += op_rows
         reasons.append(f"{op.key}: {why}")
         if status is not Status.PASS:
-            return CollectiveReport(**base, status=status, reasons=reasons, rows=rows,
-                                    seconds=time.monotonic() - started)
+            return CollectiveReport(
+                **base, status=status, reasons=reasons, rows=rows, seconds=time.monotonic() - started
+            )
     status = Status.PASS if rows else Status.N_A
     return CollectiveReport(**base, status=status, reasons=reasons, rows=rows, seconds=time.monotonic() - started)
 
@@ -111,7 +128,9 @@ def _prepare(slot, i: int, c: dict, world: int, seed: int, settle_s: float) -> l
     return preps
 
 
-def _run_op(bundle, op, dtypes, world, device, seed, timeout_s, startup_s, sandboxed) -> tuple[Status, str, list[CaseRow]]:
+def _run_op(
+    bundle, op, dtypes, world, device, seed, timeout_s, startup_s, sandboxed
+) -> tuple[Status, str, list[CaseRow]]:
     slot = get_slot(op.entry.slot)
     rng = random.Random(f"{seed}:{op.key}")
     cases = burst(op, dtypes, device, rng)
@@ -123,10 +142,19 @@ def _run_op(bundle, op, dtypes, world, device, seed, timeout_s, startup_s, sandb
             (work / "bundle" / rel).parent.mkdir(parents=True, exist_ok=True)
             (work / "bundle" / rel).write_bytes(data)
         root = WORK if sandboxed else str(work)
-        plan = {"world": world, "backend": BACKENDS[device], "device": device, "op": op.key, "identity": bundle.identity,
-                "source": op.entry.source, "entry": op.entry.entry, "fds": ranks.rank_fds,
-                "codec": CODEC_DIR if sandboxed else str(CODEC.parent),
-                "init": f"file://{root}/rendezvous", "pg_timeout_s": max(5, int(timeout_s))}
+        plan = {
+            "world": world,
+            "backend": BACKENDS[device],
+            "device": device,
+            "op": op.key,
+            "identity": bundle.identity,
+            "source": op.entry.source,
+            "entry": op.entry.entry,
+            "fds": ranks.rank_fds,
+            "codec": CODEC_DIR if sandboxed else str(CODEC.parent),
+            "init": f"file://{root}/rendezvous",
+            "pg_timeout_s": max(5, int(timeout_s)),
+        }
         (work / "plan.json").write_text(json.dumps(plan))
         try:
             ranks.proc = launch(work, root, device, timeout_s, sandboxed, ranks.rank_fds)
@@ -168,8 +196,20 @@ def _hello(ranks: Ranks, world: int, op: str, identity: str, deadline: float) ->
             raise Abort(f"rank {r}: the candidate received a group of {rep.group_size}, not the validator's {world}")
 
 
-def _call(ranks: Ranks, slot, i: int, c: dict, world: int, seed: int, rng: random.Random, deadline: float,
-          done: int, total: int, kind: str = "call", label: str = "") -> CaseRow:
+def _call(
+    ranks: Ranks,
+    slot,
+    i: int,
+    c: dict,
+    world: int,
+    seed: int,
+    rng: random.Random,
+    deadline: float,
+    done: int,
+    total: int,
+    kind: str = "call",
+    label: str = "",
+) -> CaseRow:
     """Delivers case `i` to every rank (only now), collects every reply and judges each like a single-op call."""
     preps = _prepare(slot, i, c, world, seed, timing.settle(rng, SETTLE_S))
     try:
@@ -192,13 +232,20 @@ def _row(i: int, c: dict, outcomes: dict[int, Outcome], label: str) -> CaseRow:
     worst = max(errs) if errs else None
     bad = next(((r, o) for r, o in sorted(outcomes.items()) if not o.ok), None)
     if bad:
-        return CaseRow(index=i, dtype=c["dtype"], shape=shape, status=Status.FAIL, max_abs_err=worst,
-                       reason=f"rank {bad[0]}: {bad[1].reason}")
+        return CaseRow(
+            index=i,
+            dtype=c["dtype"],
+            shape=shape,
+            status=Status.FAIL,
+            max_abs_err=worst,
+            reason=f"rank {bad[0]}: {bad[1].reason}",
+        )
     return CaseRow(index=i, dtype=c["dtype"], shape=shape, status=Status.PASS, max_abs_err=worst)
 
 
-def _graphs(ranks: Ranks, slot, cases: list[dict], world: int, seed: int, rng: random.Random,
-            deadline: float) -> list[CaseRow]:
+def _graphs(
+    ranks: Ranks, slot, cases: list[dict], world: int, seed: int, rng: random.Random, deadline: float
+) -> list[CaseRow]:
     """Per dtype, the first shape captured in a CUDA graph on every rank and replayed with fresh inputs copied in."""
     rows = []
     firsts = {c["dtype"]: c for c in reversed(cases)}
@@ -212,10 +259,31 @@ def _graphs(ranks: Ranks, slot, cases: list[dict], world: int, seed: int, rng: r
         except TimeoutError:
             raise Abort(f"hang: graph capture of T={c['T']},H={c['H']} gave no answer by the time limit") from None
         except Abort as e:
-            rows.append(CaseRow(index=index, dtype=c["dtype"], shape=f"graph T={c['T']},H={c['H']}",
-                                status=Status.FAIL, reason=f"graph capture failed: {e}"))
+            rows.append(
+                CaseRow(
+                    index=index,
+                    dtype=c["dtype"],
+                    shape=f"graph T={c['T']},H={c['H']}",
+                    status=Status.FAIL,
+                    reason=f"graph capture failed: {e}",
+                )
+            )
             continue
         for replay in range(GRAPH_REPLAYS):
-            rows.append(_call(ranks, slot, index + 1 + replay, c, world, seed, rng, deadline, replay, GRAPH_REPLAYS,
-                              kind="replay", label=f"graph T={c['T']},H={c['H']}"))
+            rows.append(
+                _call(
+                    ranks,
+                    slot,
+                    index + 1 + replay,
+                    c,
+                    world,
+                    seed,
+                    rng,
+                    deadline,
+                    replay,
+                    GRAPH_REPLAYS,
+                    kind="replay",
+                    label=f"graph T={c['T']},H={c['H']}",
+                )
+            )
     return rows

@@ -56,19 +56,30 @@ def check(target: str, python: str | None = None) -> CompatReport:
     table = {"sglang": SGLANG, "bittensor": BITTENSOR}[target]
     python = python or (engine_python() if target == "sglang" else sys.executable)
     if not Path(python).exists():
-        raise InfrastructureError(f"{python} does not exist (build the engine venv with `make engine`, "
-                                  f"or point {ENV_ENGINE_PYTHON} at an interpreter with {target})")
+        raise InfrastructureError(
+            f"{python} does not exist (build the engine venv with `make engine`, "
+            f"or point {ENV_ENGINE_PYTHON} at an interpreter with {target})"
+        )
     try:
-        done = subprocess.run([python, str(PROBE), json.dumps(table)], capture_output=True, text=True,
-                              timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [python, str(PROBE), json.dumps(table)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         raise InfrastructureError(f"the {target} probe ran past {TIMEOUT_S} s in {python}") from None
     try:
         raw = json.loads(done.stdout.strip().splitlines()[-1])
-        rows = [CompatRow(name=r["name"], status=Status.PASS if r["ok"] else Status.FAIL, detail=r["detail"]) for r in raw]
+        rows = [
+            CompatRow(name=r["name"], status=Status.PASS if r["ok"] else Status.FAIL, detail=r["detail"]) for r in raw
+        ]
     except (IndexError, ValueError, KeyError, TypeError):
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise InfrastructureError(f"the {target} probe in {python} failed (exit {done.returncode}): {tail[0]}") from None
+        raise InfrastructureError(
+            f"the {target} probe in {python} failed (exit {done.returncode}): {tail[0]}"
+        ) from None
     if len(rows) != len(table):
         raise InfrastructureError(f"the {target} probe returned {len(rows)} rows for {len(table)} checks")
     return CompatReport(target=target, python=python, status=combine([r.status for r in rows]), rows=rows)

@@ -27,8 +27,9 @@ CHILD = Path(__file__).with_name("child.py")
 BUILD_POLICY = SandboxPolicy(cpu_seconds=300, address_space_bytes=16 * GiB, memory_bytes=4 * GiB)
 
 
-def build_bundle(bundle: Bundle, *, arch: str = "sm_90a", timeout_s: float = 180.0,
-                 policy: SandboxPolicy = BUILD_POLICY) -> BuildRecord:
+def build_bundle(
+    bundle: Bundle, *, arch: str = "sm_90a", timeout_s: float = 180.0, policy: SandboxPolicy = BUILD_POLICY
+) -> BuildRecord:
     """Builds every AOT op of `bundle` for `arch`; candidate faults are a FAIL record, host faults raise."""
     if arch not in ARCHS:
         raise InputError(f"unknown target architecture {arch!r}; known: {', '.join(ARCHS)}")
@@ -71,8 +72,14 @@ def _version(dist: str) -> str:
 
 def _build_op(bundle, op, arch, toolchain, timeout_s, policy) -> list[tuple[KernelArtifact, bytes]]:
     decl = op.entry.kernel
-    request = {"kind": op.entry.kind, "source": op.entry.source, "entry": op.entry.entry, "arch": arch,
-               "dtypes": list(op.dtypes), "kernel": decl.model_dump()}
+    request = {
+        "kind": op.entry.kind,
+        "source": op.entry.source,
+        "entry": op.entry.entry,
+        "arch": arch,
+        "dtypes": list(op.dtypes),
+        "kernel": decl.model_dump(),
+    }
     with tempfile.TemporaryDirectory(prefix="hotfloat-build-") as tmp:
         work = Path(tmp)
         for rel, data in bundle.files.items():
@@ -81,8 +88,13 @@ def _build_op(bundle, op, arch, toolchain, timeout_s, policy) -> list[tuple[Kern
             os.utime(work / rel, (0, 0))  # debug line tables embed the source mtime; fixed, builds are reproducible
         (work / "out").mkdir()
         (work / "request.json").write_text(json.dumps(request))
-        env = {"TRITON_CACHE_DIR": f"{WORK}/cache", "CUTE_DSL_ARCH": arch, "CUTE_DSL_KEEP": "cubin",
-               "CUTE_DSL_DUMP_DIR": f"{WORK}/dump", "CUTE_DSL_CACHE_DIR": f"{WORK}/cache"}
+        env = {
+            "TRITON_CACHE_DIR": f"{WORK}/cache",
+            "CUTE_DSL_ARCH": arch,
+            "CUTE_DSL_KEEP": "cubin",
+            "CUTE_DSL_DUMP_DIR": f"{WORK}/dump",
+            "CUTE_DSL_CACHE_DIR": f"{WORK}/cache",
+        }
         done = run_jailed(sys.executable, CHILD, workdir=work, env=env, timeout_s=timeout_s, policy=policy)
         if done.returncode is None:
             raise _Refused(f"build timed out after {timeout_s:g}s")
@@ -91,11 +103,17 @@ def _build_op(bundle, op, arch, toolchain, timeout_s, policy) -> list[tuple[Kern
         if done.returncode != 0:
             raise _Refused(f"build failed (exit {done.returncode}): {_last_line(done.output_tail)}")
         results = _read_results(work / "out", op.dtypes)
-        inputs = {"source": _sha(bundle.files[op.entry.source]), "manifest": _sha(bundle.files["manifest.toml"]),
-                  "declaration": _sha(json.dumps(request, sort_keys=True).encode()), "bundle": bundle.identity,
-                  "toolchain": _sha(json.dumps(toolchain, sort_keys=True).encode())}
-        return [_artifact(op, arch, dtype, results[dtype], _read_cubin(work / "out" / f"{dtype}.cubin"), inputs)
-                for dtype in op.dtypes]
+        inputs = {
+            "source": _sha(bundle.files[op.entry.source]),
+            "manifest": _sha(bundle.files["manifest.toml"]),
+            "declaration": _sha(json.dumps(request, sort_keys=True).encode()),
+            "bundle": bundle.identity,
+            "toolchain": _sha(json.dumps(toolchain, sort_keys=True).encode()),
+        }
+        return [
+            _artifact(op, arch, dtype, results[dtype], _read_cubin(work / "out" / f"{dtype}.cubin"), inputs)
+            for dtype in op.dtypes
+        ]
 
 
 def _artifact(op: Op, arch: str, dtype: str, result: dict, data: bytes, inputs: dict) -> tuple[KernelArtifact, bytes]:
@@ -109,10 +127,22 @@ def _artifact(op: Op, arch: str, dtype: str, result: dict, data: bytes, inputs: 
         raise _Refused(f"{dtype}: the kernel asks for {result['shared']} bytes of shared memory")
     digest = _sha(data)
     artifact = KernelArtifact(
-        op=op.key, kind=op.entry.kind, entry=op.entry.entry, symbol=symbol, dtype=dtype, arch=arch,
-        cubin=f"{op.entry.slot}.{op.entry.variant}.{dtype}.{arch}.cubin", cubin_sha256=digest,
-        param_names=[p.name for p in decl.params], param_types=declared_types(op, dtype), layout=list(layout),
-        grid=list(decl.grid), block=decl.block, shared_bytes=result["shared"], inputs=inputs)
+        op=op.key,
+        kind=op.entry.kind,
+        entry=op.entry.entry,
+        symbol=symbol,
+        dtype=dtype,
+        arch=arch,
+        cubin=f"{op.entry.slot}.{op.entry.variant}.{dtype}.{arch}.cubin",
+        cubin_sha256=digest,
+        param_names=[p.name for p in decl.params],
+        param_types=declared_types(op, dtype),
+        layout=list(layout),
+        grid=list(decl.grid),
+        block=decl.block,
+        shared_bytes=result["shared"],
+        inputs=inputs,
+    )
     return artifact, data
 
 
@@ -123,8 +153,12 @@ def _read_results(out: Path, dtypes: list[str]) -> dict:
         raise _Refused(f"the build wrote no readable result: {e}") from None
     for dtype in dtypes:
         r = results.get(dtype) if isinstance(results, dict) else None
-        if not (isinstance(r, dict) and isinstance(r.get("symbol"), str) and isinstance(r.get("shared"), int)
-                and (out / f"{dtype}.cubin").is_file()):
+        if not (
+            isinstance(r, dict)
+            and isinstance(r.get("symbol"), str)
+            and isinstance(r.get("shared"), int)
+            and (out / f"{dtype}.cubin").is_file()
+        ):
             raise _Refused(f"the build result for {dtype} is missing or malformed")
     return results
 

@@ -42,11 +42,22 @@ def _triton(fn, req: dict, dtype: str) -> dict:
     signature = {p["name"]: _ptype(p["type"], dtype) for p in decl["params"]}
     signature.update({c: "constexpr" for c in decl["constexprs"]})
     arch = int(req["arch"].removeprefix("sm_").rstrip("a"))
-    kernel = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=dict(decl["constexprs"])),
-                            target=GPUTarget("cuda", arch, 32), options={"num_warps": decl["block"] // 32})
+    kernel = triton.compile(
+        ASTSource(fn=fn, signature=signature, constexprs=dict(decl["constexprs"])),
+        target=GPUTarget("cuda", arch, 32),
+        options={"num_warps": decl["block"] // 32},
+    )
     md = kernel.metadata
-    if md.num_ctas != 1 or md.launch_cooperative_grid or md.launch_pdl or md.global_scratch_size or md.profile_scratch_size:
-        raise SystemExit("the kernel needs clusters, cooperative/PDL launch or scratch memory, which admission does not provide")
+    if (
+        md.num_ctas != 1
+        or md.launch_cooperative_grid
+        or md.launch_pdl
+        or md.global_scratch_size
+        or md.profile_scratch_size
+    ):
+        raise SystemExit(
+            "the kernel needs clusters, cooperative/PDL launch or scratch memory, which admission does not provide"
+        )
     return {"symbol": md.name, "shared": md.shared, "cubin": kernel.asm["cubin"]}
 
 

@@ -22,14 +22,22 @@ class Finished:
     output_tail: str
 
 
-def run_jailed(python: str, child: Path, *, workdir: Path, env: dict[str, str], timeout_s: float,
-               policy: SandboxPolicy) -> Finished:
+def run_jailed(
+    python: str, child: Path, *, workdir: Path, env: dict[str, str], timeout_s: float, policy: SandboxPolicy
+) -> Finished:
     """Runs `python -I child /build` with `workdir` as /build; the whole process tree is killed when the timeout passes."""
     log = workdir / ".log"
     binds = [Bind(workdir.resolve(), WORK, writable=True), Bind(child.resolve().parent, TOOL)]
     with open(log, "wb") as out:
-        proc = spawn([python, "-I", f"{TOOL}/{child.name}", WORK], policy, sandboxed=True, binds=binds,
-                     env=child_env(env, home=WORK), cwd=str(workdir), stdout=out)
+        proc = spawn(
+            [python, "-I", f"{TOOL}/{child.name}", WORK],
+            policy,
+            sandboxed=True,
+            binds=binds,
+            env=child_env(env, home=WORK),
+            cwd=str(workdir),
+            stdout=out,
+        )
         try:
             code = proc.popen.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -85,8 +85,11 @@ def load_build(evidence: str | bytes | Mapping, artifacts: Mapping[str, bytes]) 
     """Rebuilds a record received from elsewhere (its JSON, or the object already parsed from it), re-checking every
     artifact digest; a mismatch is refused."""
     try:
-        record = (BuildRecord.model_validate(evidence) if isinstance(evidence, Mapping)
-                  else BuildRecord.model_validate_json(evidence))
+        record = (
+            BuildRecord.model_validate(evidence)
+            if isinstance(evidence, Mapping)
+            else BuildRecord.model_validate_json(evidence)
+        )
     except ValidationError as e:
         raise InputError(f"build record: {first_error(e, 'record')}") from None
     return record.with_cubins(artifacts)

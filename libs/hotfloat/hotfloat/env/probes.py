@@ -24,18 +24,36 @@ from .record import EnvIdentity, GpuReading
 IMAGE_IDENTITY_FILE = Path("/etc/hotfloat/image.json")
 """Where our images carry their identity; HOTFLOAT_IMAGE_IDENTITY overrides it (tests, unpacked rootfs)."""
 _TOOL_TIMEOUT_S = 5.0
-_SMI_FIELDS = ("index", "name", "uuid", "compute_cap", "driver_version", "clocks.sm", "clocks.max.sm", "clocks.mem",
-               "power.draw", "power.limit", "temperature.gpu", "persistence_mode")
-_DISTRIBUTIONS = {"triton": ("triton",), "sglang": ("sglang",), "cutlass_dsl": ("nvidia-cutlass-dsl",),
-                  "flashinfer": ("flashinfer-python", "flashinfer")}
+_SMI_FIELDS = (
+    "index",
+    "name",
+    "uuid",
+    "compute_cap",
+    "driver_version",
+    "clocks.sm",
+    "clocks.max.sm",
+    "clocks.mem",
+    "power.draw",
+    "power.limit",
+    "temperature.gpu",
+    "persistence_mode",
+)
+_DISTRIBUTIONS = {
+    "triton": ("triton",),
+    "sglang": ("sglang",),
+    "cutlass_dsl": ("nvidia-cutlass-dsl",),
+    "flashinfer": ("flashinfer-python", "flashinfer"),
+}
 
 Probe = tuple[object, str | None]
 
 
 def collect() -> EnvIdentity:
     """The identity of this process's environment; fields that cannot be known carry their reason in `absent`."""
-    values: dict[str, object] = {"python": platform.python_version(),
-                                 "platform": f"{platform.system()}-{platform.release()}-{platform.machine()}"}
+    values: dict[str, object] = {
+        "python": platform.python_version(),
+        "platform": f"{platform.system()}-{platform.release()}-{platform.machine()}",
+    }
     absent: dict[str, str] = {}
 
     def put(name: str, probe: Probe) -> None:
@@ -108,8 +126,7 @@ def _torch_versions() -> tuple[Probe, Probe]:
             except ValueError:
                 continue
     version, cuda = found.get("__version__"), found.get("cuda")
-    return ((version, None if version else f"no __version__ in {path}"),
-            (cuda, None if cuda else "CPU build of Torch"))
+    return ((version, None if version else f"no __version__ in {path}"), (cuda, None if cuda else "CPU build of Torch"))
 
 
 def _driver_cuda() -> Probe:
@@ -127,7 +144,9 @@ def _driver_cuda() -> Probe:
 def _cuda_toolkit() -> Probe:
     """CUDA_HOME's toolkit, else the default or newest versioned install under /usr/local."""
     named = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    homes = [Path(named)] if named else [Path("/usr/local/cuda"), *sorted(Path("/usr/local").glob("cuda-*"), reverse=True)]
+    homes = (
+        [Path(named)] if named else [Path("/usr/local/cuda"), *sorted(Path("/usr/local").glob("cuda-*"), reverse=True)]
+    )
     for home in homes:
         try:
             return json.loads((home / "version.json").read_text())["cuda"]["version"], None
@@ -219,10 +238,15 @@ def _smi() -> tuple[list[tuple[GpuReading, str | None, str]], str | None]:
             continue
         row = dict(zip(_SMI_FIELDS, cells, strict=False))
         reading = GpuReading(
-            index=int(row["index"]), name=row["name"], uuid=row["uuid"] or None,
-            sm_clock_mhz=_number(row["clocks.sm"]), max_sm_clock_mhz=_number(row["clocks.max.sm"]),
-            mem_clock_mhz=_number(row["clocks.mem"]), power_draw_w=_number(row["power.draw"]),
-            power_limit_w=_number(row["power.limit"]), temperature_c=_number(row["temperature.gpu"]),
+            index=int(row["index"]),
+            name=row["name"],
+            uuid=row["uuid"] or None,
+            sm_clock_mhz=_number(row["clocks.sm"]),
+            max_sm_clock_mhz=_number(row["clocks.max.sm"]),
+            mem_clock_mhz=_number(row["clocks.mem"]),
+            power_draw_w=_number(row["power.draw"]),
+            power_limit_w=_number(row["power.limit"]),
+            temperature_c=_number(row["temperature.gpu"]),
             persistence_mode=row["persistence_mode"] or None,
         )
         capability = row["compute_cap"] if _number(row["compute_cap"]) is not None else None
@@ -236,8 +260,12 @@ def _visible(gpus: list, visibility: str | None) -> list:
         return gpus
     chosen = []
     for entry in (e.strip() for e in visibility.split(",")):
-        match = [g for g in gpus if (entry.isdigit() and g[0].index == int(entry))
-                 or (entry.startswith("GPU-") and (g[0].uuid or "").startswith(entry))]
+        match = [
+            g
+            for g in gpus
+            if (entry.isdigit() and g[0].index == int(entry))
+            or (entry.startswith("GPU-") and (g[0].uuid or "").startswith(entry))
+        ]
         if not match:
             break  # CUDA stops at the first invalid entry
         chosen.append(match[0])

@@ -29,8 +29,20 @@ class GpuReading(Record):
 
 # Fields whose difference makes two results incomparable; readings, host details and visibility do not.
 MATTERS: tuple[str, ...] = (
-    "gpu_model", "gpu_count", "gpu_capability", "driver", "cuda_runtime", "torch", "torch_cuda",
-    "triton", "sglang", "cutlass_dsl", "flashinfer", "image_digest", "revision", "python",
+    "gpu_model",
+    "gpu_count",
+    "gpu_capability",
+    "driver",
+    "cuda_runtime",
+    "torch",
+    "torch_cuda",
+    "triton",
+    "sglang",
+    "cutlass_dsl",
+    "flashinfer",
+    "image_digest",
+    "revision",
+    "python",
 )
 
 
@@ -95,5 +107,6 @@ class EnvIdentity(Record):
         """Names the fields that matter and differ, as 'field: mine != theirs'; compare results only when empty."""
         return [
             f"{name}: {getattr(self, name)!r} != {getattr(other, name)!r}"
-            for name in MATTERS if getattr(self, name) != getattr(other, name)
+            for name in MATTERS
+            if getattr(self, name) != getattr(other, name)
         ]

@@ -21,13 +21,24 @@ from pydantic import Field, ValidationError
 
 from ..errors import InfrastructureError, InputError
 from ..record import Record
-from .locks import (debian_pins, differences, dpkg_status, installed_python, lock_without, python_pins,
-                    unmet_requirements, write_debian_lock)
+from .locks import (
+    debian_pins,
+    differences,
+    dpkg_status,
+    installed_python,
+    lock_without,
+    python_pins,
+    unmet_requirements,
+    write_debian_lock,
+)
 from .oci import LAYER_TYPE, Layout, file_entries, normalise_tar, tar_directory
 from .spec import ImageIdentity, ImageSpec
 
-SOURCES = {"libs/hotfloat/hotfloat": "hotfloat", "services/hotfloat_services": "hotfloat_services",
-           "libs/hotfloat_sglang/hotfloat_sglang": "hotfloat_sglang"}
+SOURCES = {
+    "libs/hotfloat/hotfloat": "hotfloat",
+    "services/hotfloat_services": "hotfloat_services",
+    "libs/hotfloat_sglang/hotfloat_sglang": "hotfloat_sglang",
+}
 """Project packages every image ships: repository folder -> package folder in site-packages."""
 APP = "/opt/hotfloat"
 """A venv over Debian's python3.11: a real prefix, so sandboxed children (`python -E`, binds of sys.prefix and
@@ -79,34 +90,69 @@ def build_base(spec_path: Path, lock: Path, out: Path, *, update_lock: bool = Fa
     epoch = epoch_for(base)
     if shutil.which("mmdebstrap") is None:
         raise InfrastructureError("mmdebstrap is not installed (run tools/image_deps.sh)")
-    user = (f'echo "hotfloat:x:{base.user}:{base.user}:hotfloat:/nonexistent:/usr/sbin/nologin" >> "$1/etc/passwd"; '
-            f'echo "hotfloat:x:{base.user}:" >> "$1/etc/group"; rm -f "$1/var/cache/ldconfig/aux-cache"')
+    user = (
+        f'echo "hotfloat:x:{base.user}:{base.user}:hotfloat:/nonexistent:/usr/sbin/nologin" >> "$1/etc/passwd"; '
+        f'echo "hotfloat:x:{base.user}:" >> "$1/etc/group"; rm -f "$1/var/cache/ldconfig/aux-cache"'
+    )
     hooks = ["--customize-hook", user]
     if cache is not None:  # keep downloaded .debs between builds; the versions are still checked against the lock
         cache.mkdir(parents=True, exist_ok=True)
-        hooks = ["--skip=download/empty", "--setup-hook", 'mkdir -p "$1/var/cache/apt/archives"',
-                 "--setup-hook", f"sync-in {cache} /var/cache/apt/archives",
-                 "--customize-hook", f"sync-out /var/cache/apt/archives {cache}",
-                 "--customize-hook", 'rm -f "$1"/var/cache/apt/archives/*.deb', *hooks]
+        hooks = [
+            "--skip=download/empty",
+            "--setup-hook",
+            'mkdir -p "$1/var/cache/apt/archives"',
+            "--setup-hook",
+            f"sync-in {cache} /var/cache/apt/archives",
+            "--customize-hook",
+            f"sync-out /var/cache/apt/archives {cache}",
+            "--customize-hook",
+            'rm -f "$1"/var/cache/apt/archives/*.deb',
+            *hooks,
+        ]
     with tempfile.TemporaryDirectory(prefix="hotfloat-base-") as tmp:
         raw = Path(tmp) / "rootfs.tar"
-        _run(["mmdebstrap", "--quiet", "--mode=root", "--variant=minbase", f"--include={','.join(base.packages)}",
-              *hooks, base.suite, str(raw), base.mirror], "mmdebstrap (Debian minbase)",
-             env={**os.environ, "SOURCE_DATE_EPOCH": str(epoch)})
+        _run(
+            [
+                "mmdebstrap",
+                "--quiet",
+                "--mode=root",
+                "--variant=minbase",
+                f"--include={','.join(base.packages)}",
+                *hooks,
+                base.suite,
+                str(raw),
+                base.mirror,
+            ],
+            "mmdebstrap (Debian minbase)",
+            env={**os.environ, "SOURCE_DATE_EPOCH": str(epoch)},
+        )
         normalise_tar(raw, out, epoch)
     with tarfile.open(out) as tar:
         status = tar.extractfile("var/lib/dpkg/status")
         packages = dpkg_status(status.read().decode()) if status else {}
     if update_lock:
-        write_debian_lock(lock, packages, f"Debian {base.suite} minbase + {' '.join(base.packages)}: "
-                                          "`make images-lock` rewrites it; builds fail when apt resolves anything else")
+        write_debian_lock(
+            lock,
+            packages,
+            f"Debian {base.suite} minbase + {' '.join(base.packages)}: "
+            "`make images-lock` rewrites it; builds fail when apt resolves anything else",
+        )
     elif diff := differences("debian", debian_pins(lock), packages):
-        raise InputError("the Debian base differs from its lock (run `make images-lock` to accept):\n" + "\n".join(diff))
+        raise InputError(
+            "the Debian base differs from its lock (run `make images-lock` to accept):\n" + "\n".join(diff)
+        )
     return packages
 
 
-def python_layer(lock: Path, out: Path, epoch: int, *, below: Path | None = None, wheels: Path | None = None,
-                 no_deps: tuple[str, ...] = ()) -> dict[str, str]:
+def python_layer(
+    lock: Path,
+    out: Path,
+    epoch: int,
+    *,
+    below: Path | None = None,
+    wheels: Path | None = None,
+    no_deps: tuple[str, ...] = (),
+) -> dict[str, str]:
     """Installs exactly the lock's wheels (hashes required, no resolution) as a layer; returns what it installed.
 
     With `below` (the shared stack layer), the stack's pins must appear unchanged in the lock; only the rest is
@@ -114,8 +160,11 @@ def python_layer(lock: Path, out: Path, epoch: int, *, below: Path | None = None
     (offline); by default pip's configured indexes and /opt/wheels are used. `no_deps`: the flavour's distributions
     whose own requirements are not checked.
     """
-    where = ["--no-index", "--find-links", str(wheels)] if wheels else (
-        ["--find-links", str(WHEELS)] if WHEELS.is_dir() else [])
+    where = (
+        ["--no-index", "--find-links", str(wheels)]
+        if wheels
+        else (["--find-links", str(WHEELS)] if WHEELS.is_dir() else [])
+    )
     pins = python_pins(lock)
     text = lock.read_text()
     with tempfile.TemporaryDirectory(prefix="hotfloat-py-") as tmp:
@@ -130,11 +179,27 @@ def python_layer(lock: Path, out: Path, epoch: int, *, below: Path | None = None
         root = work / "root"
         site = root / SITE.lstrip("/")
         wanted = {n: v for n, v in pins.items() if n not in lower}
-        _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--require-hashes", "--only-binary=:all:",
-              "--no-compile", "--no-warn-script-location", "--target", str(site),
-              *where, "-r", str(work / "lock.txt")],
-             f"pip install {lock.parent.name}/{lock.name} ({len(wanted)} pinned distributions)",
-             env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--require-hashes",
+                "--only-binary=:all:",
+                "--no-compile",
+                "--no-warn-script-location",
+                "--target",
+                str(site),
+                *where,
+                "-r",
+                str(work / "lock.txt"),
+            ],
+            f"pip install {lock.parent.name}/{lock.name} ({len(wanted)} pinned distributions)",
+            env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        )
         shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts carry this host's interpreter path
         installed = installed_python(site)
         if diff := differences("python", wanted, installed):
@@ -187,8 +252,17 @@ def _place(src: Path, dst: Path) -> None:
         shutil.copyfile(src, dst)
 
 
-def build_image(spec: ImageSpec, flavor: str, *, repo: Path, image_dir: Path, base: tuple[Path, Path, Path],
-                stack: tuple[Path, Path] | None, out: Path, wheels: Path | None = None) -> str:
+def build_image(
+    spec: ImageSpec,
+    flavor: str,
+    *,
+    repo: Path,
+    image_dir: Path,
+    base: tuple[Path, Path, Path],
+    stack: tuple[Path, Path] | None,
+    out: Path,
+    wheels: Path | None = None,
+) -> str:
     """Writes the image as an OCI layout at `out`; returns its manifest digest.
 
     `base` is (base.toml, debian.lock, base layer tar); `stack` is (stack.lock, stack layer tar), used when the
@@ -199,17 +273,26 @@ def build_image(spec: ImageSpec, flavor: str, *, repo: Path, image_dir: Path, ba
     chosen = spec.flavor(flavor)
     lock = image_dir / chosen.python_lock
     pins = python_pins(lock)
-    if wrong := [f"{n}: lock pins {pins.get(n)}, spec requires {v}" for n, v in chosen.require.items() if pins.get(n) != v]:
+    if wrong := [
+        f"{n}: lock pins {pins.get(n)}, spec requires {v}" for n, v in chosen.require.items() if pins.get(n) != v
+    ]:
         raise InputError(f"{lock} breaks the {flavor} flavour's required pins: " + "; ".join(wrong))
     if stack is not None and not python_pins(stack[0]).items() <= pins.items():
         stack = None
     sources = source_files(repo)
     revision = "src-sha256:" + digest_of([(rel, p.read_bytes()) for rel, p in sources])
-    inputs = "sha256:" + digest_of([
-        ("base.toml", base_spec.read_bytes()), ("debian.lock", base_lock.read_bytes()),
-        ("stack.lock", stack[0].read_bytes() if stack else b""), ("image.toml", (image_dir / "image.toml").read_bytes()),
-        ("python.lock", lock.read_bytes()), ("flavor", flavor.encode()), ("revision", revision.encode()),
-        ("epoch", str(epoch).encode())])
+    inputs = "sha256:" + digest_of(
+        [
+            ("base.toml", base_spec.read_bytes()),
+            ("debian.lock", base_lock.read_bytes()),
+            ("stack.lock", stack[0].read_bytes() if stack else b""),
+            ("image.toml", (image_dir / "image.toml").read_bytes()),
+            ("python.lock", lock.read_bytes()),
+            ("flavor", flavor.encode()),
+            ("revision", revision.encode()),
+            ("epoch", str(epoch).encode()),
+        ]
+    )
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -223,8 +306,14 @@ def build_image(spec: ImageSpec, flavor: str, *, repo: Path, image_dir: Path, ba
             debian = dpkg_status(status.read().decode()) if status else {}
         if stack:
             _place(stack[1], work / "stack.tar")
-        python = python_layer(lock, work / "python.tar", epoch, below=work / "stack.tar" if stack else None, wheels=wheels,
-                              no_deps=chosen.no_deps)
+        python = python_layer(
+            lock,
+            work / "python.tar",
+            epoch,
+            below=work / "stack.tar" if stack else None,
+            wheels=wheels,
+            no_deps=chosen.no_deps,
+        )
         print("image: file list", file=sys.stderr, flush=True)
         entries = [e for i, name in enumerate(names[:-1]) for e in file_entries(work / name, i)]
         app = work / "app"
@@ -237,20 +326,40 @@ def build_image(spec: ImageSpec, flavor: str, *, repo: Path, image_dir: Path, ba
         for mountpoint in ("run/hotfloat", "work", "bundle"):
             (app / mountpoint).mkdir(parents=True)
         entries += _tree_entries(app, len(names) - 1)
-        identity = ImageIdentity(name=spec.name, flavor=flavor, revision=revision, inputs_digest=inputs,
-                                 source_date_epoch=epoch, debian=debian, python=python, entrypoint=spec.entrypoint)
+        identity = ImageIdentity(
+            name=spec.name,
+            flavor=flavor,
+            revision=revision,
+            inputs_digest=inputs,
+            source_date_epoch=epoch,
+            debian=debian,
+            python=python,
+            entrypoint=spec.entrypoint,
+        )
         (app / "etc/hotfloat").mkdir(parents=True)
         (app / "etc/hotfloat/image.json").write_text(identity.model_dump_json(indent=1) + "\n")
         (app / "usr/share/hotfloat").mkdir(parents=True)
         (app / "usr/share/hotfloat/files.json").write_text(json.dumps(entries, separators=(",", ":")) + "\n")
         tar_directory(app, work / "app.tar", epoch)
         layers = [layout.add_file(work / name, LAYER_TYPE) for name in names]
-    env = {"PATH": f"{APP}/bin:/usr/local/bin:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1",
-           "HOME": "/tmp", "HOTFLOAT_IMAGE_IDENTITY": "/etc/hotfloat/image.json", **spec.env}
-    config = {"User": f"{spec.user}:{spec.user}", "Env": [f"{k}={v}" for k, v in sorted(env.items())],
-              "Entrypoint": list(spec.entrypoint), "WorkingDir": "/tmp",
-              "Labels": {"org.opencontainers.image.revision": revision, "org.hotfloat.inputs": inputs,
-                         "org.opencontainers.image.title": f"hotfloat-{spec.name}"}}
+    env = {
+        "PATH": f"{APP}/bin:/usr/local/bin:/usr/bin:/bin",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HOME": "/tmp",
+        "HOTFLOAT_IMAGE_IDENTITY": "/etc/hotfloat/image.json",
+        **spec.env,
+    }
+    config = {
+        "User": f"{spec.user}:{spec.user}",
+        "Env": [f"{k}={v}" for k, v in sorted(env.items())],
+        "Entrypoint": list(spec.entrypoint),
+        "WorkingDir": "/tmp",
+        "Labels": {
+            "org.opencontainers.image.revision": revision,
+            "org.hotfloat.inputs": inputs,
+            "org.opencontainers.image.title": f"hotfloat-{spec.name}",
+        },
+    }
     return layout.write_image(layers, config, epoch, f"hotfloat-{spec.name}:{flavor}")
 
 
@@ -258,13 +367,16 @@ def _venv_skeleton(app: Path) -> None:
     """pyvenv.cfg, the interpreter links and the `hotfloat` launcher that make APP a venv over Debian's python3."""
     bin_dir = app / APP.lstrip("/") / "bin"
     bin_dir.mkdir(parents=True)
-    (app / APP.lstrip("/") / "pyvenv.cfg").write_text("home = /usr/bin\ninclude-system-site-packages = false\n"
-                                                     "version = 3.11\n")
+    (app / APP.lstrip("/") / "pyvenv.cfg").write_text(
+        "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.11\n"
+    )
     for name in ("python", "python3", "python3.11"):
         (bin_dir / name).symlink_to("/usr/bin/python3.11")
     launcher = bin_dir / "hotfloat"
-    launcher.write_text(f'#!/bin/sh\n# The hotfloat CLI from the image\'s own sources and locked stack.\n'
-                        f'exec {APP}/bin/python3 -c "from hotfloat.cli.main import main; main()" "$@"\n')
+    launcher.write_text(
+        f"#!/bin/sh\n# The hotfloat CLI from the image's own sources and locked stack.\n"
+        f'exec {APP}/bin/python3 -c "from hotfloat.cli.main import main; main()" "$@"\n'
+    )
     launcher.chmod(0o755)
 
 
@@ -276,6 +388,12 @@ def _tree_entries(root: Path, layer: int) -> list[dict]:
         if path.is_symlink():
             out.append({"path": rel, "size": 0, "link": os.readlink(path), "layer": layer})
         elif path.is_file():
-            out.append({"path": rel, "size": path.stat().st_size,
-                        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "layer": layer})
+            out.append(
+                {
+                    "path": rel,
+                    "size": path.stat().st_size,
+                    "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                    "layer": layer,
+                }
+            )
     return out

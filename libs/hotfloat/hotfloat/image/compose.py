@@ -16,8 +16,12 @@ from . import runtime
 from .oci import Layout
 from .runtime import Container, Mount
 
-EXIT_STATUS = {ExitCode.OK: Status.PASS, ExitCode.FAIL: Status.FAIL, ExitCode.NOT_APPLICABLE: Status.N_A,
-               ExitCode.NO_DECISION: Status.NO_DECISION}
+EXIT_STATUS = {
+    ExitCode.OK: Status.PASS,
+    ExitCode.FAIL: Status.FAIL,
+    ExitCode.NOT_APPLICABLE: Status.N_A,
+    ExitCode.NO_DECISION: Status.NO_DECISION,
+}
 """A stage's verdict from the `hotfloat` command's exit code (the one exit-code table); any other code is
 infrastructure, NO_DECISION."""
 
@@ -50,18 +54,46 @@ def services(gpus: int = 0, *, quick: bool = False, admission_gpu: int | None = 
     service per GPU 0..gpus-1 (the worker image's cuda flavour, each pinned with --gpu i on its own socket, so no two
     A/Bs share a GPU), and the validator dialling every one."""
     if admission_gpu is not None and admission_gpu < gpus:
-        raise InputError(f"admission on GPU {admission_gpu} would share it with a timed qualification (GPUs 0-{gpus - 1})")
+        raise InputError(
+            f"admission on GPU {admission_gpu} would share it with a timed qualification (GPUs 0-{gpus - 1})"
+        )
     token = f"{SOCKETS_INSIDE}/token"
     on_gpu = () if admission_gpu is None else ("--device", "cuda", "--gpu", str(admission_gpu))
-    qualifiers = [Service(f"hotfloat-qualification-{i}", "worker", f"qualification-{i}.sock", gpu=True,
-                          argv=("hotfloat", "serve", "qualification", "--socket", f"{SOCKETS_INSIDE}/qualification-{i}.sock",
-                                "--token-file", token, "--device", "cuda", "--gpu", str(i)))
-                  for i in range(gpus)]
+    qualifiers = [
+        Service(
+            f"hotfloat-qualification-{i}",
+            "worker",
+            f"qualification-{i}.sock",
+            gpu=True,
+            argv=(
+                "hotfloat",
+                "serve",
+                "qualification",
+                "--socket",
+                f"{SOCKETS_INSIDE}/qualification-{i}.sock",
+                "--token-file",
+                token,
+                "--device",
+                "cuda",
+                "--gpu",
+                str(i),
+            ),
+        )
+        for i in range(gpus)
+    ]
     dial = tuple(a for q in qualifiers for a in ("--qualification", f"{SOCKETS_INSIDE}/{q.socket}"))
-    return [Service("hotfloat-compiler", "compiler", "compiler.sock"),
-            Service("hotfloat-admission", "worker", "admission.sock", gpu=bool(on_gpu),
-                    extra=(*(QUICK_ADMISSION.flags() if quick else ()), *on_gpu)),
-            *qualifiers, Service("hotfloat-validator", "validator", network=True, extra=dial)]
+    return [
+        Service("hotfloat-compiler", "compiler", "compiler.sock"),
+        Service(
+            "hotfloat-admission",
+            "worker",
+            "admission.sock",
+            gpu=bool(on_gpu),
+            extra=(*(QUICK_ADMISSION.flags() if quick else ()), *on_gpu),
+        ),
+        *qualifiers,
+        Service("hotfloat-validator", "validator", network=True, extra=dial),
+    ]
 
 
 def _owned_dir(path: Path, uid: int) -> Path:
@@ -74,7 +106,9 @@ def _image_user(layout: Path) -> int:
     return int(str((Layout(layout).config().get("config") or {}).get("User", "10001")).split(":")[0])
 
 
-def up(images: Path, state: Path, *, quick: bool = False, gpus: int = 0, admission_gpu: int | None = None) -> list[dict]:
+def up(
+    images: Path, state: Path, *, quick: bool = False, gpus: int = 0, admission_gpu: int | None = None
+) -> list[dict]:
     """Starts the services in dependency order and waits until each socket answers; returns what runs where."""
     uid = _image_user(images / "compiler")
     sockets = _owned_dir(state / "sockets", uid)
@@ -88,18 +122,35 @@ def up(images: Path, state: Path, *, quick: bool = False, gpus: int = 0, admissi
     plan = services(gpus, quick=quick, admission_gpu=admission_gpu)
     (state / "containers.json").write_text(json.dumps([s.name for s in plan]))
     for s in plan:
-        mounts = (Mount(sockets, SOCKETS_INSIDE, readonly=False),) + ((Mount(work, "/work", readonly=False),) if s.network else ())
+        mounts = (Mount(sockets, SOCKETS_INSIDE, readonly=False),) + (
+            (Mount(work, "/work", readonly=False),) if s.network else ()
+        )
         layout = Layout(images / s.image)
         digest = layout.manifest_digest()
         args = s.argv or ((*layout.config()["config"]["Entrypoint"], *s.extra) if s.extra else ())
-        container = Container(name=s.name, image=images / s.image, mounts=mounts, network=s.network, args=args,
-                              env={"HOTFLOAT_IMAGE_DIGEST": digest}, gpu=s.gpu, **(GPU_LIMITS if s.gpu else {}))
+        container = Container(
+            name=s.name,
+            image=images / s.image,
+            mounts=mounts,
+            network=s.network,
+            args=args,
+            env={"HOTFLOAT_IMAGE_DIGEST": digest},
+            gpu=s.gpu,
+            **(GPU_LIMITS if s.gpu else {}),
+        )
         log = state / f"{s.name}.log"
         runtime.start(container, log)
         if s.socket:
             _wait_for(sockets / s.socket, log)
-        started.append({"name": s.name, "image": f"{s.image}@{digest}", "network": "host" if s.network else "none",
-                        "socket": str(sockets / s.socket) if s.socket else "", "log": str(log)})
+        started.append(
+            {
+                "name": s.name,
+                "image": f"{s.image}@{digest}",
+                "network": "host" if s.network else "none",
+                "socket": str(sockets / s.socket) if s.socket else "",
+                "log": str(log),
+            }
+        )
     return started
 
 
@@ -141,14 +192,20 @@ def miner(bundle: Path, image: Path, *, timeout: float = 900) -> dict:
     """Runs hash, scan, verify --device cpu and the deviceless build inside the compiler image, offline, with the
     bundle read-only; returns each stage's status as the validator would judge it, and the identity to commit."""
     digest = Layout(image).manifest_digest()
-    container = Container(name=f"hotfloat-miner-{os.getpid()}", image=image, mounts=(Mount(bundle.resolve(), "/bundle"),),
-                          args=("python3", "-c", _MINER_SCRIPT), env={"HOTFLOAT_IMAGE_DIGEST": digest})
+    container = Container(
+        name=f"hotfloat-miner-{os.getpid()}",
+        image=image,
+        mounts=(Mount(bundle.resolve(), "/bundle"),),
+        args=("python3", "-c", _MINER_SCRIPT),
+        env={"HOTFLOAT_IMAGE_DIGEST": digest},
+    )
     done = runtime.run(container, timeout=timeout)
     try:
         results = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError) as e:
-        raise InfrastructureError(f"the compiler container gave no result (exit {done.returncode}): "
-                                  f"{(done.stderr or done.stdout)[-1500:]}") from e
+        raise InfrastructureError(
+            f"the compiler container gave no result (exit {done.returncode}): {(done.stderr or done.stdout)[-1500:]}"
+        ) from e
     stages = []
     for stage in ("scan", "verify", "build"):
         result = results.get(stage)
@@ -162,8 +219,13 @@ def miner(bundle: Path, image: Path, *, timeout: float = 900) -> dict:
             detail = f"{report['status']}" + (f" in {report['seconds']:.0f} s" if report.get("seconds") else "")
         stages.append({"stage": stage, "status": status.value, "detail": detail, "report": report})
     ident = _json(results.get("identity", {}).get("stdout", "")) or {}
-    return {"bundle": str(bundle), "identity": ident.get("identity"), "bundle_id": ident.get("bundle_id"),
-            "image": digest, "stages": stages}
+    return {
+        "bundle": str(bundle),
+        "identity": ident.get("identity"),
+        "bundle_id": ident.get("bundle_id"),
+        "image": digest,
+        "stages": stages,
+    }
 
 
 def _json(text: str) -> object | None:

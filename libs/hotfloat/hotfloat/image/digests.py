@@ -10,8 +10,10 @@ from ..record import Record
 from ..verdict import Status
 from .oci import Layout
 
-_HEADER = ("# OCI manifest digests of the images built from this tree with SOURCE_DATE_EPOCH from images/base/base.toml.\n"
-           "# `make images-check` rebuilds and fails on any difference; `make images-lock` rewrites this file.\n")
+_HEADER = (
+    "# OCI manifest digests of the images built from this tree with SOURCE_DATE_EPOCH from images/base/base.toml.\n"
+    "# `make images-check` rebuilds and fails on any difference; `make images-lock` rewrites this file.\n"
+)
 LOCK_BYTES = 1 << 20
 """A line per image; anything larger is not this file."""
 
@@ -62,7 +64,9 @@ def check(lock: Path, layouts: tuple[Path, ...]) -> list[DigestRow]:
     for layout in layouts:
         name, built = _ref(layout), Layout(layout).manifest_digest()
         want = locked.get(name)
-        rows.append(DigestRow(image=name, locked=want, built=built, status=Status.PASS if want == built else Status.FAIL))
+        rows.append(
+            DigestRow(image=name, locked=want, built=built, status=Status.PASS if want == built else Status.FAIL)
+        )
     return rows
 
 
@@ -79,5 +83,7 @@ def update(lock: Path, layouts: tuple[Path, ...]) -> list[DigestRow]:
 
 def raise_on_mismatch(rows: list[DigestRow]) -> None:
     if bad := [r for r in rows if r.status is not Status.PASS]:
-        raise DigestMismatch("digest differs from images/digests.lock: " +
-                             ", ".join(f"{r.image} built {r.built} locked {r.locked}" for r in bad))
+        raise DigestMismatch(
+            "digest differs from images/digests.lock: "
+            + ", ".join(f"{r.image} built {r.built} locked {r.locked}" for r in bad)
+        )

@@ -69,6 +69,12 @@ def inspect_image(image: str) -> ImageReport:
         raise InputError(f"{path}: damaged image identity: {e}") from e
     cfg = config.get("config") or {}
     return ImageReport(
-        path=str(path), digest=layout.manifest_digest(), size=layout.size(),
+        path=str(path),
+        digest=layout.manifest_digest(),
+        size=layout.size(),
         layers=tuple(LayerInfo(digest=layer["digest"], size=layer["size"]) for layer in manifest["layers"]),
-        user=str(cfg.get("User", "")), entrypoint=tuple(cfg.get("Entrypoint") or ()), identity=identity, files=files)
+        user=str(cfg.get("User", "")),
+        entrypoint=tuple(cfg.get("Entrypoint") or ()),
+        identity=identity,
+        files=files,
+    )

@@ -72,8 +72,16 @@ def unmet_requirements(*sites: Path, no_deps: tuple[str, ...] = ()) -> list[str]
             installed[name] = Version(version)
         except InvalidVersion:
             continue
-    env = {"python_version": "3.11", "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
-           "platform_python_implementation": "CPython", "implementation_name": "cpython", "os_name": "posix", "extra": ""}
+    env = {
+        "python_version": "3.11",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "platform_python_implementation": "CPython",
+        "implementation_name": "cpython",
+        "os_name": "posix",
+        "extra": "",
+    }
     unmet = []
     for meta in sorted(m for site in sites for m in site.glob("*.dist-info/METADATA")):
         headers = HeaderParser().parsestr(meta.read_text(errors="replace"), headersonly=True)

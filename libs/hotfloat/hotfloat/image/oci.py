@@ -71,8 +71,9 @@ def normalise_tar(src: Path, out: Path, epoch: int) -> None:
     """Rewrites a rootfs tar (e.g. mmdebstrap's) with our normalisation; device nodes are dropped (runtimes mount
     /dev), and so is Python bytecode: Debian's py3compile output differs between identical runs."""
     with tarfile.open(src) as tin, tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tout:
-        members = sorted((m for m in tin if not (m.ischr() or m.isblk() or m.isfifo() or _bytecode(m.name))),
-                         key=lambda m: m.name)
+        members = sorted(
+            (m for m in tin if not (m.ischr() or m.isblk() or m.isfifo() or _bytecode(m.name))), key=lambda m: m.name
+        )
         for info in members:
             info.name = info.name.removeprefix("./").rstrip("/") or "."
             if info.name == ".":
@@ -138,13 +139,30 @@ class Layout:
         """
         diff_ids = [layer.digest for layer in layers]
         created = _iso(epoch)
-        cfg = self.add_json({"architecture": "amd64", "os": "linux", "created": created, "config": config,
-                             "rootfs": {"type": "layers", "diff_ids": diff_ids}}, CONFIG_TYPE)
-        manifest = self.add_json({"schemaVersion": 2, "mediaType": MANIFEST_TYPE, "config": cfg.descriptor(),
-                                  "layers": [b.descriptor() for b in layers]}, MANIFEST_TYPE)
+        cfg = self.add_json(
+            {
+                "architecture": "amd64",
+                "os": "linux",
+                "created": created,
+                "config": config,
+                "rootfs": {"type": "layers", "diff_ids": diff_ids},
+            },
+            CONFIG_TYPE,
+        )
+        manifest = self.add_json(
+            {
+                "schemaVersion": 2,
+                "mediaType": MANIFEST_TYPE,
+                "config": cfg.descriptor(),
+                "layers": [b.descriptor() for b in layers],
+            },
+            MANIFEST_TYPE,
+        )
         (self.root / "oci-layout").write_text('{"imageLayoutVersion":"1.0.0"}')
-        index = {"schemaVersion": 2, "manifests": [
-            {**manifest.descriptor(), "annotations": {"org.opencontainers.image.ref.name": ref}}]}
+        index = {
+            "schemaVersion": 2,
+            "manifests": [{**manifest.descriptor(), "annotations": {"org.opencontainers.image.ref.name": ref}}],
+        }
         (self.root / "index.json").write_text(json.dumps(index, sort_keys=True, separators=(",", ":")))
         return manifest.digest
 

@@ -49,19 +49,32 @@ class Container:
     GPU itself (`serve --gpu N`) and shows its sandboxes only that one."""
 
 
-DRIVER_LIBRARIES = ("libcuda.so", "libnvidia-ml.so", "libnvidia-ptxjitcompiler.so", "libnvidia-nvvm.so",
-                    "libnvidia-gpucomp.so")
+DRIVER_LIBRARIES = (
+    "libcuda.so",
+    "libnvidia-ml.so",
+    "libnvidia-ptxjitcompiler.so",
+    "libnvidia-nvvm.so",
+    "libnvidia-gpucomp.so",
+)
 """The driver's user-space half CUDA and NVML load; it must match the host's kernel module, so it comes from the
 host, never from the image."""
 
 
 def nvidia_host(dev: Path = Path("/dev")) -> tuple[list[tuple[str, int, int]], list[str]]:
     """The host's NVIDIA character devices (path, major, minor) and driver libraries (paths `ldconfig -p` lists)."""
-    nodes = [(str(p), os.major(st.st_rdev), os.minor(st.st_rdev)) for p in sorted(dev.glob("nvidia*"))
-             if stat.S_ISCHR((st := p.stat()).st_mode)]
+    nodes = [
+        (str(p), os.major(st.st_rdev), os.minor(st.st_rdev))
+        for p in sorted(dev.glob("nvidia*"))
+        if stat.S_ISCHR((st := p.stat()).st_mode)
+    ]
     listed = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout.splitlines()
-    libs = sorted({line.rpartition("=> ")[2].strip() for line in listed
-                   if "x86-64" in line and line.strip().startswith(DRIVER_LIBRARIES)})
+    libs = sorted(
+        {
+            line.rpartition("=> ")[2].strip()
+            for line in listed
+            if "x86-64" in line and line.strip().startswith(DRIVER_LIBRARIES)
+        }
+    )
     if not nodes or not libs:
         raise InfrastructureError("no NVIDIA driver on this host (no /dev/nvidia* or no libcuda in ldconfig)")
     return nodes, libs
@@ -87,8 +100,12 @@ def unpack_layers(layout: Layout) -> list[Path]:
             scratch = target.with_name(f"{blob.name}.partial-{os.getpid()}")
             shutil.rmtree(scratch, ignore_errors=True)
             scratch.mkdir(parents=True)
-            done = subprocess.run(["tar", "-x", "--numeric-owner", "-p", "-f", str(blob), "-C", str(scratch)],
-                                  capture_output=True, text=True, check=False)
+            done = subprocess.run(
+                ["tar", "-x", "--numeric-owner", "-p", "-f", str(blob), "-C", str(scratch)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if done.returncode != 0:
                 shutil.rmtree(scratch, ignore_errors=True)
                 raise InfrastructureError(f"cannot unpack layer {blob.name[:12]}: {done.stderr.strip()}")
@@ -108,23 +125,54 @@ def _config(c: Container, image_config: dict) -> dict:
     argv = list(c.args) or list(cfg.get("Entrypoint") or []) + list(cfg.get("Cmd") or [])
     mounts = [
         {"destination": "/proc", "type": "proc", "source": "proc"},
-        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
-        {"destination": "/dev/pts", "type": "devpts", "source": "devpts",
-         "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"]},
-        {"destination": "/dev/shm", "type": "tmpfs", "source": "shm", "options": ["nosuid", "noexec", "nodev", "size=268435456"]},
+        {
+            "destination": "/dev",
+            "type": "tmpfs",
+            "source": "tmpfs",
+            "options": ["nosuid", "strictatime", "mode=755", "size=65536k"],
+        },
+        {
+            "destination": "/dev/pts",
+            "type": "devpts",
+            "source": "devpts",
+            "options": ["nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"],
+        },
+        {
+            "destination": "/dev/shm",
+            "type": "tmpfs",
+            "source": "shm",
+            "options": ["nosuid", "noexec", "nodev", "size=268435456"],
+        },
         {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid", "noexec", "nodev", "ro"]},
-        {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=1073741824", "mode=1777"]},
+        {
+            "destination": "/tmp",
+            "type": "tmpfs",
+            "source": "tmpfs",
+            "options": ["nosuid", "nodev", "size=1073741824", "mode=1777"],
+        },
     ]
-    mounts += [{"destination": m.inside, "type": "bind", "source": str(m.host),
-                "options": ["rbind", "nosuid", "nodev", "ro" if m.readonly else "rw"]} for m in c.mounts]
+    mounts += [
+        {
+            "destination": m.inside,
+            "type": "bind",
+            "source": str(m.host),
+            "options": ["rbind", "nosuid", "nodev", "ro" if m.readonly else "rw"],
+        }
+        for m in c.mounts
+    ]
     nodes, libs = nvidia_host() if c.gpu else ([], [])
-    mounts += [{"destination": lib, "type": "bind", "source": lib, "options": ["bind", "nosuid", "nodev", "ro"]}
-               for lib in libs]
+    mounts += [
+        {"destination": lib, "type": "bind", "source": lib, "options": ["bind", "nosuid", "nodev", "ro"]}
+        for lib in libs
+    ]
     namespaces = [{"type": t} for t in ("pid", "ipc", "uts", "mount", *(() if c.network else ("network",)))]
     return {
         "ociVersion": "1.0.2",
         "process": {
-            "terminal": False, "user": {"uid": int(uid), "gid": int(gid or uid)}, "args": argv, "env": env,
+            "terminal": False,
+            "user": {"uid": int(uid), "gid": int(gid or uid)},
+            "args": argv,
+            "env": env,
             "cwd": cfg.get("WorkingDir") or "/tmp",
             "capabilities": {"bounding": [], "effective": [], "inheritable": [], "permitted": [], "ambient": []},
             "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}],
@@ -135,11 +183,30 @@ def _config(c: Container, image_config: dict) -> dict:
         "mounts": mounts,
         "linux": {
             "namespaces": namespaces,
-            "resources": {"memory": {"limit": c.memory_bytes}, "pids": {"limit": c.pids},
-                          **({"devices": [{"allow": True, "type": "c", "major": ma, "minor": mi, "access": "rw"}
-                                          for _, ma, mi in nodes]} if nodes else {})},
-            **({"devices": [{"path": p, "type": "c", "major": ma, "minor": mi, "fileMode": 0o666, "uid": 0, "gid": 0}
-                            for p, ma, mi in nodes]} if nodes else {}),
+            "resources": {
+                "memory": {"limit": c.memory_bytes},
+                "pids": {"limit": c.pids},
+                **(
+                    {
+                        "devices": [
+                            {"allow": True, "type": "c", "major": ma, "minor": mi, "access": "rw"}
+                            for _, ma, mi in nodes
+                        ]
+                    }
+                    if nodes
+                    else {}
+                ),
+            },
+            **(
+                {
+                    "devices": [
+                        {"path": p, "type": "c", "major": ma, "minor": mi, "fileMode": 0o666, "uid": 0, "gid": 0}
+                        for p, ma, mi in nodes
+                    ]
+                }
+                if nodes
+                else {}
+            ),
             "cgroupsPath": f"/hotfloat/{c.name}",
         },
     }
@@ -159,8 +226,9 @@ def prepare(c: Container) -> Path:
         for d in ("upper", "overlay-work"):  # layer of this container's own; the root is read-only once they are made
             (bundle / d).mkdir()
         options += f",upperdir={bundle / 'upper'},workdir={bundle / 'overlay-work'}"
-    done = subprocess.run(["mount", "-t", "overlay", "overlay", "-o", options, str(rootfs)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "overlay", "overlay", "-o", options, str(rootfs)], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise InfrastructureError(f"cannot stack the image layers (overlayfs): {done.stderr.strip()}")
     (bundle / "config.json").write_text(json.dumps(_config(c, layout.config()), indent=1))
@@ -171,8 +239,14 @@ def run(c: Container, *, timeout: float = 600) -> subprocess.CompletedProcess:
     """Runs `c` to completion in the foreground; its output is returned, the container removed afterwards."""
     bundle = prepare(c)
     try:
-        return subprocess.run([_runc(), "run", "--bundle", str(bundle), c.name], capture_output=True, text=True,
-                              timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [_runc(), "run", "--bundle", str(bundle), c.name],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired as e:
         raise InfrastructureError(f"container {c.name} ran past {timeout:.0f} s") from e
     finally:
@@ -183,8 +257,14 @@ def start(c: Container, log: Path) -> None:
     """Starts `c` detached, its output appended to `log`; `stop` ends it."""
     bundle = prepare(c)
     with open(log, "ab") as out:
-        done = subprocess.run([_runc(), "run", "--detach", "--bundle", str(bundle), c.name], stdin=subprocess.DEVNULL,
-                              stdout=out, stderr=out, check=False, timeout=60)
+        done = subprocess.run(
+            [_runc(), "run", "--detach", "--bundle", str(bundle), c.name],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            check=False,
+            timeout=60,
+        )
     if done.returncode != 0:
         release(c.name)
         raise InfrastructureError(f"container {c.name} did not start; see {log}")

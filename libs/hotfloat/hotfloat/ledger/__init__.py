@@ -4,5 +4,18 @@ from .migrations import LEDGER_MIGRATIONS, Migration, migrate
 from .records import FINAL, NEXT, ORDER, Attempt, State, Submission, Transition
 from .store import Ledger, LedgerBusy, LedgerConflict
 
-__all__ = ["FINAL", "LEDGER_MIGRATIONS", "NEXT", "ORDER", "Attempt", "Ledger", "LedgerBusy", "LedgerConflict", "Migration",
-           "State", "Submission", "Transition", "migrate"]
+__all__ = [
+    "FINAL",
+    "LEDGER_MIGRATIONS",
+    "NEXT",
+    "ORDER",
+    "Attempt",
+    "Ledger",
+    "LedgerBusy",
+    "LedgerConflict",
+    "Migration",
+    "State",
+    "Submission",
+    "Transition",
+    "migrate",
+]

@@ -25,11 +25,13 @@ class Migration:
 
 
 LEDGER_MIGRATIONS: tuple[Migration, ...] = (
-    Migration("0001_submissions", (
-        """CREATE TABLE blobs (
+    Migration(
+        "0001_submissions",
+        (
+            """CREATE TABLE blobs (
             sha256 TEXT PRIMARY KEY,
             data BLOB NOT NULL)""",
-        """CREATE TABLE submissions (
+            """CREATE TABLE submissions (
             id INTEGER PRIMARY KEY,
             identity TEXT NOT NULL UNIQUE,
             bundle_id TEXT NOT NULL,
@@ -40,8 +42,8 @@ LEDGER_MIGRATIONS: tuple[Migration, ...] = (
             archive_sha256 TEXT NOT NULL REFERENCES blobs(sha256),
             created_at REAL NOT NULL,
             updated_at REAL NOT NULL)""",
-        "CREATE INDEX submissions_state ON submissions(state)",
-        """CREATE TABLE transitions (
+            "CREATE INDEX submissions_state ON submissions(state)",
+            """CREATE TABLE transitions (
             id INTEGER PRIMARY KEY,
             submission_id INTEGER NOT NULL REFERENCES submissions(id),
             from_state TEXT,
@@ -50,9 +52,12 @@ LEDGER_MIGRATIONS: tuple[Migration, ...] = (
             evidence TEXT,
             at REAL NOT NULL,
             UNIQUE (submission_id, to_state))""",
-    )),
-    Migration("0002_attempts", (
-        """CREATE TABLE attempts (
+        ),
+    ),
+    Migration(
+        "0002_attempts",
+        (
+            """CREATE TABLE attempts (
             submission_id INTEGER NOT NULL REFERENCES submissions(id),
             stage TEXT NOT NULL,
             number INTEGER NOT NULL,
@@ -60,22 +65,26 @@ LEDGER_MIGRATIONS: tuple[Migration, ...] = (
             reason TEXT NOT NULL DEFAULT '',
             started_at REAL NOT NULL,
             PRIMARY KEY (submission_id, stage, number))""",
-    )),
-    Migration("0003_scores", (
-        """CREATE TABLE scores (
+        ),
+    ),
+    Migration(
+        "0003_scores",
+        (
+            """CREATE TABLE scores (
             submission_id INTEGER PRIMARY KEY REFERENCES submissions(id),
             slot_set TEXT NOT NULL,
             score REAL NOT NULL,
             at REAL NOT NULL)""",
-        "CREATE INDEX scores_slot_set ON scores(slot_set)",
-        """CREATE TABLE crowns (
+            "CREATE INDEX scores_slot_set ON scores(slot_set)",
+            """CREATE TABLE crowns (
             slot_set TEXT PRIMARY KEY,
             winner TEXT,
             runner_up TEXT,
             weights TEXT NOT NULL,
             reason TEXT NOT NULL,
             updated_at REAL NOT NULL)""",
-    )),
+        ),
+    ),
 )
 
 
@@ -93,11 +102,16 @@ def check_owned(conn: sqlite3.Connection, migrations: tuple[Migration, ...]) -> 
     if not tables:
         return
     if "schema_migrations" not in tables:
-        raise SchemaError(f"an SQLite database of another program (tables {', '.join(sorted(tables)[:5])}), not a ledger")
+        raise SchemaError(
+            f"an SQLite database of another program (tables {', '.join(sorted(tables)[:5])}), not a ledger"
+        )
     known = {m.name for m in migrations}
     areas = {_area(n) for n in known}
-    newer = [r[0] for r in conn.execute("SELECT name FROM schema_migrations ORDER BY rowid")
-             if _area(r[0]) in areas and r[0] not in known]
+    newer = [
+        r[0]
+        for r in conn.execute("SELECT name FROM schema_migrations ORDER BY rowid")
+        if _area(r[0]) in areas and r[0] not in known
+    ]
     if newer:
         raise SchemaError(f"migrated by a newer hotfloat ({', '.join(newer[:5])}); upgrade hotfloat to open it")
 

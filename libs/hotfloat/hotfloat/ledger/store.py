@@ -43,8 +43,12 @@ class LedgerBusy(InfrastructureError):
 class Ledger:
     """One SQLite database in WAL mode; safe to share between threads of one process and readers in others."""
 
-    def __init__(self, path: str | os.PathLike, migrations: tuple[Migration, ...] = (),
-                 evidence: Mapping[str, type[Record]] | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        migrations: tuple[Migration, ...] = (),
+        evidence: Mapping[str, type[Record]] | None = None,
+    ):
         """`evidence`: stage -> the record its evidence is (the validator's `EVIDENCE`), so each transition's evidence
         and `evidence()` read back as that record; without it they are JSON objects."""
         self.path = Path(path)
@@ -112,10 +116,21 @@ class Ledger:
                 sid = c.execute(
                     "INSERT INTO submissions (identity, bundle_id, submitter, source, state, archive_sha256, created_at,"
                     " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (bundle.identity, bundle.manifest.bundle_id, submitter, source, State.RECEIVED.value, digest, now, now),
+                    (
+                        bundle.identity,
+                        bundle.manifest.bundle_id,
+                        submitter,
+                        source,
+                        State.RECEIVED.value,
+                        digest,
+                        now,
+                        now,
+                    ),
                 ).lastrowid
-                c.execute("INSERT INTO transitions (submission_id, from_state, to_state, reason, at) VALUES (?, NULL, ?, ?, ?)",
-                          (sid, State.RECEIVED.value, f"received from {source or 'unknown source'}", now))
+                c.execute(
+                    "INSERT INTO transitions (submission_id, from_state, to_state, reason, at) VALUES (?, NULL, ?, ?, ?)",
+                    (sid, State.RECEIVED.value, f"received from {source or 'unknown source'}", now),
+                )
                 created = True
         return self.get(sid), created
 
@@ -152,16 +167,25 @@ class Ledger:
         """Records the start of a try at a stage before any work, so a crash during it is known; returns its number.
         `where`: the endpoint it runs on, kept as its reason until it ends, so an interrupted try names it."""
         with self.transaction() as c:
-            number = c.execute("SELECT COUNT(*) FROM attempts WHERE submission_id = ? AND stage = ?", (sid, stage)).fetchone()[0] + 1
-            c.execute("INSERT INTO attempts (submission_id, stage, number, started_at, reason) VALUES (?, ?, ?, ?, ?)",
-                      (sid, stage, number, time.time(), f"at {where}" if where else ""))
+            number = (
+                c.execute(
+                    "SELECT COUNT(*) FROM attempts WHERE submission_id = ? AND stage = ?", (sid, stage)
+                ).fetchone()[0]
+                + 1
+            )
+            c.execute(
+                "INSERT INTO attempts (submission_id, stage, number, started_at, reason) VALUES (?, ?, ?, ?, ?)",
+                (sid, stage, number, time.time(), f"at {where}" if where else ""),
+            )
         return number
 
     def end_attempt(self, sid: int, stage: str, outcome: str, reason: str = "") -> None:
         """Closes the open try without a state change (e.g. a retryable infrastructure fault)."""
         with self.transaction() as c:
-            c.execute("UPDATE attempts SET outcome = ?, reason = ? WHERE submission_id = ? AND stage = ? AND outcome IS NULL",
-                      (outcome, reason, sid, stage))
+            c.execute(
+                "UPDATE attempts SET outcome = ?, reason = ? WHERE submission_id = ? AND stage = ? AND outcome IS NULL",
+                (outcome, reason, sid, stage),
+            )
 
     def failed_attempts(self, sid: int, stage: str) -> int:
         """Tries at a stage that ended in an infrastructure fault or a crash; bounds retries across restarts."""
@@ -169,25 +193,39 @@ class Ledger:
         with self._lock:
             return self._conn.execute(
                 f"SELECT COUNT(*) FROM attempts WHERE submission_id = ? AND stage = ? AND outcome IN ({marks})",
-                (sid, stage, *RETRYABLE)).fetchone()[0]
+                (sid, stage, *RETRYABLE),
+            ).fetchone()[0]
 
     def attempts(self, sid: int) -> list[Attempt]:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT submission_id, stage, number, outcome, reason, started_at FROM attempts WHERE submission_id = ?"
-                " ORDER BY started_at, number", (sid,)).fetchall()
-        return [self._row(Attempt, submission_id=r[0], stage=r[1], number=r[2], outcome=r[3], reason=r[4], started_at=r[5])
-                for r in rows]
+                " ORDER BY started_at, number",
+                (sid,),
+            ).fetchall()
+        return [
+            self._row(Attempt, submission_id=r[0], stage=r[1], number=r[2], outcome=r[3], reason=r[4], started_at=r[5])
+            for r in rows
+        ]
 
     def recover(self) -> int:
         """Marks tries left open by a dead process as interrupted; call once when a runner starts. Returns how many."""
         with self.transaction() as c:
-            return c.execute("UPDATE attempts SET outcome = 'interrupted', reason = CASE reason WHEN '' THEN '' ELSE"
-                             " reason || ': ' END || 'the validator stopped during this try' WHERE outcome IS NULL").rowcount
+            return c.execute(
+                "UPDATE attempts SET outcome = 'interrupted', reason = CASE reason WHEN '' THEN '' ELSE"
+                " reason || ': ' END || 'the validator stopped during this try' WHERE outcome IS NULL"
+            ).rowcount
 
-    def advance(self, sid: int, seen: State, to: State, reason: str = "", evidence: Record | None = None,
-                blobs: dict[str, bytes] | None = None,
-                also: Callable[[sqlite3.Connection], None] | None = None) -> Submission:
+    def advance(
+        self,
+        sid: int,
+        seen: State,
+        to: State,
+        reason: str = "",
+        evidence: Record | None = None,
+        blobs: dict[str, bytes] | None = None,
+        also: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> Submission:
         """Moves a submission from `seen` to `to` with its evidence, in one transaction; LedgerConflict if it moved.
 
         `also` writes what must commit or roll back with the change (e.g. the score and crown tables with SCORED)."""
@@ -195,27 +233,48 @@ class Ledger:
         now = time.time()
         payload = None if evidence is None else evidence.model_dump_json()
         with self.transaction() as c:
-            changed = c.execute("UPDATE submissions SET state = ?, reason = ?, updated_at = ? WHERE id = ? AND state = ?",
-                                (to.value, reason, now, sid, seen.value)).rowcount
+            changed = c.execute(
+                "UPDATE submissions SET state = ?, reason = ?, updated_at = ? WHERE id = ? AND state = ?",
+                (to.value, reason, now, sid, seen.value),
+            ).rowcount
             if changed != 1:
                 raise LedgerConflict(f"submission {sid} is no longer {seen.value}; not recording {to.value} twice")
             for data in (blobs or {}).values():
-                c.execute("INSERT OR IGNORE INTO blobs (sha256, data) VALUES (?, ?)", (hashlib.sha256(data).hexdigest(), data))
-            c.execute("INSERT INTO transitions (submission_id, from_state, to_state, reason, evidence, at) VALUES (?, ?, ?, ?, ?, ?)",
-                      (sid, seen.value, to.value, reason, payload, now))
+                c.execute(
+                    "INSERT OR IGNORE INTO blobs (sha256, data) VALUES (?, ?)", (hashlib.sha256(data).hexdigest(), data)
+                )
+            c.execute(
+                "INSERT INTO transitions (submission_id, from_state, to_state, reason, evidence, at) VALUES (?, ?, ?, ?, ?, ?)",
+                (sid, seen.value, to.value, reason, payload, now),
+            )
             if seen in NEXT:
-                c.execute("UPDATE attempts SET outcome = 'done', reason = ? WHERE submission_id = ? AND stage = ? AND outcome IS NULL",
-                          (to.value, sid, NEXT[seen][0]))
+                c.execute(
+                    "UPDATE attempts SET outcome = 'done', reason = ? WHERE submission_id = ? AND stage = ? AND outcome IS NULL",
+                    (to.value, sid, NEXT[seen][0]),
+                )
             if also is not None:
                 also(c)
         return self.get(sid)
 
     def transitions(self, sid: int) -> list[Transition]:
         with self._lock:
-            rows = self._conn.execute("SELECT submission_id, from_state, to_state, reason, evidence, at FROM transitions"
-                                      " WHERE submission_id = ? ORDER BY id", (sid,)).fetchall()
-        return [self._row(Transition, submission_id=r[0], from_state=r[1], to_state=r[2], reason=r[3],
-                          evidence=self._typed(r[1], r[4]), at=r[5]) for r in rows]
+            rows = self._conn.execute(
+                "SELECT submission_id, from_state, to_state, reason, evidence, at FROM transitions"
+                " WHERE submission_id = ? ORDER BY id",
+                (sid,),
+            ).fetchall()
+        return [
+            self._row(
+                Transition,
+                submission_id=r[0],
+                from_state=r[1],
+                to_state=r[2],
+                reason=r[3],
+                evidence=self._typed(r[1], r[4]),
+                at=r[5],
+            )
+            for r in rows
+        ]
 
     def evidence(self, sid: int, state: State, kind: type[R] | None = None) -> R | None:
         """The evidence recorded when the submission entered `state`, read back as the record it was written as
@@ -223,14 +282,18 @@ class Ledger:
         that is not one is a corrupt ledger."""
         kind = kind or self._kinds[next(stage for stage, to in NEXT.values() if to is state)]
         with self._lock:
-            row = self._conn.execute("SELECT evidence FROM transitions WHERE submission_id = ? AND to_state = ?"
-                                     " ORDER BY id LIMIT 1", (sid, state.value)).fetchone()
+            row = self._conn.execute(
+                "SELECT evidence FROM transitions WHERE submission_id = ? AND to_state = ? ORDER BY id LIMIT 1",
+                (sid, state.value),
+            ).fetchone()
         if row is None or row[0] is None:
             return None
         try:
             return kind.model_validate_json(row[0])
         except ValueError as e:
-            raise InfrastructureError(f"ledger evidence of submission {sid} at {state.value}: {str(e).splitlines()[0]}") from None
+            raise InfrastructureError(
+                f"ledger evidence of submission {sid} at {state.value}: {str(e).splitlines()[0]}"
+            ) from None
 
     def counts(self) -> dict[str, int]:
         """Submissions per state, every state present."""
@@ -242,8 +305,21 @@ class Ledger:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT id, identity, bundle_id, submitter, source, state, reason, archive_sha256, created_at, updated_at"
-                f" FROM submissions {where} ORDER BY id", args).fetchall()
-        keys = ("id", "identity", "bundle_id", "submitter", "source", "state", "reason", "archive_sha256", "created_at", "updated_at")
+                f" FROM submissions {where} ORDER BY id",
+                args,
+            ).fetchall()
+        keys = (
+            "id",
+            "identity",
+            "bundle_id",
+            "submitter",
+            "source",
+            "state",
+            "reason",
+            "archive_sha256",
+            "created_at",
+            "updated_at",
+        )
         return [self._row(Submission, **dict(zip(keys, r, strict=False))) for r in rows]
 
     def _typed(self, from_state: str | None, text: str | None) -> Record | str | None:
@@ -253,7 +329,9 @@ class Ledger:
             kind = self._kinds.get(NEXT[State(from_state)][0]) if from_state and text else None
             return text if kind is None else kind.model_validate_json(text)
         except (ValueError, KeyError) as e:
-            raise InfrastructureError(f"ledger {self.path}: corrupt transition evidence: {str(e).splitlines()[0]}") from None
+            raise InfrastructureError(
+                f"ledger {self.path}: corrupt transition evidence: {str(e).splitlines()[0]}"
+            ) from None
 
     def _row(self, kind: type[R], **fields) -> R:
         """A row as its record; one that is not (edited by hand, written by a newer hotfloat) is a corrupt ledger."""
@@ -262,7 +340,9 @@ class Ledger:
                 fields["evidence"] = json.loads(fields["evidence"])
             return kind(**fields)
         except ValidationError as e:
-            raise InfrastructureError(f"ledger {self.path}: corrupt {kind.__name__.lower()} row: {first_error(e)}") from None
+            raise InfrastructureError(
+                f"ledger {self.path}: corrupt {kind.__name__.lower()} row: {first_error(e)}"
+            ) from None
         except (ValueError, RecursionError) as e:  # evidence that is not JSON, or nested past the parser
             raise InfrastructureError(f"ledger {self.path}: corrupt {kind.__name__.lower()} row: {e}") from None
 

@@ -17,7 +17,9 @@ def check_cubin(op: Op, dtype: str, symbol: str, data: bytes) -> tuple[tuple[int
     declares it and with the declared parameter layout; otherwise raises elf.CubinRefused saying why."""
     cubin = elf.gate(data)
     if list(cubin.kernels) != [symbol]:
-        raise elf.CubinRefused(f"the cubin defines kernels {sorted(cubin.kernels)}, not exactly the declared [{symbol}]")
+        raise elf.CubinRefused(
+            f"the cubin defines kernels {sorted(cubin.kernels)}, not exactly the declared [{symbol}]"
+        )
     if op.entry.kind == "triton":
         expected, named = op.entry.entry, symbol == op.entry.entry
     else:  # CuTe mangles the @cute.kernel name with the argument types; the prefix is what the author controls
@@ -27,6 +29,7 @@ def check_cubin(op: Op, dtype: str, symbol: str, data: bytes) -> tuple[tuple[int
         raise elf.CubinRefused(f"kernel {symbol!r} is not the declared one ({expected})")
     layout = params.layout(declared_types(op, dtype), op.entry.kind)
     if cubin.kernels[symbol] != layout:
-        raise elf.CubinRefused(f"kernel parameter layout {list(cubin.kernels[symbol])} differs from the declared "
-                               f"{list(layout)}")
+        raise elf.CubinRefused(
+            f"kernel parameter layout {list(cubin.kernels[symbol])} differs from the declared {list(layout)}"
+        )
     return layout

@@ -55,7 +55,8 @@ def gate(data: bytes, *, max_bytes: int = MAX_CUBIN_BYTES) -> Cubin:
     if len(data) < _EHDR.size:
         raise CubinRefused(f"cubin: truncated ({len(data)} bytes, shorter than an ELF header)")
     ident, e_type, machine, _abi, _entry, phoff, shoff, _flags, ehsize, phentsize, phnum, shentsize, shnum, shstrndx = (
-        _EHDR.unpack_from(data, 0))
+        _EHDR.unpack_from(data, 0)
+    )
     if ident[:4] != b"\x7fELF":
         raise CubinRefused("cubin: not an ELF file (bad magic)")
     if ident[4] != 2:

@@ -54,8 +54,21 @@ def _launch(library, art: dict, tensors: dict, dims: dict) -> None:
     pointers = (ctypes.c_void_p * len(art["layout"]))(*[ctypes.addressof(buf) + off for off, _ in art["layout"]])
     gx, gy, gz = params.grid(art["grid"], dims)
     stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
-    _check(driver.cuLaunchKernel(driver.CUfunction(int(kernel)), gx, gy, gz, art["block"], 1, 1, art["shared_bytes"],
-                                 stream, ctypes.addressof(pointers), 0))
+    _check(
+        driver.cuLaunchKernel(
+            driver.CUfunction(int(kernel)),
+            gx,
+            gy,
+            gz,
+            art["block"],
+            1,
+            1,
+            art["shared_bytes"],
+            stream,
+            ctypes.addressof(pointers),
+            0,
+        )
+    )
     torch.cuda.synchronize()
 
 
@@ -84,7 +97,7 @@ def _verify(library, art: dict, seed: int) -> list[dict]:
         worst = 0.0
         for name, out in outs.items():
             got, want = out.float().cpu(), expected[name].float()
-            if storage[name][..., out.shape[-1]:].isnan().logical_not().any():
+            if storage[name][..., out.shape[-1] :].isnan().logical_not().any():
                 problems.append(f"{name}: wrote past the row into the padding")
             if not torch.isfinite(got).all():
                 problems.append(f"{name}: non-finite or unwritten elements")
@@ -137,8 +150,7 @@ def main() -> None:
             results.append(admit_one(art, data, request["seed"]))
         except RuntimeError as e:
             results.append({"cubin": art["cubin"], "ok": False, "reason": str(e), "loaded": {}, "rows": []})
-    channel.reply({"device": torch.cuda.get_device_name(), "results": results,
-                   "elapsed_s": time.monotonic() - started})
+    channel.reply({"device": torch.cuda.get_device_name(), "results": results, "elapsed_s": time.monotonic() - started})
 
 
 if __name__ == "__main__":

@@ -67,33 +67,52 @@ def device_checks(env: EnvIdentity, device: str) -> Iterator[Check]:
     except Exception as e:  # a broken Torch install is exactly what this question is for
         yield Check(question="device", name="torch import", status=Status.FAIL, detail=f"{type(e).__name__}: {e}")
         return
-    yield Check(question="device", name="torch", status=Status.PASS,
-                detail=f"torch {torch.__version__} (CUDA {torch.version.cuda or 'none'})")
+    yield Check(
+        question="device",
+        name="torch",
+        status=Status.PASS,
+        detail=f"torch {torch.__version__} (CUDA {torch.version.cuda or 'none'})",
+    )
     yield from _image_lock_checks(torch.__version__)
     if device == "cpu":
         yield Check(question="device", name="device", status=Status.PASS, detail="cpu requested; GPUs are not used")
         return
     if not torch.version.cuda:
-        yield Check(question="device", name="torch CUDA", status=Status.FAIL,
-                    detail=f"CPU build of Torch ({torch.__version__}) on a host asked to use CUDA")
+        yield Check(
+            question="device",
+            name="torch CUDA",
+            status=Status.FAIL,
+            detail=f"CPU build of Torch ({torch.__version__}) on a host asked to use CUDA",
+        )
         return
     if env.driver_cuda is None:
-        yield Check(question="device", name="driver", status=Status.FAIL, detail=env.absent.get("driver_cuda", "no driver"))
+        yield Check(
+            question="device", name="driver", status=Status.FAIL, detail=env.absent.get("driver_cuda", "no driver")
+        )
         return
     fits = _version_tuple(torch.version.cuda) <= _version_tuple(env.driver_cuda)
-    yield Check(question="device", name="torch CUDA vs driver", status=Status.PASS if fits else Status.FAIL,
-                detail=f"Torch built for CUDA {torch.version.cuda}; driver {env.driver} supports up to {env.driver_cuda}")
+    yield Check(
+        question="device",
+        name="torch CUDA vs driver",
+        status=Status.PASS if fits else Status.FAIL,
+        detail=f"Torch built for CUDA {torch.version.cuda}; driver {env.driver} supports up to {env.driver_cuda}",
+    )
     if not torch.cuda.is_available():
-        yield Check(question="device", name="cuda available", status=Status.FAIL,
-                    detail="torch.cuda.is_available() is False")
+        yield Check(
+            question="device", name="cuda available", status=Status.FAIL, detail="torch.cuda.is_available() is False"
+        )
         return
     count = torch.cuda.device_count()
     major, minor = torch.cuda.get_device_capability(0)
     name = torch.cuda.get_device_name(0)
     same = (count == env.gpu_count and f"{major}.{minor}" == env.gpu_capability) or env.gpu_count is None
-    yield Check(question="device", name="visible devices", status=Status.PASS if same else Status.FAIL,
-                detail=f"torch sees {count} x {name} (sm_{major}{minor}); nvidia-smi: {env.gpu_count} x "
-                       f"{env.gpu_model} ({env.gpu_capability}), CUDA_VISIBLE_DEVICES={env.gpu_visibility}")
+    yield Check(
+        question="device",
+        name="visible devices",
+        status=Status.PASS if same else Status.FAIL,
+        detail=f"torch sees {count} x {name} (sm_{major}{minor}); nvidia-smi: {env.gpu_count} x "
+        f"{env.gpu_model} ({env.gpu_capability}), CUDA_VISIBLE_DEVICES={env.gpu_visibility}",
+    )
 
 
 def _image_lock_checks(torch_version: str) -> Iterator[Check]:
@@ -103,8 +122,12 @@ def _image_lock_checks(torch_version: str) -> Iterator[Check]:
     except (OSError, ValueError, AttributeError):
         return  # not inside one of our images: there is no image lock to hold Torch to
     want = locked.get("torch")
-    yield Check(question="device", name="torch vs image lock", status=Status.PASS if want == torch_version else Status.FAIL,
-                detail=f"running torch {torch_version}; the image lock pins {want}")
+    yield Check(
+        question="device",
+        name="torch vs image lock",
+        status=Status.PASS if want == torch_version else Status.FAIL,
+        detail=f"running torch {torch_version}; the image lock pins {want}",
+    )
 
 
 def static_checks() -> Iterator[Check]:
@@ -132,13 +155,21 @@ def behavioral_checks(device: str, controls: Path = CONTROLS) -> Iterator[Check]
         try:
             report = verify_bundle(load_bundle(controls / control), options)
         except Exception as e:  # infrastructure could not judge: the question has no answer on this host
-            yield Check(question="behavioral", name=f"{control} control", status=Status.NO_DECISION,
-                        detail=f"verify could not run: {type(e).__name__}: {e}")
+            yield Check(
+                question="behavioral",
+                name=f"{control} control",
+                status=Status.NO_DECISION,
+                detail=f"verify could not run: {type(e).__name__}: {e}",
+            )
             continue
         ok = report.status == expected
-        yield Check(question="behavioral", name=f"{control} control", status=Status.PASS if ok else Status.FAIL,
-                    detail=f"verify says {report.status.value}, expected {expected.value} "
-                           f"({len(report.rows)} rows, {report.seconds:.1f} s, sandbox: {', '.join(report.bounds) or 'none'})")
+        yield Check(
+            question="behavioral",
+            name=f"{control} control",
+            status=Status.PASS if ok else Status.FAIL,
+            detail=f"verify says {report.status.value}, expected {expected.value} "
+            f"({len(report.rows)} rows, {report.seconds:.1f} s, sandbox: {', '.join(report.bounds) or 'none'})",
+        )
     if device == "cuda":
         yield _graph_check()
 
@@ -163,11 +194,17 @@ def _graph_check() -> Check:
             graph.replay()
             torch.cuda.synchronize()
             if not torch.equal(y, x * 2.0):
-                return Check(question="behavioral", name="cuda graph", status=Status.FAIL,
-                             detail="a replayed graph wrote wrong values")
+                return Check(
+                    question="behavioral",
+                    name="cuda graph",
+                    status=Status.FAIL,
+                    detail="a replayed graph wrote wrong values",
+                )
     except Exception as e:
         return Check(question="behavioral", name="cuda graph", status=Status.FAIL, detail=f"{type(e).__name__}: {e}")
-    return Check(question="behavioral", name="cuda graph", status=Status.PASS, detail="captured once, replayed 3x correctly")
+    return Check(
+        question="behavioral", name="cuda graph", status=Status.PASS, detail="captured once, replayed 3x correctly"
+    )
 
 
 def preflight(device: str | None = None, questions: tuple[Question, ...] = QUESTIONS) -> PreflightReport:

@@ -25,6 +25,16 @@ from .evidence import save as save_evidence
 from .records import Decision, EngineSpec, RuleConfig, RunFrame, Workload
 
 __all__ = [
-    "Decision", "EngineSpec", "Evidence", "QualifyOptions", "QualifyResult", "RuleConfig", "RunFrame", "Workload",
-    "load_evidence", "qualify_bundle", "recompute", "save_evidence",
+    "Decision",
+    "EngineSpec",
+    "Evidence",
+    "QualifyOptions",
+    "QualifyResult",
+    "RuleConfig",
+    "RunFrame",
+    "Workload",
+    "load_evidence",
+    "qualify_bundle",
+    "recompute",
+    "save_evidence",
 ]

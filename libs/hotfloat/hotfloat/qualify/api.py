@@ -97,8 +97,14 @@ class QualifyOptions(Record):
 
     def engine(self) -> EngineSpec:
         """The engine B and C both run."""
-        return EngineSpec(kind=self.engine_kind, preset=self.preset, model_path=self.model_path, dtype=self.dtype,
-                          device=self.device, decode=self.decode)
+        return EngineSpec(
+            kind=self.engine_kind,
+            preset=self.preset,
+            model_path=self.model_path,
+            dtype=self.dtype,
+            device=self.device,
+            decode=self.decode,
+        )
 
     @classmethod
     def for_device(cls, device: str, engine_kind: str | None = None, **given) -> QualifyOptions:
@@ -112,11 +118,24 @@ class QualifyOptions(Record):
         cpu = device == "cpu"
         dtype = given.pop("dtype", "fp32" if cpu else "bf16")
         tol = given.pop("logprob_tol", 1e-3 if dtype == "fp32" else 0.1)
-        rule = {**default_rule(device).model_dump(), "gate_slack": GATE_SLACK, "audit_slack": AUDIT_SLACK, **given.pop("rule", {}), "logprob_tol": tol}
+        rule = {
+            **default_rule(device).model_dump(),
+            "gate_slack": GATE_SLACK,
+            "audit_slack": AUDIT_SLACK,
+            **given.pop("rule", {}),
+            "logprob_tol": tol,
+        }
         shapes = given.pop("shapes", "tiny" if cpu else ("sglang" if kind == "sglang" else "gpu"))
         given.setdefault("stall_floor_s", 60.0 if cpu else 10.0)
-        return cls(device=device, engine_kind=kind, dtype=dtype, shapes=shapes, preset=given.pop("preset", "tiny" if cpu else "llama-8b"),
-                   rule=RuleConfig(**rule), **given)
+        return cls(
+            device=device,
+            engine_kind=kind,
+            dtype=dtype,
+            shapes=shapes,
+            preset=given.pop("preset", "tiny" if cpu else "llama-8b"),
+            rule=RuleConfig(**rule),
+            **given,
+        )
 
 
 CORRECTNESS = ("gate_slack", "audit_slack")

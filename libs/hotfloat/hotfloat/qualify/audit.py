@@ -71,7 +71,9 @@ def recompute_entry(entry: AuditEntry, data: bytes) -> AuditCall | str:
         size = math.prod(ref.shape) * dtype.itemsize
         if len(ref.shape) != len(args[name].shape) or ref.offset + size > len(data):
             return f"tensor {name} has the wrong rank or lies beyond the data"
-        tensors[name] = torch.frombuffer(bytearray(data[ref.offset:ref.offset + size]), dtype=dtype).reshape(ref.shape)
+        tensors[name] = torch.frombuffer(bytearray(data[ref.offset : ref.offset + size]), dtype=dtype).reshape(
+            ref.shape
+        )
     inputs = {a.name: tensors[a.name] for a in spec.of_role(Role.INPUT)}
     dims = bind_dims(spec, inputs)
     first, n, total = entry.rows
@@ -80,9 +82,16 @@ def recompute_entry(entry: AuditEntry, data: bytes) -> AuditCall | str:
     if not 1 <= n == dims[spec.count_dim] or first + n > total:
         return f"rows {entry.rows} do not match the tensors"
     err, ratio = distance(spec, entry.dtype, tensors, spec.reference({**inputs, **entry.scalars}))
-    return AuditCall(slot=entry.slot, site=entry.site, execution=entry.execution, dtype=entry.dtype,
-                     rows=(first, n, total), width=int(next(iter(inputs.values())).shape[-1]), max_abs_err=err,
-                     ratio=ratio)
+    return AuditCall(
+        slot=entry.slot,
+        site=entry.site,
+        execution=entry.execution,
+        dtype=entry.dtype,
+        rows=(first, n, total),
+        width=int(next(iter(inputs.values())).shape[-1]),
+        max_abs_err=err,
+        ratio=ratio,
+    )
 
 
 def distance(spec, dtype: str, got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> tuple[float, float]:
@@ -108,7 +117,10 @@ def judge_audit(audits: list[AuditRecord] | None, slack: float = 0.0) -> tuple[S
     for a in audits or ():
         if a.role == "B" and (a.error or any(s.calls_failed for s in a.slots.values())):
             why = a.error or _failures(a)
-            return "NO_DECISION", f"infrastructure: baseline engine {a.index}'s audit disagrees with the reference: {why}"
+            return (
+                "NO_DECISION",
+                f"infrastructure: baseline engine {a.index}'s audit disagrees with the reference: {why}",
+            )
     cand = next((a for a in audits or () if a.role == "C"), None)
     if cand is None:
         return None
@@ -119,8 +131,10 @@ def judge_audit(audits: list[AuditRecord] | None, slack: float = 0.0) -> tuple[S
     for b in (a for a in audits if a.role == "B"):
         for slot, s in b.slots.items():
             if slot not in cand.slots:
-                return "FAIL", (f"audit: the candidate engine kept no audited call of {slot}, where baseline engine "
-                                f"{b.index} kept {s.calls_audited} (every engine audits the same calls)")
+                return "FAIL", (
+                    f"audit: the candidate engine kept no audited call of {slot}, where baseline engine "
+                    f"{b.index} kept {s.calls_audited} (every engine audits the same calls)"
+                )
     return _less_accurate(audits, cand, slack) if slack else None
 
 
@@ -133,10 +147,12 @@ def _less_accurate(audits: list[AuditRecord], cand: AuditRecord, slack: float) -
             continue
         got, base = medians
         if got > max(slack * base, AUDIT_FLOOR):
-            return "FAIL", (f"audit: the candidate's calls of {slot} are {got / max(base, 1e-12):.1f}x as far from the "
-                            f"fp32 reference as the stock kernel's on the same calls (median error {got:.3g} of the "
-                            f"verify tolerance against {base:.3g}, over {cand.slots[slot].calls_audited} calls; at most {slack:g}x): more "
-                            "than an accurate kernel's rounding")
+            return "FAIL", (
+                f"audit: the candidate's calls of {slot} are {got / max(base, 1e-12):.1f}x as far from the "
+                f"fp32 reference as the stock kernel's on the same calls (median error {got:.3g} of the "
+                f"verify tolerance against {base:.3g}, over {cand.slots[slot].calls_audited} calls; at most {slack:g}x): more "
+                "than an accurate kernel's rounding"
+            )
     return None
 
 
@@ -151,5 +167,8 @@ def slot_medians(audits: list[AuditRecord], cand: AuditRecord, slot: str) -> tup
 def _failures(a: AuditRecord) -> str:
     """The failing slots, worst first, each with its worst call as evidence."""
     failed = sorted((s for s in a.slots.values() if s.calls_failed), key=lambda s: -s.worst.ratio)
-    return "; ".join(f"{s.calls_failed} of {s.calls_audited} audited calls of {s.worst.slot} are wrong beyond its "
-                     f"verify tolerance, worst {s.worst.describe()}" for s in failed)
+    return "; ".join(
+        f"{s.calls_failed} of {s.calls_audited} audited calls of {s.worst.slot} are wrong beyond its "
+        f"verify tolerance, worst {s.worst.describe()}"
+        for s in failed
+    )

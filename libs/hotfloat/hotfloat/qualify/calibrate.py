@@ -228,7 +228,10 @@ class CalibrationRecord(Record):
     @model_validator(mode="after")
     def _bound_is_of_the_counts(self):
         """The headline bound is recomputable from the two counts beside it, and the rule is the pre-registered one."""
-        if abs(self.false_pass_upper_95 - clopper_pearson_upper(self.false_passes_independent, self.independent_draws)) > 1e-6:
+        if (
+            abs(self.false_pass_upper_95 - clopper_pearson_upper(self.false_passes_independent, self.independent_draws))
+            > 1e-6
+        ):
             raise ValueError("false_pass_upper_95 is not the Clopper-Pearson bound of the independent counts")
         if self.rule != self.preregistration.rule:
             raise ValueError("the record's rule is not the pre-registered one")
@@ -251,6 +254,8 @@ RECORD_BYTES = 8 << 20
 """A calibration record is tens of KiB; a larger file is refused before it is parsed."""
 RAW_BYTES = 64 << 20
 """A raw collection is well under a MiB per hundred rounds; a larger file is refused before it is parsed."""
+
+
 def load_rule(path: str | os.PathLike) -> RuleConfig:
     """The rule a calibration record chose, for a service or validator to decide with (`hotfloat serve --rule-from`)."""
     return load_record(path, CalibrationRecord, max_bytes=RECORD_BYTES, what="a calibration record").rule

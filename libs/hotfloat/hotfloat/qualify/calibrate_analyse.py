@@ -27,9 +27,20 @@ from pathlib import Path
 
 import numpy as np
 
-from .calibrate import (TARGET_CONTROLS, TARGET_FALSE_PASS, TARGET_MINUTES, TARGET_POWER, CalibrationRaw,
-                        CalibrationRecord, Preregistration, ProcessModel, Rates, RobustModel, Unit,
-                        clopper_pearson_upper)
+from .calibrate import (
+    TARGET_CONTROLS,
+    TARGET_FALSE_PASS,
+    TARGET_MINUTES,
+    TARGET_POWER,
+    CalibrationRaw,
+    CalibrationRecord,
+    Preregistration,
+    ProcessModel,
+    Rates,
+    RobustModel,
+    Unit,
+    clopper_pearson_upper,
+)
 from .calibrate_robust import CUT, winsorize
 from .records import RuleConfig
 from .rule import decide, trimmed_mean
@@ -37,15 +48,19 @@ from .rule import decide, trimmed_mean
 EFFECTS = (0.01, 0.02, 0.05)
 Z95 = 1.6449
 """One-sided 95% normal quantile (tau's upper bound, through the Wilson-Hilferty chi-square approximation)."""
-ANOVA = ("two-way round x process ANOVA of the stock engines' log pass times per boot, mean squares pooled over boots; "
-         "tau's bound by the chi-square (Wilson-Hilferty) quantile")
+ANOVA = (
+    "two-way round x process ANOVA of the stock engines' log pass times per boot, mean squares pooled over boots; "
+    "tau's bound by the chi-square (Wilson-Hilferty) quantile"
+)
 WAVE_ENGINES = 6
 """Six 8B engines of about 22 GB fit one H200: two disjoint null triples per boot."""
 
 
 def series(raw: CalibrationRaw, names: list[str]) -> np.ndarray:
     """[round, engine] pass times for the named engines."""
-    return np.array([[r.pass_s[n] for n in names] for r in raw.rounds], dtype=float).reshape(len(raw.rounds), len(names))
+    return np.array([[r.pass_s[n] for n in names] for r in raw.rounds], dtype=float).reshape(
+        len(raw.rounds), len(names)
+    )
 
 
 def gain(x: np.ndarray, trim: float = 0.5) -> float:
@@ -60,24 +75,38 @@ def units(raw: CalibrationRaw, rule: RuleConfig, source: int) -> list[Unit]:
     for n, e in raw.handicap.items():
         by_effect.setdefault(e, []).append(n)
     pairs = [(e, g[i], g[i + 1]) for e, g in by_effect.items() for i in range(0, len(g) - 1, 2)]
-    free = raw.stock[:len(raw.stock) - min(len(pairs), len(raw.stock))]
-    trios = [("null", 0.0, free[i:i + 3]) for i in range(0, len(free) - 2, 3)]
-    trios += [("positive", e, [a, c, b]) for (e, a, b), c in zip(pairs, raw.stock[len(free):], strict=False)]
+    free = raw.stock[: len(raw.stock) - min(len(pairs), len(raw.stock))]
+    trios = [("null", 0.0, free[i : i + 3]) for i in range(0, len(free) - 2, 3)]
+    trios += [("positive", e, [a, c, b]) for (e, a, b), c in zip(pairs, raw.stock[len(free) :], strict=False)]
     out = []
     for kind, effect, names in trios:
         x = series(raw, names)
         lk = decide(x[:, 0], x[:, 1], x[:, 2], rule)
-        out.append(Unit(source=source, kind=kind, effect=effect, engines=names, status=lk.status if lk else None,
-                        rounds=lk.rounds if lk else len(x), measured=gain(x)))
+        out.append(
+            Unit(
+                source=source,
+                kind=kind,
+                effect=effect,
+                engines=names,
+                status=lk.status if lk else None,
+                rounds=lk.rounds if lk else len(x),
+                measured=gain(x),
+            )
+        )
     return out
 
 
 def rates(effect: float, got: list[tuple[str | None, int]], realised: float | None = None) -> Rates:
     """Counts of decided qualifications (status, rounds); undecided ones (None) are left out."""
     got = [(s, k) for s, k in got if s is not None]
-    return Rates(effect=effect, qualifications=len(got), passes=sum(s == "PASS" for s, _ in got),
-                 fails=sum(s == "FAIL" for s, _ in got), mean_rounds=float(np.mean([k for _, k in got])) if got else 0.0,
-                 realised_effect=realised)
+    return Rates(
+        effect=effect,
+        qualifications=len(got),
+        passes=sum(s == "PASS" for s, _ in got),
+        fails=sum(s == "FAIL" for s, _ in got),
+        mean_rounds=float(np.mean([k for _, k in got])) if got else 0.0,
+        realised_effect=realised,
+    )
 
 
 def walk(b: np.ndarray, c: np.ndarray, b2: np.ndarray, rule: RuleConfig) -> list[tuple[str, int]]:
@@ -155,14 +184,26 @@ def process_model(f: Fit, rule: RuleConfig, sims: int, seed: int) -> ProcessMode
     """A fit and the rule simulated under it; each fit starts its own generator at `seed`, so the moment and robust
     models meet the same random stream and differ by their fits alone."""
     rng = np.random.default_rng(seed)
-    common = dict(processes=f.processes, passes=f.passes, sigma=f.sigma, tau=f.tau, tau_upper_95=f.tau_upper, sims=sims,
-                  false_pass=simulate(f.resid, f.tau, rule, 0.0, sims, rng),
-                  false_pass_at_tau_upper=simulate(f.resid, f.tau_upper, rule, 0.0, sims, rng),
-                  power_at_2pct=simulate(f.resid, f.tau_upper, rule, 0.02, sims, rng))
+    common = dict(
+        processes=f.processes,
+        passes=f.passes,
+        sigma=f.sigma,
+        tau=f.tau,
+        tau_upper_95=f.tau_upper,
+        sims=sims,
+        false_pass=simulate(f.resid, f.tau, rule, 0.0, sims, rng),
+        false_pass_at_tau_upper=simulate(f.resid, f.tau_upper, rule, 0.0, sims, rng),
+        power_at_2pct=simulate(f.resid, f.tau_upper, rule, 0.02, sims, rng),
+    )
     if f.cut is None:
         return ProcessModel(method=f"method of moments: {ANOVA}", **common)
-    return RobustModel(method=f"method of moments on each boot's table winsorized at {f.cut:g} robust s.d. (Huber "
-                              f"fit, MAD scale; raw residuals resampled): {ANOVA}", cut=f.cut, winsorized=f.winsorized, **common)
+    return RobustModel(
+        method=f"method of moments on each boot's table winsorized at {f.cut:g} robust s.d. (Huber "
+        f"fit, MAD scale; raw residuals resampled): {ANOVA}",
+        cut=f.cut,
+        winsorized=f.winsorized,
+        **common,
+    )
 
 
 def noise(raws: list[CalibrationRaw]) -> dict[str, float]:
@@ -211,8 +252,9 @@ def carry_null(raw: CalibrationRaw, names: list[str], x: np.ndarray) -> dict[str
                     (after if prev == e else other).append(dev[r, col[cur]])
         if len(after) >= 3 and len(other) >= 3:
             out[f"carry_after_{e}"] = float(np.mean(after) - np.mean(other))
-            out[f"carry_after_{e}_se"] = float(np.sqrt(np.var(after, ddof=1) / len(after)
-                                                       + np.var(other, ddof=1) / len(other)))
+            out[f"carry_after_{e}_se"] = float(
+                np.sqrt(np.var(after, ddof=1) / len(after) + np.var(other, ddof=1) / len(other))
+            )
     return out
 
 
@@ -226,11 +268,20 @@ def measured_candidate(raws: list[CalibrationRaw], trim: float) -> dict[str, flo
     return out
 
 
-def analyse(raws: list[CalibrationRaw], prereg: Preregistration, *, sims: int = 10000, seed: int = 0,
-            sources: list[str] = (), command: str = "") -> CalibrationRecord:
+def analyse(
+    raws: list[CalibrationRaw],
+    prereg: Preregistration,
+    *,
+    sims: int = 10000,
+    seed: int = 0,
+    sources: list[str] = (),
+    command: str = "",
+) -> CalibrationRecord:
     """The pre-registered rule on the raw rounds: counted on independent units first, then the secondary figures."""
     if not raws or any(not r.stock or len(r.rounds) < 3 for r in raws) or not any(len(r.stock) > 1 for r in raws):
-        raise ValueError("calibration needs a stock engine and three rounds in every raw file, and two stock engines in one")
+        raise ValueError(
+            "calibration needs a stock engine and three rounds in every raw file, and two stock engines in one"
+        )
     rule = prereg.rule
     sources = list(sources) or [f"raw{k}" for k in range(len(raws))]
     every = [u for k, raw in enumerate(raws) for u in units(raw, rule, k)]
@@ -238,9 +289,14 @@ def analyse(raws: list[CalibrationRaw], prereg: Preregistration, *, sims: int = 
     held = [u for u in null if Path(sources[u.source]).name not in prereg.selected_on]
     k, n, k_held = sum(u.status == "PASS" for u in null), len(null), sum(u.status == "PASS" for u in held)
     positive = [u for u in every if u.kind == "positive"]
-    controls = [rates(e, [(u.status, u.rounds) for u in positive if u.effect == e],
-                      float(np.mean([u.measured for u in positive if u.effect == e])))
-                for e in sorted({u.effect for u in positive})]
+    controls = [
+        rates(
+            e,
+            [(u.status, u.rounds) for u in positive if u.effect == e],
+            float(np.mean([u.measured for u in positive if u.effect == e])),
+        )
+        for e in sorted({u.effect for u in positive})
+    ]
     injected = []
     for e in EFFECTS:
         got = []
@@ -249,34 +305,72 @@ def analyse(raws: list[CalibrationRaw], prereg: Preregistration, *, sims: int = 
             lk = decide(x[:, 0], x[:, 1] * (1 - e), x[:, 2], rule)
             got.append((lk.status if lk else None, lk.rounds if lk else 0))
         injected.append(rates(e, got))
-    pooled = [s for raw in raws for b, c, b2 in assignments(raw.stock) for s, _ in walk(*series(raw, [b, c, b2]).T, rule)]
+    pooled = [
+        s for raw in raws for b, c, b2 in assignments(raw.stock) for s, _ in walk(*series(raw, [b, c, b2]).T, rule)
+    ]
     model, robust = process_model(fit(raws), rule, sims, seed), process_model(fit(raws, CUT), rule, sims, seed)
     nz = noise(raws)
     two = next((r for r in controls if r.effect == 0.02 and r.qualifications), injected[1])
     minutes = (nz["boot_s_max"] + (two.mean_rounds or rule.max_rounds) * 3 * nz["engine_round_s"]) / 60
     upper = clopper_pearson_upper(k, n)
     need = math.ceil(math.log(0.05) / math.log(1 - TARGET_FALSE_PASS))
-    wave_s = float(np.median([max(r.boot_s.values()) for r in raws])) + rule.max_rounds * WAVE_ENGINES * nz["engine_round_s"] + 30
+    wave_s = (
+        float(np.median([max(r.boot_s.values()) for r in raws]))
+        + rule.max_rounds * WAVE_ENGINES * nz["engine_round_s"]
+        + 30
+    )
     waves = math.ceil(max(0, need - n) / (WAVE_ENGINES // 3))
     short = []
     if upper > TARGET_FALSE_PASS:
-        short.append(f"false PASS: {k} of {n} independent null qualifications, upper 95% bound {upper:.1%} > "
-                     f"{TARGET_FALSE_PASS:.0%} (at no false PASS that takes {need})")
+        short.append(
+            f"false PASS: {k} of {n} independent null qualifications, upper 95% bound {upper:.1%} > "
+            f"{TARGET_FALSE_PASS:.0%} (at no false PASS that takes {need})"
+        )
     pc2 = next((r for r in controls if r.effect == 0.02), None)
     if pc2 is None or pc2.qualifications < TARGET_CONTROLS:
-        short.append(f"power: {pc2.qualifications if pc2 else 0} real positive controls at 2%, fewer than {TARGET_CONTROLS}")
+        short.append(
+            f"power: {pc2.qualifications if pc2 else 0} real positive controls at 2%, fewer than {TARGET_CONTROLS}"
+        )
     elif pc2.passes < TARGET_POWER * pc2.qualifications:
-        short.append(f"power: {pc2.passes} of {pc2.qualifications} positive controls at 2% passed, under {TARGET_POWER:.0%}")
+        short.append(
+            f"power: {pc2.passes} of {pc2.qualifications} positive controls at 2% passed, under {TARGET_POWER:.0%}"
+        )
     if minutes > TARGET_MINUTES:
         short.append(f"time: {minutes:.1f} minutes per qualification > {TARGET_MINUTES:.0f}")
     return CalibrationRecord(
-        device=raws[0].device, engine=dict(raws[0].engine_info), rounds=sum(len(r.rounds) for r in raws),
-        independent_draws=n, false_passes_independent=k, false_pass_upper_95=upper, held_out_draws=len(held),
-        held_out_false_passes=k_held, held_out_upper_95=clopper_pearson_upper(k_held, len(held)),
-        pooled_draws=len(pooled), pooled_false_passes=pooled.count("PASS"), positive_control=controls,
-        injected=injected, model=model, robust_model=robust, units=every, minutes_per_qualification=minutes, preregistration=prereg,
-        rule=rule, noise=nz, measured_candidate=measured_candidate(raws, rule.trim), meets_targets=not short,
-        shortfall=short, path_to_300=dict(units_needed=need, units_now=n, units_per_wave=WAVE_ENGINES // 3,
-                                          wave_minutes=wave_s / 60, waves=waves, device_hours=waves * wave_s / 3600),
-        sources=sources, collected_by=[r.command for r in raws], command=command,
-        analysed=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
+        device=raws[0].device,
+        engine=dict(raws[0].engine_info),
+        rounds=sum(len(r.rounds) for r in raws),
+        independent_draws=n,
+        false_passes_independent=k,
+        false_pass_upper_95=upper,
+        held_out_draws=len(held),
+        held_out_false_passes=k_held,
+        held_out_upper_95=clopper_pearson_upper(k_held, len(held)),
+        pooled_draws=len(pooled),
+        pooled_false_passes=pooled.count("PASS"),
+        positive_control=controls,
+        injected=injected,
+        model=model,
+        robust_model=robust,
+        units=every,
+        minutes_per_qualification=minutes,
+        preregistration=prereg,
+        rule=rule,
+        noise=nz,
+        measured_candidate=measured_candidate(raws, rule.trim),
+        meets_targets=not short,
+        shortfall=short,
+        path_to_300=dict(
+            units_needed=need,
+            units_now=n,
+            units_per_wave=WAVE_ENGINES // 3,
+            wave_minutes=wave_s / 60,
+            waves=waves,
+            device_hours=waves * wave_s / 3600,
+        ),
+        sources=sources,
+        collected_by=[r.command for r in raws],
+        command=command,
+        analysed=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    )

@@ -39,9 +39,21 @@ def handicap_us(effect: float, pass_s: float, layers: int, workload: Workload) -
     return 1e6 * pass_s * effect / (1 - effect) / (layers * steps)
 
 
-def collect(options, out: Path, *, stock: int = 3, handicap: dict[float, int] | None = None, handicap_pass_s: float = 1.3,
-            candidates: dict | None = None, budget_s: float = 300.0, max_rounds: int | None = None, keep_rounds: int = 0,
-            export_cache: Path | None = None, progress: Callable[[str], None] | None = None, command: str = "") -> CalibrationRaw:
+def collect(
+    options,
+    out: Path,
+    *,
+    stock: int = 3,
+    handicap: dict[float, int] | None = None,
+    handicap_pass_s: float = 1.3,
+    candidates: dict | None = None,
+    budget_s: float = 300.0,
+    max_rounds: int | None = None,
+    keep_rounds: int = 0,
+    export_cache: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    command: str = "",
+) -> CalibrationRaw:
     """Boots `stock` stock engines, `count` handicapped ones per effect in `handicap` (sized against a stock pass of
     `handicap_pass_s`) and one engine per candidate bundle (name -> bundle or path), and serves rounds until
     `budget_s` (counted from the start, boots included) would be exceeded or `max_rounds` are served. With
@@ -55,19 +67,29 @@ def collect(options, out: Path, *, stock: int = 3, handicap: dict[float, int] | 
     say = progress or (lambda m: None)
     harden_self()
     engine = options.engine()
-    workload = make_workload(options.shapes, PRESETS[options.preset]["vocab_size"], passes=1,
-                             warmup_passes=options.warmup_passes, seed=options.seed)
+    workload = make_workload(
+        options.shapes,
+        PRESETS[options.preset]["vocab_size"],
+        passes=1,
+        warmup_passes=options.warmup_passes,
+        seed=options.seed,
+    )
     bundles = {n: b if hasattr(b, "identity") else load_bundle(b) for n, b in (candidates or {}).items()}
     handicapped = {f"H{i + 1}": e for i, e in enumerate(e for e, k in (handicap or {}).items() for _ in range(k))}
-    delay = {n: handicap_us(e, handicap_pass_s, PRESETS[options.preset]["num_hidden_layers"], workload)
-             for n, e in handicapped.items()}
+    delay = {
+        n: handicap_us(e, handicap_pass_s, PRESETS[options.preset]["num_hidden_layers"], workload)
+        for n, e in handicapped.items()
+    }
     names = [f"B{i + 1}" for i in range(stock)] + list(handicapped) + list(bundles)
     keep = [n for n in names if n in ("B1", "B2") or n in bundles] if keep_rounds else []
     rng = np.random.default_rng(workload.seed)
     outputs = Path(f"{out}.outputs.jsonl")
     outputs.unlink(missing_ok=True)
     failed: dict[str, str] = {}
-    with staged(bundles, sandboxed=options.sandboxed) as paths, Fleet(engine, workload, options, readings=True) as fleet:
+    with (
+        staged(bundles, sandboxed=options.sandboxed) as paths,
+        Fleet(engine, workload, options, readings=True) as fleet,
+    ):
 
         def drop(name: str, why: str) -> bool:
             """A candidate engine that fails leaves the collection (recorded); a stock or handicapped one ends it."""
@@ -82,8 +104,14 @@ def collect(options, out: Path, *, stock: int = 3, handicap: dict[float, int] | 
             say(f"{name} dropped: {why[:300]}")
             return True
 
-        arms = {n: {"bundle": paths.get(n), "identity": bundles[n].identity if n in bundles else None,
-                    "handicap_us": delay.get(n, 0.0)} for n in names}
+        arms = {
+            n: {
+                "bundle": paths.get(n),
+                "identity": bundles[n].identity if n in bundles else None,
+                "handicap_us": delay.get(n, 0.0),
+            }
+            for n in names
+        }
         booted = fleet.boot(arms, cpu_sets(len(names)), t0 + options.startup_timeout_s)
         for name, got in booted.items():
             if isinstance(got, Ready):
@@ -96,11 +124,23 @@ def collect(options, out: Path, *, stock: int = 3, handicap: dict[float, int] | 
         env = environment()
         raw = CalibrationRaw(
             started=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            device=env.gpu_model or engine.device, engine=engine, engine_identity=booted["B1"].identity,
-            engine_info=booted["B1"].info, workload=workload, stock=names[:stock], handicap=handicapped,
-            handicap_us=delay, candidates={n: b.identity for n, b in bundles.items() if n in names},
-            boot_s={n: booted[n].boot_s for n in names}, kept=list(keep), kept_rounds=keep_rounds,
-            failed=failed, sandboxed=options.sandboxed, env=env, command=command)
+            device=env.gpu_model or engine.device,
+            engine=engine,
+            engine_identity=booted["B1"].identity,
+            engine_info=booted["B1"].info,
+            workload=workload,
+            stock=names[:stock],
+            handicap=handicapped,
+            handicap_us=delay,
+            candidates={n: b.identity for n, b in bundles.items() if n in names},
+            boot_s={n: booted[n].boot_s for n in names},
+            kept=list(keep),
+            kept_rounds=keep_rounds,
+            failed=failed,
+            sandboxed=options.sandboxed,
+            env=env,
+            command=command,
+        )
         rounds: list[RawRound] = []
         t_rounds = time.monotonic()
         r = 0
@@ -112,14 +152,28 @@ def collect(options, out: Path, *, stock: int = 3, handicap: dict[float, int] | 
             start = time.monotonic() - t_rounds
             served = fleet.round(r, order, lambda name, f, r=r: drop(name, f"round {r}: {f}"))
             if failed.keys() - raw.failed.keys():
-                raw = raw.model_copy(update={"failed": dict(failed), "kept": list(keep),
-                                             "candidates": {n: i for n, i in raw.candidates.items() if n in names}})
+                raw = raw.model_copy(
+                    update={
+                        "failed": dict(failed),
+                        "kept": list(keep),
+                        "candidates": {n: i for n, i in raw.candidates.items() if n in names},
+                    }
+                )
             order = [n for n in order if n in names]
             ref = [o["tokens"] for o in served["B1"].outputs]
-            agree = {n: sum(a == o["tokens"] for a, o in zip(ref, s.outputs, strict=True)) / len(ref)
-                     for n, s in served.items()}
-            rounds.append(RawRound(t=start, order=order, pass_s={n: served[n].seconds for n in order}, agree=agree,
-                                   host={n: served[n].host for n in order}))
+            agree = {
+                n: sum(a == o["tokens"] for a, o in zip(ref, s.outputs, strict=True)) / len(ref)
+                for n, s in served.items()
+            }
+            rounds.append(
+                RawRound(
+                    t=start,
+                    order=order,
+                    pass_s={n: served[n].seconds for n in order},
+                    agree=agree,
+                    host={n: served[n].host for n in order},
+                )
+            )
             if r < keep_rounds:
                 with outputs.open("a") as f:
                     f.writelines(_kept(r, n, served[n]).model_dump_json() + "\n" for n in keep)
@@ -143,8 +197,14 @@ def collect(options, out: Path, *, stock: int = 3, handicap: dict[float, int] | 
 def _kept(r: int, name: str, served: Served) -> KeptRound:
     """One engine's completions of round r as the outputs file keeps them (for `evidence_from`)."""
     outs = served.outputs
-    return KeptRound(round=r, engine=name, latency_s=served.latency_s, tokens=[o["tokens"] for o in outs],
-                     logprobs=[_r4(o["logprobs"]) for o in outs], margins=[_r4(o["margins"]) for o in outs])
+    return KeptRound(
+        round=r,
+        engine=name,
+        latency_s=served.latency_s,
+        tokens=[o["tokens"] for o in outs],
+        logprobs=[_r4(o["logprobs"]) for o in outs],
+        margins=[_r4(o["margins"]) for o in outs],
+    )
 
 
 def export(e, dest: Path, sandboxed: bool) -> str:

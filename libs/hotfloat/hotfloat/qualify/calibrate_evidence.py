@@ -56,18 +56,40 @@ def evidence_from(raw: CalibrationRaw, outputs: Path, candidate: str, rule: Rule
     if looks < 1:
         raise ValueError(f"only {n} kept rounds, fewer than one look of {rule.look_rounds}")
     rule = rule.model_copy(update={"max_looks": looks})
-    frames = [RunFrame(index=i, role="C" if e == candidate else "B", ok=True,
-                       pass_s=[raw.rounds[r].pass_s[e] for r in range(n)],
-                       latency_s=[kept[(r, e)].latency_s for r in range(n)], tokens=[kept[(r, e)].tokens for r in range(n)],
-                       logprobs=[kept[(r, e)].logprobs for r in range(n)], margins=[kept[(r, e)].margins for r in range(n)],
-                       routed=raw.routed.get(e, {}) if e == candidate else {}, boot_s=raw.boot_s[e],
-                       tokens_per_s=sum(q.max_new_tokens for b in raw.workload.batches for q in b) * n
-                       / sum(raw.rounds[r].pass_s[e] for r in range(n)))
-              for i, e in enumerate(trio)]
+    frames = [
+        RunFrame(
+            index=i,
+            role="C" if e == candidate else "B",
+            ok=True,
+            pass_s=[raw.rounds[r].pass_s[e] for r in range(n)],
+            latency_s=[kept[(r, e)].latency_s for r in range(n)],
+            tokens=[kept[(r, e)].tokens for r in range(n)],
+            logprobs=[kept[(r, e)].logprobs for r in range(n)],
+            margins=[kept[(r, e)].margins for r in range(n)],
+            routed=raw.routed.get(e, {}) if e == candidate else {},
+            boot_s=raw.boot_s[e],
+            tokens_per_s=sum(q.max_new_tokens for b in raw.workload.batches for q in b)
+            * n
+            / sum(raw.rounds[r].pass_s[e] for r in range(n)),
+        )
+        for i, e in enumerate(trio)
+    ]
     order = [[trio.index(e) for e in raw.rounds[r].order if e in trio] for r in range(n)]
     decision = judge(frames, rule, order)
     used = decision.rounds or n
     seconds = max(raw.boot_s[e] for e in trio) + sum(raw.rounds[r].pass_s[e] for r in range(used) for e in trio)
-    return Evidence(bundle_identity=raw.candidates[candidate], engine=raw.engine, engine_identity=raw.engine_identity,
-                    engine_info=raw.engine_info, workload=raw.workload, order=order, rule=rule, env=raw.env,
-                    sandboxed=raw.sandboxed, frames=frames, decision=decision, started=raw.started, seconds=seconds)
+    return Evidence(
+        bundle_identity=raw.candidates[candidate],
+        engine=raw.engine,
+        engine_identity=raw.engine_identity,
+        engine_info=raw.engine_info,
+        workload=raw.workload,
+        order=order,
+        rule=rule,
+        env=raw.env,
+        sandboxed=raw.sandboxed,
+        frames=frames,
+        decision=decision,
+        started=raw.started,
+        seconds=seconds,
+    )

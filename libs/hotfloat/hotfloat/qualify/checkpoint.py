@@ -32,15 +32,21 @@ def ensure(preset: str, dtype: str, seed: int, timeout_s: float = 600.0) -> Path
     """The checkpoint directory for (preset, dtype, seed), generated in a child process if not cached yet."""
     from .presets import PRESETS
 
-    key = hashlib.sha256(json.dumps([PRESETS[preset], dtype, seed, FINAL_NORM_SCALE], sort_keys=True).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        json.dumps([PRESETS[preset], dtype, seed, FINAL_NORM_SCALE], sort_keys=True).encode()
+    ).hexdigest()[:16]
     root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hotfloat" / "qualify-models")
     out = root / f"{preset}-{dtype}-{seed}-{key}"
     if (out / "done").exists():
         return out
     out.mkdir(parents=True, exist_ok=True)
     try:
-        r = subprocess.run([sys.executable, "-m", "hotfloat.qualify.checkpoint", preset, dtype, str(seed), str(out)],
-                           capture_output=True, text=True, timeout=timeout_s)
+        r = subprocess.run(
+            [sys.executable, "-m", "hotfloat.qualify.checkpoint", preset, dtype, str(seed), str(out)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
         raise InfrastructureError(f"generating the {preset} checkpoint took over {timeout_s:.0f} s") from None
     if r.returncode != 0:
@@ -80,7 +86,10 @@ def write(preset: str, dtype: str, seed: int, out: Path) -> None:
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
-                p.copy_((1.0 + 0.1 * torch.randn(p.shape, generator=gen)) * (FINAL_NORM_SCALE if name == "model.norm.weight" else 1.0))
+                p.copy_(
+                    (1.0 + 0.1 * torch.randn(p.shape, generator=gen))
+                    * (FINAL_NORM_SCALE if name == "model.norm.weight" else 1.0)
+                )
     model.to(DTYPES[dtype]).save_pretrained(out)
 
 

@@ -21,8 +21,13 @@ from .records import AuditRecord, Decision, RuleConfig, RunFrame
 from .rule import decide
 
 
-def judge(frames: list[RunFrame], rule: RuleConfig, order: list[list[int]], twin: RunFrame | None = None,
-          audit: list[AuditRecord] | None = None) -> Decision | None:
+def judge(
+    frames: list[RunFrame],
+    rule: RuleConfig,
+    order: list[list[int]],
+    twin: RunFrame | None = None,
+    audit: list[AuditRecord] | None = None,
+) -> Decision | None:
     """The decision the frames so far support, or None while the protocol needs more rounds; `order[r]` is the
     engines' serving order in round r (the carry-over check reads which engine each pass followed); `twin` sets the
     gate's tolerance (hotfloat.qualify.gate)."""
@@ -30,41 +35,68 @@ def judge(frames: list[RunFrame], rule: RuleConfig, order: list[list[int]], twin
         raise ValueError("frames must be B, C, B' indexed 0, 1, 2")
     cand = frames[1]
     if not cand.ok and cand.fault not in (None, "host"):
-        return Decision(status="FAIL", fault=f"C:{cand.fault}", reason=f"candidate engine at fault ({cand.fault}): {cand.error}")
+        return Decision(
+            status="FAIL", fault=f"C:{cand.fault}", reason=f"candidate engine at fault ({cand.fault}): {cand.error}"
+        )
     for f in (frames[0], frames[2]):
         if not f.ok:
-            return Decision(status="NO_DECISION", fault=f"B:{f.fault}" if f.fault else None,
-                            reason=f"infrastructure: baseline engine {f.index} failed: {f.error}")
+            return Decision(
+                status="NO_DECISION",
+                fault=f"B:{f.fault}" if f.fault else None,
+                reason=f"infrastructure: baseline engine {f.index} failed: {f.error}",
+            )
     if not cand.ok and cand.raised:  # evidence v2: a fault of its own doing
         return Decision(status="FAIL", gate="FAIL", reason=f"candidate engine failed: {cand.error}")
     if not cand.ok:
-        return Decision(status="NO_DECISION", fault="C:host" if cand.fault else None,
-                        reason=f"infrastructure: candidate engine died or stalled: {cand.error}")
+        return Decision(
+            status="NO_DECISION",
+            fault="C:host" if cand.fault else None,
+            reason=f"infrastructure: candidate engine died or stalled: {cand.error}",
+        )
     if len({len(f.pass_s) for f in frames}) != 1:
         raise ValueError("B, C and B' must have served the same number of rounds")
     if twin is not None and not twin.ok:
-        return Decision(status="NO_DECISION", fault=f"T:{twin.fault}" if twin.fault else None,
-                        reason=f"infrastructure: the gate's twin engine failed: {twin.error}")
+        return Decision(
+            status="NO_DECISION",
+            fault=f"T:{twin.fault}" if twin.fault else None,
+            reason=f"infrastructure: the gate's twin engine failed: {twin.error}",
+        )
     if audit is not None and (verdict := _audited(audit, rule.audit_slack)) is not None:
         return verdict
     status, why = gate(frames, rule.logprob_tol, twin, rule.gate_slack)
     if status != "PASS":
         hint = furthest(audit) if status == "FAIL" else None
-        return Decision(status=status, gate=status if status == "FAIL" else "N/A",
-                        reason=f"{why}; {hint}" if hint else why)
+        return Decision(
+            status=status, gate=status if status == "FAIL" else "N/A", reason=f"{why}; {hint}" if hint else why
+        )
     if not sum(cand.routed.values()):
-        return Decision(status="N/A", gate="PASS", reason="no engine call reached the bundle (outside its declared domain)")
+        return Decision(
+            status="N/A", gate="PASS", reason="no engine call reached the bundle (outside its declared domain)"
+        )
     lk = decide(frames[0].pass_s, cand.pass_s, frames[2].pass_s, rule)
     if lk is None:
         return None
     co = carry_over(frames, order)
     if co is not None and co.charged(rule.carry_bound):
-        return Decision(status="FAIL", gate="PASS", rounds=lk.rounds,
-                        reason=f"carry-over: a baseline pass timed right after the candidate's is {co.penalty:+.2%} "
-                               f"(s.e. {co.se:.2%}, bound {rule.carry_bound:.2%}) against one after the other "
-                               "baseline: the candidate leaves work running that slows the next engine")
-    return Decision(status=lk.status, reason=lk.reason, gate="PASS", score=lk.score if lk.status == "PASS" else 0.0,
-                    improvement=lk.improvement, lower=lk.lower, upper=lk.upper, drift=lk.drift, rounds=lk.rounds)
+        return Decision(
+            status="FAIL",
+            gate="PASS",
+            rounds=lk.rounds,
+            reason=f"carry-over: a baseline pass timed right after the candidate's is {co.penalty:+.2%} "
+            f"(s.e. {co.se:.2%}, bound {rule.carry_bound:.2%}) against one after the other "
+            "baseline: the candidate leaves work running that slows the next engine",
+        )
+    return Decision(
+        status=lk.status,
+        reason=lk.reason,
+        gate="PASS",
+        score=lk.score if lk.status == "PASS" else 0.0,
+        improvement=lk.improvement,
+        lower=lk.lower,
+        upper=lk.upper,
+        drift=lk.drift,
+        rounds=lk.rounds,
+    )
 
 
 def _audited(audit: list[AuditRecord], slack: float) -> Decision | None:

@@ -90,8 +90,9 @@ class Engine:
     """Static decoders by (batch size, cache capacity), kept for the engine's lifetime with their graphs."""
 
 
-def build_engine(preset: str, dtype: str, device: str, weight_seed: int, router, extra_passes: int = 0,
-                 decode: str = "eager") -> Engine:
+def build_engine(
+    preset: str, dtype: str, device: str, weight_seed: int, router, extra_passes: int = 0, decode: str = "eager"
+) -> Engine:
     """Builds the preset model with seeded weights and routes its activation and norms through `router`."""
     import transformers
 
@@ -114,9 +115,20 @@ def build_engine(preset: str, dtype: str, device: str, weight_seed: int, router,
                 p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
     model = model.to(DTYPES[dtype]).eval()
     _patch(model, router, extra_passes)
-    ident = hashlib.sha256(json.dumps(
-        {"config": config.to_dict(), "dtype": dtype, "seed": weight_seed, "decode": decode, "torch": torch.__version__,
-         "transformers": transformers.__version__}, sort_keys=True, default=str).encode()).hexdigest()
+    ident = hashlib.sha256(
+        json.dumps(
+            {
+                "config": config.to_dict(),
+                "dtype": dtype,
+                "seed": weight_seed,
+                "decode": decode,
+                "torch": torch.__version__,
+                "transformers": transformers.__version__,
+            },
+            sort_keys=True,
+            default=str,
+        ).encode()
+    ).hexdigest()
     cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     return Engine(model=model, device=dev, identity=ident, cache_arg=cache_arg, router=router, decode=decode)
 
@@ -132,8 +144,12 @@ def _patch(model: nn.Module, router, extra_passes: int) -> None:
 
 
 @torch.inference_mode()
-def serve_batch(engine: Engine, prompts: list[list[int]], max_new: list[int],
-                on_done: Callable[[int, list[int], list[float], list[float]], None]) -> int:
+def serve_batch(
+    engine: Engine,
+    prompts: list[list[int]],
+    max_new: list[int],
+    on_done: Callable[[int, list[int], list[float], list[float]], None],
+) -> int:
     """Greedy-decodes a left-padded batch; calls on_done(i, tokens, logprobs, margins) the moment request i has all
     its tokens. Returns the tokens generated for the requests. One host sync per step, as a serving loop has."""
     dev = engine.device
@@ -141,8 +157,8 @@ def serve_batch(engine: Engine, prompts: list[list[int]], max_new: list[int],
     ids = torch.zeros((n, width), dtype=torch.long)
     mask = torch.zeros((n, width), dtype=torch.long)
     for i, p in enumerate(prompts):
-        ids[i, width - len(p):] = torch.tensor(p)
-        mask[i, width - len(p):] = 1
+        ids[i, width - len(p) :] = torch.tensor(p)
+        mask[i, width - len(p) :] = 1
     ids, mask = ids.to(dev), mask.to(dev)
     steps = max(max_new)
     decoder = _decoder(engine, n, capacity_for(width, steps))
@@ -153,7 +169,9 @@ def serve_batch(engine: Engine, prompts: list[list[int]], max_new: list[int],
     for step in range(steps):
         top = torch.log_softmax(logits.float(), dim=-1).topk(2, dim=-1)
         chosen = top.indices[:, 0]
-        rows = torch.stack([chosen.double(), top.values[:, 0].double(), (top.values[:, 0] - top.values[:, 1]).double()], 1)
+        rows = torch.stack(
+            [chosen.double(), top.values[:, 0].double(), (top.values[:, 0] - top.values[:, 1]).double()], 1
+        )
         for i, (tok, lp, margin) in enumerate(rows.tolist()):
             if step < max_new[i]:
                 tokens[i].append(int(tok))
@@ -194,8 +212,9 @@ class DynamicDecoder:
         return self._forward(chosen[:, None])
 
     def _forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=ids, attention_mask=self.mask, position_ids=self.pos, use_cache=True,
-                          **self.cache).logits[:, -1, :]
+        return self.model(
+            input_ids=ids, attention_mask=self.mask, position_ids=self.pos, use_cache=True, **self.cache
+        ).logits[:, -1, :]
 
 
 class TransformersEngine:
@@ -210,11 +229,23 @@ class TransformersEngine:
         if spec["device"] == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"
             torch.set_num_threads(spec.get("threads", 1))
-        self.router = arm(spec.get("bundle"), identity=spec.get("identity"), twin_of=spec.get("twin_of"),
-                          twin_identity=spec.get("twin_identity"), audit=AuditConfig.from_spec(spec),
-                          handicap_us=float(spec.get("handicap_us", 0.0)))
-        self.engine = build_engine(spec["preset"], spec["dtype"], spec["device"], spec["weight_seed"], self.router,
-                                   spec.get("extra_passes", 0), spec["decode"])
+        self.router = arm(
+            spec.get("bundle"),
+            identity=spec.get("identity"),
+            twin_of=spec.get("twin_of"),
+            twin_identity=spec.get("twin_identity"),
+            audit=AuditConfig.from_spec(spec),
+            handicap_us=float(spec.get("handicap_us", 0.0)),
+        )
+        self.engine = build_engine(
+            spec["preset"],
+            spec["dtype"],
+            spec["device"],
+            spec["weight_seed"],
+            self.router,
+            spec.get("extra_passes", 0),
+            spec["decode"],
+        )
         self.identity = self.engine.identity
         self.info = {"engine": "transformers", "torch": torch.__version__, "decode": spec["decode"]}
 

@@ -17,6 +17,7 @@ from ..verdict import Status
 from .decision import judge
 from .records import AuditRecord, Decision, EngineSpec, IsolationRecord, RuleConfig, RunFrame, Workload
 
+
 def _serving_order(order: list[int]) -> list[int]:
     if sorted(order) != [0, 1, 2]:
         raise ValueError("each round's order must be the frame indices 0, 1, 2, each once")
@@ -64,7 +65,11 @@ class Evidence(Record):
     @classmethod
     def _v2_rule(cls, data):
         """Evidence written before the rule had versions was decided by version 1."""
-        if isinstance(data, dict) and data.get("format") == "hotfloat-qualify-evidence-v2" and isinstance(data.get("rule"), dict):
+        if (
+            isinstance(data, dict)
+            and data.get("format") == "hotfloat-qualify-evidence-v2"
+            and isinstance(data.get("rule"), dict)
+        ):
             data = {**data, "rule": {"version": 1, **data["rule"]}}
         return data
 

@@ -33,8 +33,15 @@ class Fleet:
     `batch_timeout_s`); with none, every pass gets `batch_timeout_s`. `readings` adds the host's counters to every
     pass (calibration's diagnostics)."""
 
-    def __init__(self, engine: EngineSpec, workload: Workload, options, *, reference: Collection[str] = (),
-                 readings: bool = False):
+    def __init__(
+        self,
+        engine: EngineSpec,
+        workload: Workload,
+        options,
+        *,
+        reference: Collection[str] = (),
+        readings: bool = False,
+    ):
         self.engine, self.workload, self.options = engine, workload, options
         self.reference, self.readings = set(reference), readings
         self.engines: dict[str, ResidentEngine] = {}
@@ -59,20 +66,36 @@ class Fleet:
     def isolation(self) -> IsolationRecord:
         return self.iso.record()
 
-    def boot(self, arms: dict[str, dict], cpus: list[list[int] | None], deadline: float) -> dict[str, Ready | EngineFault]:
+    def boot(
+        self, arms: dict[str, dict], cpus: list[list[int] | None], deadline: float
+    ) -> dict[str, Ready | EngineFault]:
         """Starts one engine per arm (name -> what its spec adds: bundle, identity, twin, handicap, ...) on its CPU set
         and waits for every ready message; an engine that could not start or boot gets its fault instead."""
         o, w = self.options, self.workload
-        base = dict(self.engine.model_dump(), threads=o.threads, mem_fraction=o.mem_fraction, kv_tokens=kv_cap(w),
-                    warmup=[(prompts(w, -1 - p, b), [r.max_new_tokens for r in batch])
-                            for p in range(w.warmup_passes) for b, batch in enumerate(w.batches)],
-                    graph_batches=sorted({len(b) for b in w.batches}),
-                    model_dir=model_view(self.model_dir, sandboxed=o.sandboxed))
+        base = dict(
+            self.engine.model_dump(),
+            threads=o.threads,
+            mem_fraction=o.mem_fraction,
+            kv_tokens=kv_cap(w),
+            warmup=[
+                (prompts(w, -1 - p, b), [r.max_new_tokens for r in batch])
+                for p in range(w.warmup_passes)
+                for b, batch in enumerate(w.batches)
+            ],
+            graph_batches=sorted({len(b) for b in w.batches}),
+            model_dir=model_view(self.model_dir, sandboxed=o.sandboxed),
+        )
         out: dict[str, Ready | EngineFault] = {}
         for (name, arm), cpu in zip(arms.items(), cpus, strict=True):
             try:
-                self.engines[name] = ResidentEngine(name, {**base, **arm, "cpus": cpu}, device=self.engine.device,
-                                                    kind=self.engine.kind, sandboxed=o.sandboxed, model_dir=self.model_dir)
+                self.engines[name] = ResidentEngine(
+                    name,
+                    {**base, **arm, "cpus": cpu},
+                    device=self.engine.device,
+                    kind=self.engine.kind,
+                    sandboxed=o.sandboxed,
+                    model_dir=self.model_dir,
+                )
             except (InfrastructureError, OSError) as e:
                 out[name] = EngineFault(f"the engine could not be started: {e}", kind="host", who=name)
             except EngineFault as f:
@@ -92,8 +115,10 @@ class Fleet:
     def round(self, r: int, order: list[str], on_fault: OnFault) -> dict[str, Served]:
         """Round r's pass (r < 0: prompts no timed round uses) on each engine in `order` still in the fleet, engine
         after engine, each alone; a fault goes to `on_fault`, which says whether the round goes on."""
-        batches = [(prompts(self.workload, r, b), [q.max_new_tokens for q in batch])
-                   for b, batch in enumerate(self.workload.batches)]
+        batches = [
+            (prompts(self.workload, r, b), [q.max_new_tokens for q in batch])
+            for b, batch in enumerate(self.workload.batches)
+        ]
         served: dict[str, Served] = {}
         for name in order:
             if name not in self.engines:
@@ -138,8 +163,10 @@ class Fleet:
     def _basis(self) -> str:
         if not self.slowest:
             return "no baseline pass measured yet"
-        return (f"{self.options.stall_factor:g}x the slowest baseline pass, {self.slowest:.2f} s, "
-                f"at least {self.options.stall_floor_s:g} s")
+        return (
+            f"{self.options.stall_factor:g}x the slowest baseline pass, {self.slowest:.2f} s, "
+            f"at least {self.options.stall_floor_s:g} s"
+        )
 
     def stop(self, names: list[str], timeout_s: float) -> dict[str, Counts | EngineFault]:
         """Ends serving on each named engine; each reports its seam counts, or its fault."""

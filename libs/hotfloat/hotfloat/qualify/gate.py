@@ -63,8 +63,9 @@ def divergence(ref: RunFrame, other: RunFrame, tol: float) -> Divergence | str:
     diffs: list[float] = []
     departures = compared = 0
     first = None
-    for p, (rt, ot, rl, ol, rm, om) in enumerate(zip(ref.tokens, other.tokens, ref.logprobs, other.logprobs,
-                                                    ref.margins, other.margins, strict=False)):
+    for p, (rt, ot, rl, ol, rm, om) in enumerate(
+        zip(ref.tokens, other.tokens, ref.logprobs, other.logprobs, ref.margins, other.margins, strict=False)
+    ):
         for r, (a, b, la, lb, ma, mb) in enumerate(zip(rt, ot, rl, ol, rm, om, strict=False)):
             if len(a) != len(b):
                 return f"pass {p} request {r}: {len(b)} tokens where the baseline has {len(a)}"
@@ -76,7 +77,9 @@ def divergence(ref: RunFrame, other: RunFrame, tol: float) -> Divergence | str:
                     if mx > tol:
                         departures += 1
                         if first is None:
-                            first = f"pass {p} request {r} token {j}: {y} where the baseline chose {x} (top-2 gap {mx:.3g})"
+                            first = (
+                                f"pass {p} request {r} token {j}: {y} where the baseline chose {x} (top-2 gap {mx:.3g})"
+                            )
                     break
                 diffs.append(abs(lx - ly))
                 if diffs[-1] > tol and first is None:
@@ -97,7 +100,10 @@ def gate(frames: list[RunFrame], tol: float, twin: RunFrame | None = None, slack
     ref = baselines[0]
     for f in baselines[1:]:
         if (why := compare(ref, f, tol)) is not None:
-            return "NO_DECISION", f"baseline run {f.index} disagrees with run {ref.index} (engine not deterministic): {why}"
+            return (
+                "NO_DECISION",
+                f"baseline run {f.index} disagrees with run {ref.index} (engine not deterministic): {why}",
+            )
     limits = None
     if twin is not None:
         t = divergence(ref, twin, tol)
@@ -122,11 +128,15 @@ def _beyond(c: Divergence | str, t: Divergence, tol: float, slack: float) -> str
     for q in LEVELS:
         limit = max(tol, slack * t.level(q))
         if c.level(q) > limit:
-            return (f"logprob differences at the {q:.0%} level are {c.level(q):.3g} > {limit:.3g} ({slack:g}x the "
-                    f"twin's {t.level(q):.3g})")
+            return (
+                f"logprob differences at the {q:.0%} level are {c.level(q):.3g} > {limit:.3g} ({slack:g}x the "
+                f"twin's {t.level(q):.3g})"
+            )
     if c.rate > slack * t.rate:
-        return (f"leaves the baseline's path at {c.rate:.2%} of tokens > {slack * t.rate:.2%} ({slack:g}x the "
-                f"twin's {t.rate:.2%})")
+        return (
+            f"leaves the baseline's path at {c.rate:.2%} of tokens > {slack * t.rate:.2%} ({slack:g}x the "
+            f"twin's {t.rate:.2%})"
+        )
     return None
 
 
@@ -142,5 +152,7 @@ def furthest(audits: list[AuditRecord] | None) -> str | None:
     if cand is None:
         return None
     s = max(cand.slots.values(), key=lambda s: s.worst.ratio)
-    return (f"the candidate's audited calls furthest from the reference are {s.worst.slot}'s (worst "
-            f"{s.worst.ratio:.3g}x its tolerance, max abs err {s.worst.max_abs_err:.3g}, over {s.calls_audited} calls)")
+    return (
+        f"the candidate's audited calls furthest from the reference are {s.worst.slot}'s (worst "
+        f"{s.worst.ratio:.3g}x its tolerance, max abs err {s.worst.max_abs_err:.3g}, over {s.calls_audited} calls)"
+    )

@@ -113,8 +113,9 @@ class StaticDecoder:
         except Exception as e:  # whatever the captured code raised: the reason goes back as data
             raise GraphCaptureError(f"kernel is not CUDA-graph capturable: {type(e).__name__}: {e}"[:2000]) from None
         after = self.router.counts()
-        self.per_replay = {k: SeamCount(after[k].routed - before[k].routed, after[k].stock - before[k].stock)
-                           for k in after}
+        self.per_replay = {
+            k: SeamCount(after[k].routed - before[k].routed, after[k].stock - before[k].stock) for k in after
+        }
         self.graph, self.out = graph, out
 
     def _forward(self, ids, pos, write, keep, cached: bool) -> torch.Tensor:

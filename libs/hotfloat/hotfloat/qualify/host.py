@@ -40,9 +40,22 @@ PACKAGE = Path(__file__).resolve().parents[1]
 LIB, BUNDLES, MODEL, SEED_CACHE, CACHE = "/hotfloat-lib", "/bundles", "/model", "/seed-cache", "/tmp/cache"
 ENGINE_CPU_S = 4 * 3600
 """RLIMIT_CPU per engine process: a resident engine lives for a whole qualification."""
-PASSTHROUGH = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "TRITON_PTXAS_PATH", "CPATH", "LIBRARY_PATH",
-               "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TOKENIZERS_PARALLELISM",
-               "TVM_FFI_CACHE_DIR", "NCCL_CUMEM_ENABLE", "NCCL_NVLS_ENABLE", "DO_NOT_TRACK")
+PASSTHROUGH = (
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "TRITON_PTXAS_PATH",
+    "CPATH",
+    "LIBRARY_PATH",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "TOKENIZERS_PARALLELISM",
+    "TVM_FFI_CACHE_DIR",
+    "NCCL_CUMEM_ENABLE",
+    "NCCL_NVLS_ENABLE",
+    "DO_NOT_TRACK",
+)
 PREFIXES = ("FLASHINFER_", "SGLANG_", "SGL_")
 """Environment the engine runtime needs from the validator's (set by tools/device/sglang_env.sh on the device)."""
 ENV_ROOT = "HOTFLOAT_ENGINE_ROOT"
@@ -53,10 +66,16 @@ def engine_policy(device: str, kind: str) -> SandboxPolicy:
     """The bounds of one engine sandbox. SGLang runs three processes (engine, scheduler, detokenizer) with many
     threads each and JIT-compiles into /tmp; /dev is the engine's own, so it may be writable (shared memory)."""
     cuda = device == "cuda"
-    return SandboxPolicy(gpu=cuda, address_space_bytes=None if cuda else 16 * GiB,
-                         memory_bytes=(40 if cuda else 8) * GiB, cpu_seconds=ENGINE_CPU_S,
-                         max_processes=2048 if kind == "sglang" else 256, max_open_files=_nofile(65536 if kind == "sglang" else 1024),
-                         tmp_bytes=(8 if kind == "sglang" else 1) * GiB, writable_dev=True)
+    return SandboxPolicy(
+        gpu=cuda,
+        address_space_bytes=None if cuda else 16 * GiB,
+        memory_bytes=(40 if cuda else 8) * GiB,
+        cpu_seconds=ENGINE_CPU_S,
+        max_processes=2048 if kind == "sglang" else 256,
+        max_open_files=_nofile(65536 if kind == "sglang" else 1024),
+        tmp_bytes=(8 if kind == "sglang" else 1) * GiB,
+        writable_dev=True,
+    )
 
 
 def _nofile(want: int) -> int:
@@ -80,8 +99,11 @@ def runtime_view(kind: str, environ: dict[str, str] | None = None) -> tuple[list
     binds: dict[str, Bind] = {}
     env: dict[str, str] = {}
     repo = str(PACKAGE.parents[2]).rstrip("/") + "/"
-    path_entries = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep)
-                    if p and not (os.path.realpath(p) + "/").startswith(repo) and not os.path.isdir(os.path.join(p, "hotfloat"))]
+    path_entries = [
+        p
+        for p in environ.get("PYTHONPATH", "").split(os.pathsep)
+        if p and not (os.path.realpath(p) + "/").startswith(repo) and not os.path.isdir(os.path.join(p, "hotfloat"))
+    ]
     if kind == "sglang":
         names = [k for k in environ if k in PASSTHROUGH or k.startswith(PREFIXES)]
         root = environ.get(ENV_ROOT)
@@ -89,15 +111,24 @@ def runtime_view(kind: str, environ: dict[str, str] | None = None) -> tuple[list
         for k in names:
             v = environ[k]
             if cache and v.startswith(cache.rstrip("/")):
-                v = CACHE + v[len(cache.rstrip("/")):]
+                v = CACHE + v[len(cache.rstrip("/")) :]
             env[k] = v
-        tools = [p for p in environ.get("PATH", "").split(os.pathsep) if p and any(
-            h and (p.rstrip("/") + "/").startswith(h.rstrip("/") + "/") for h in (root, env.get("CUDA_HOME")))]
+        tools = [
+            p
+            for p in environ.get("PATH", "").split(os.pathsep)
+            if p
+            and any(h and (p.rstrip("/") + "/").startswith(h.rstrip("/") + "/") for h in (root, env.get("CUDA_HOME")))
+        ]
         # SGLang's and FlashInfer's JIT kernels build with ninja, which pip installs beside the runtime's python.
         if (ninja := shutil.which("ninja", path=environ.get("PATH"))) and os.path.dirname(ninja) not in tools:
             tools.append(os.path.dirname(ninja))
-        dirs = [*path_entries, *env.get("LD_LIBRARY_PATH", "").split(os.pathsep), env.get("CUDA_HOME", ""),
-                env.get("CUDA_PATH", ""), *tools]
+        dirs = [
+            *path_entries,
+            *env.get("LD_LIBRARY_PATH", "").split(os.pathsep),
+            env.get("CUDA_HOME", ""),
+            env.get("CUDA_PATH", ""),
+            *tools,
+        ]
         for d in dirs:
             if d and not d.startswith(CACHE) and _outside_system(d):
                 binds.setdefault(d, Bind(Path(d), d))
@@ -124,21 +155,33 @@ def lib_dir() -> Path:
             root = Path(tempfile.mkdtemp(prefix="hotfloat-lib-"))
             (root / "hotfloat").symlink_to(PACKAGE)
             # beside hotfloat where both are installed (the worker image), else in the checkout's libs/
-            plugin = next((p for p in (PACKAGE.parent / "hotfloat_sglang", PACKAGE.parents[1] / "hotfloat_sglang" /
-                                       "hotfloat_sglang") if p.is_dir()), None)
+            plugin = next(
+                (
+                    p
+                    for p in (
+                        PACKAGE.parent / "hotfloat_sglang",
+                        PACKAGE.parents[1] / "hotfloat_sglang" / "hotfloat_sglang",
+                    )
+                    if p.is_dir()
+                ),
+                None,
+            )
             if plugin is not None:
                 (root / "hotfloat_sglang").symlink_to(plugin)
                 info = root / "hotfloat_sglang_qualify-0.dist-info"
                 info.mkdir()
                 (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hotfloat-sglang-qualify\nVersion: 0\n")
-                (info / "entry_points.txt").write_text("[sglang.srt.plugins]\nhotfloat = hotfloat_sglang.plugin:activate\n")
+                (info / "entry_points.txt").write_text(
+                    "[sglang.srt.plugins]\nhotfloat = hotfloat_sglang.plugin:activate\n"
+                )
             _LIBS.append(root)
             atexit.register(shutil.rmtree, root, True)
         return _LIBS[0]
 
 
-def spawn_engine(device: str, kind: str, *, sandboxed: bool, model_dir: str | None, conn_fd: int, log_path: Path,
-                 workdir: Path) -> SandboxedProcess:
+def spawn_engine(
+    device: str, kind: str, *, sandboxed: bool, model_dir: str | None, conn_fd: int, log_path: Path, workdir: Path
+) -> SandboxedProcess:
     """Starts one engine worker serving the socket `conn_fd` (its fd 0)."""
     binds, extra = runtime_view(kind)
     extra.update({"TRITON_INTERPRET": "1"} if device == "cpu" else {})
@@ -154,12 +197,24 @@ def spawn_engine(device: str, kind: str, *, sandboxed: bool, model_dir: str | No
         if kind == "sglang":  # the validator's own runtime view, caches included (no seeding needed)
             extra.update({k: v for k, v in os.environ.items() if k.startswith(PREFIXES) or k in PASSTHROUGH})
             extra["PATH"] = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
-    extra.update(TRITON_CACHE_DIR=f"{home}/cache/triton", TORCHINDUCTOR_CACHE_DIR=f"{home}/cache/inductor",
-                 XDG_CACHE_HOME=f"{home}/cache", HOTFLOAT_WORKER_HOME=home)
+    extra.update(
+        TRITON_CACHE_DIR=f"{home}/cache/triton",
+        TORCHINDUCTOR_CACHE_DIR=f"{home}/cache/inductor",
+        XDG_CACHE_HOME=f"{home}/cache",
+        HOTFLOAT_WORKER_HOME=home,
+    )
     argv = [sys.executable, "-m", "hotfloat.qualify.worker"]
     with open(log_path, "wb") as log:
-        return spawn(argv, engine_policy(device, kind), sandboxed=sandboxed, binds=binds,
-                     env=child_env(extra, home=home), cwd=str(workdir), stdin=conn_fd, stdout=log)
+        return spawn(
+            argv,
+            engine_policy(device, kind),
+            sandboxed=sandboxed,
+            binds=binds,
+            env=child_env(extra, home=home),
+            cwd=str(workdir),
+            stdin=conn_fd,
+            stdout=log,
+        )
 
 
 _LIBS: list[Path] = []

@@ -28,9 +28,11 @@ class Reading:
     sm_clock_mhz: float
 
     def since(self, before: Reading) -> dict[str, float]:
-        return {"cpu_s": round(self.tree_cpu_s - before.tree_cpu_s, 4),
-                "steal_s": round(self.steal_s - before.steal_s, 4),
-                "sm_mhz": self.sm_clock_mhz}
+        return {
+            "cpu_s": round(self.tree_cpu_s - before.tree_cpu_s, 4),
+            "steal_s": round(self.steal_s - before.steal_s, 4),
+            "sm_mhz": self.sm_clock_mhz,
+        }
 
 
 def read(root_pid: int) -> Reading:

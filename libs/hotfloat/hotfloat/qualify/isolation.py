@@ -58,10 +58,14 @@ class Watchdog:
     def __init__(self, argv: list[str] | None = None):
         self.argv = argv or [sys.executable, "-m", "hotfloat.qualify.watchdog"]
         self.conn, theirs = socket.socketpair()
-        env = {k: v for k, v in os.environ.items() if k in ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
-                                                               "PYTHONPATH", "HOME")}
-        self.proc = subprocess.Popen(self.argv, stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     env=env)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k in ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "HOME")
+        }
+        self.proc = subprocess.Popen(
+            self.argv, stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        )
         theirs.close()
 
     def ask(self, op: str, wait_s: float = REPLY_S, **args) -> dict:
@@ -110,14 +114,20 @@ class Isolation:
         if required and not (hello.get("checkpoint") and hello.get("probe")):
             wd.close()
             why = "; ".join(f"{k}: {v}" for k, v in hello.get("why", {}).items())
-            raise InfrastructureError(f"GPU isolation unavailable ({why}); qualifying without it lets an idle "
-                                      "engine's kernels slow the timed one (opt out explicitly to run anyway)")
+            raise InfrastructureError(
+                f"GPU isolation unavailable ({why}); qualifying without it lets an idle "
+                "engine's kernels slow the timed one (opt out explicitly to run anyway)"
+            )
         return cls(wd, hello)
 
     @property
     def mode(self) -> str:
-        parts = ["sigstop", *(["checkpoint-lock"] if self.locking else []), *(["quiet-probe"] if self.probing else []),
-                 *(["nvml-witness"] if self.witness else [])]
+        parts = [
+            "sigstop",
+            *(["checkpoint-lock"] if self.locking else []),
+            *(["quiet-probe"] if self.probing else []),
+            *(["nvml-witness"] if self.witness else []),
+        ]
         return "+".join(parts)
 
     @contextmanager
@@ -171,24 +181,37 @@ class Isolation:
         if not pids:
             return []
         try:
-            res = self.wd.ask("lock", wait_s=REPLY_S + len(pids) * LOCK_TIMEOUT_MS / 1e3, pids=pids,
-                              timeout_ms=LOCK_TIMEOUT_MS)["results"]
+            res = self.wd.ask(
+                "lock", wait_s=REPLY_S + len(pids) * LOCK_TIMEOUT_MS / 1e3, pids=pids, timeout_ms=LOCK_TIMEOUT_MS
+            )["results"]
         except TimeoutError:
             e.resume()  # a hung lock completes once its target runs again
             self._restart()
-            raise EngineFault(f"isolation: the checkpoint lock of engine {e.name} hung (its process was stopped "
-                              "before the validator stopped it)", kind="isolation", who=e.name) from None
+            raise EngineFault(
+                f"isolation: the checkpoint lock of engine {e.name} hung (its process was stopped "
+                "before the validator stopped it)",
+                kind="isolation",
+                who=e.name,
+            ) from None
         ok = [p for p, rc, _ in res if rc == 0]
         self.lock_ms += [ms for _, rc, ms in res if rc == 0]
         for p, rc, ms in res:
             if rc == CUDA_ERROR_NOT_READY:
                 self._unlock(e, ok)
-                raise EngineFault(f"isolation: engine {e.name} still had GPU work running {ms:.0f} ms after its pass "
-                                  f"(checkpoint lock of pid {p}: CUDA_ERROR_NOT_READY)", kind="isolation", who=e.name)
+                raise EngineFault(
+                    f"isolation: engine {e.name} still had GPU work running {ms:.0f} ms after its pass "
+                    f"(checkpoint lock of pid {p}: CUDA_ERROR_NOT_READY)",
+                    kind="isolation",
+                    who=e.name,
+                )
             if p in with_context and rc != 0:
                 self._unlock(e, ok)
-                raise EngineFault(f"isolation: engine {e.name}'s process {p} holds a GPU context but could not be "
-                                  f"locked (CUDA error {rc})", kind="isolation", who=e.name)
+                raise EngineFault(
+                    f"isolation: engine {e.name}'s process {p} holds a GPU context but could not be "
+                    f"locked (CUDA error {rc})",
+                    kind="isolation",
+                    who=e.name,
+                )
         return ok
 
     def _all_locked(self, owner: dict[int, str], locked: dict[str, list[int]]) -> None:
@@ -197,8 +220,11 @@ class Isolation:
         look and the stop (and may have launched work with it) is its engine's fault."""
         for p in sorted(set(self.wd.ask("contexts")["pids"]) & owner.keys()):
             if p not in locked.get(owner[p], []):
-                raise EngineFault(f"isolation: engine {owner[p]}'s process {p} made a GPU context while the "
-                                  "validator was locking it", kind="isolation", who=owner[p])
+                raise EngineFault(
+                    f"isolation: engine {owner[p]}'s process {p} made a GPU context while the validator was locking it",
+                    kind="isolation",
+                    who=owner[p],
+                )
 
     def _unlock(self, e: ResidentEngine, pids: list[int]) -> None:
         if pids:
@@ -215,22 +241,37 @@ class Isolation:
             self.gaps_us.append(got["gap_us"])
             if got["gap_us"] <= QUIET_GAP_US:
                 return
-        raise EngineFault(f"host: the GPU was not quiet before {serving.name}'s pass with every engine drained: the "
-                          f"probe's timer stalled {got['gap_us']:.0f} us", kind="host", who=serving.name)
+        raise EngineFault(
+            f"host: the GPU was not quiet before {serving.name}'s pass with every engine drained: the "
+            f"probe's timer stalled {got['gap_us']:.0f} us",
+            kind="host",
+            who=serving.name,
+        )
 
     def _witness(self, owner: dict[int, str], serving: ResidentEngine, since_us: int) -> None:
         """NVML's samples of the pass: a stopped engine's process (`owner`) using SMs is its fault, a process of no
         engine the host's (the served engine's own processes, walked afresh since it may have forked, are left out)."""
         mine = set(serving.pids())
-        busy = [(owner.get(s["pid"]), s) for s in self.wd.ask("util", since_us=since_us)["samples"]
-                if s["sm"] > 0 and s["pid"] not in mine]
+        busy = [
+            (owner.get(s["pid"]), s)
+            for s in self.wd.ask("util", since_us=since_us)["samples"]
+            if s["sm"] > 0 and s["pid"] not in mine
+        ]
         for name, sample in busy:
             self.witnessed += 1
             if name is None:
-                raise EngineFault(f"host: process {sample['pid']} outside every engine used the GPU (SM "
-                                  f"{sample['sm']}%) while {serving.name} was timed", kind="host", who=serving.name)
-            raise EngineFault(f"isolation: engine {name} used the GPU (NVML: SM {sample['sm']}% for pid {sample['pid']}) "
-                              f"while stopped and {serving.name} was timed", kind="isolation", who=name)
+                raise EngineFault(
+                    f"host: process {sample['pid']} outside every engine used the GPU (SM "
+                    f"{sample['sm']}%) while {serving.name} was timed",
+                    kind="host",
+                    who=serving.name,
+                )
+            raise EngineFault(
+                f"isolation: engine {name} used the GPU (NVML: SM {sample['sm']}% for pid {sample['pid']}) "
+                f"while stopped and {serving.name} was timed",
+                kind="isolation",
+                who=name,
+            )
 
     def _now_us(self) -> int:
         return int(time.time() * 1e6)
@@ -241,10 +282,17 @@ class Isolation:
 
     def record(self) -> IsolationRecord:
         med = lambda xs: statistics.median(xs) if xs else 0.0  # noqa: E731
-        return IsolationRecord(mode=self.mode, why_not=self.hello.get("why", {}), passes=len(self.cost_ms),
-                               cost_ms_median=med(self.cost_ms), cost_ms_max=max(self.cost_ms, default=0.0),
-                               lock_ms_median=med(self.lock_ms), lock_ms_max=max(self.lock_ms, default=0.0),
-                               probe_gap_us_max=max(self.gaps_us, default=0.0), witness_samples=self.witnessed)
+        return IsolationRecord(
+            mode=self.mode,
+            why_not=self.hello.get("why", {}),
+            passes=len(self.cost_ms),
+            cost_ms_median=med(self.cost_ms),
+            cost_ms_max=max(self.cost_ms, default=0.0),
+            lock_ms_median=med(self.lock_ms),
+            lock_ms_max=max(self.lock_ms, default=0.0),
+            probe_gap_us_max=max(self.gaps_us, default=0.0),
+            witness_samples=self.witnessed,
+        )
 
     def close(self) -> None:
         if self.wd is not None:
@@ -259,5 +307,8 @@ def _not_self_stopped(e: ResidentEngine, pids: list[int]) -> None:
             continue
         time.sleep(0.1)
         if hostload.state(p) in ("T", "t"):
-            raise EngineFault(f"isolation: engine {e.name}'s process {p} was stopped before the validator stopped it",
-                              kind="isolation", who=e.name)
+            raise EngineFault(
+                f"isolation: engine {e.name}'s process {p} was stopped before the validator stopped it",
+                kind="isolation",
+                who=e.name,
+            )

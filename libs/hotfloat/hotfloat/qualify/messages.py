@@ -110,8 +110,14 @@ class AuditPart(_Message):
     data: Annotated[StrictStr, Field(max_length=MAX_PART_CHARS)]
 
 
-KINDS: dict[str, type[_Message]] = {"ready": Ready, "done": Done, "counts": Counts, "twin": Twin, "audit": AuditPart,
-                                      "error": Error}
+KINDS: dict[str, type[_Message]] = {
+    "ready": Ready,
+    "done": Done,
+    "counts": Counts,
+    "twin": Twin,
+    "audit": AuditPart,
+    "error": Error,
+}
 _ADAPTERS = {k: TypeAdapter(v) for k, v in KINDS.items()}
 
 

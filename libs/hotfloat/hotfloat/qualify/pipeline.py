@@ -28,8 +28,13 @@ from .workload import make_workload
 log = logging.getLogger("hotfloat.qualify")
 
 
-def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions | None = None, *,
-                   baseline: Bundle | str | os.PathLike | None = None, progress: Progress | None = None) -> QualifyResult:
+def qualify_bundle(
+    bundle: Bundle | str | os.PathLike,
+    options: QualifyOptions | None = None,
+    *,
+    baseline: Bundle | str | os.PathLike | None = None,
+    progress: Progress | None = None,
+) -> QualifyResult:
     """Qualifies `bundle` against the stock engine (or against `baseline`, the incumbent's bundle, armed in B and B')."""
     from ..env import collect as environment
 
@@ -42,8 +47,13 @@ def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions |
     if options.device == "cuda" and not options.gpu_isolation:
         log.warning("UNISOLATED qualification: an idle engine's GPU work is not locked out of the timed passes")
     harden_self()
-    workload = make_workload(options.shapes, PRESETS[options.preset]["vocab_size"], passes=options.rule.max_rounds,
-                             warmup_passes=options.warmup_passes, seed=options.seed)
+    workload = make_workload(
+        options.shapes,
+        PRESETS[options.preset]["vocab_size"],
+        passes=options.rule.max_rounds,
+        warmup_passes=options.warmup_passes,
+        seed=options.seed,
+    )
     started, t0 = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), time.monotonic()
     bundles = {"c": _loaded(bundle), **({"b": _loaded(baseline)} if baseline else {})}
     with staged(bundles, sandboxed=options.sandboxed) as paths:
@@ -53,11 +63,25 @@ def qualify_bundle(bundle: Bundle | str | os.PathLike, options: QualifyOptions |
             arms.append({**stock, "twin_of": paths["c"], "twin_identity": bundles["c"].identity})
         declared = {op.entry.slot for op in bundles["c"].ops}
         out = Protocol(engine, workload, options, arms, progress, declared).run()
-    evidence = Evidence(bundle_identity=bundles["c"].identity, baseline_identity=bundles["b"].identity if baseline else None,
-                        engine=engine, engine_identity=out.identity or "unknown", engine_info=out.info,
-                        workload=workload, order=out.order, rule=options.rule, env=environment(),
-                        sandboxed=options.sandboxed, frames=out.frames, twin=out.twin, isolation=out.isolation,
-                        audit=out.audit, decision=out.decision, started=started, seconds=time.monotonic() - t0)
+    evidence = Evidence(
+        bundle_identity=bundles["c"].identity,
+        baseline_identity=bundles["b"].identity if baseline else None,
+        engine=engine,
+        engine_identity=out.identity or "unknown",
+        engine_info=out.info,
+        workload=workload,
+        order=out.order,
+        rule=options.rule,
+        env=environment(),
+        sandboxed=options.sandboxed,
+        frames=out.frames,
+        twin=out.twin,
+        isolation=out.isolation,
+        audit=out.audit,
+        decision=out.decision,
+        started=started,
+        seconds=time.monotonic() - t0,
+    )
     d = out.decision
     return QualifyResult(status=d.status, score=d.score, reason=d.reason, evidence=evidence)
 

@@ -87,27 +87,45 @@ class _Acc:
         ok = self.error is None
         cut = lambda xs: xs[:n] if ok else []  # noqa: E731
         timed = sum(self.pass_s[:n])
-        return RunFrame(index=self.index, role=self.role, ok=ok, raised=self.fault == "raised", fault=self.fault,
-                        error=self.error, pass_s=cut(self.pass_s), latency_s=cut(self.lat),
-                        tokens=[[o["tokens"] for o in p] for p in cut(self.outs)],
-                        logprobs=[[o["logprobs"] for o in p] for p in cut(self.outs)],
-                        margins=[[o["margins"] for o in p] for p in cut(self.outs)],
-                        routed=self.routed, stock=self.stock, wall_s=self.wall_s, boot_s=self.boot_s,
-                        tokens_per_s=self.generated / timed if ok and timed else 0.0)
+        return RunFrame(
+            index=self.index,
+            role=self.role,
+            ok=ok,
+            raised=self.fault == "raised",
+            fault=self.fault,
+            error=self.error,
+            pass_s=cut(self.pass_s),
+            latency_s=cut(self.lat),
+            tokens=[[o["tokens"] for o in p] for p in cut(self.outs)],
+            logprobs=[[o["logprobs"] for o in p] for p in cut(self.outs)],
+            margins=[[o["margins"] for o in p] for p in cut(self.outs)],
+            routed=self.routed,
+            stock=self.stock,
+            wall_s=self.wall_s,
+            boot_s=self.boot_s,
+            tokens_per_s=self.generated / timed if ok and timed else 0.0,
+        )
 
 
 class Protocol:
     """Runs once: `run()` boots the arms (B, C, B' and optionally T) as a Fleet, serves rounds and returns the
     Outcome. Engine i is named `f"{i}{role}"` in the fleet."""
 
-    def __init__(self, engine: EngineSpec, workload: Workload, options, arms: list[dict], progress: Progress | None,
-                 declared: set[str] = frozenset()):
+    def __init__(
+        self,
+        engine: EngineSpec,
+        workload: Workload,
+        options,
+        arms: list[dict],
+        progress: Progress | None,
+        declared: set[str] = frozenset(),
+    ):
         self.engine, self.workload, self.options, self.arms = engine, workload, options, arms
         self.declared = declared
         """The slots the candidate's manifest declares: the only ones it can route, and the twin can perturb."""
         self.progress = progress or (lambda *a: None)
         self.rule: RuleConfig = options.rule
-        self.roles: list[Role] = ["B", "C", "B", "T"][:len(arms)]
+        self.roles: list[Role] = ["B", "C", "B", "T"][: len(arms)]
         self.names = [f"{i}{r}" for i, r in enumerate(self.roles)]
         self.accs = [_Acc(i, r) for i, r in enumerate(self.roles)]
         self.fleet: Fleet
@@ -146,8 +164,16 @@ class Protocol:
         if decision is None:  # a fault before the first look: judge has nothing to weigh
             decision = Decision(status="NO_DECISION", reason="the protocol ended before the rule could look")
         self.progress("done", rule.max_rounds, rule.max_rounds)
-        return Outcome(frames, twin, ready.identity if ready else None, ready.info if ready else {}, order[:n],
-                       decision, self.fleet.isolation(), self.audits)
+        return Outcome(
+            frames,
+            twin,
+            ready.identity if ready else None,
+            ready.info if ready else {},
+            order[:n],
+            decision,
+            self.fleet.isolation(),
+            self.audits,
+        )
 
     def _fault(self, name: str, f: EngineFault) -> bool:
         """A fault is charged to the engine that had it and ends the round (and with it the protocol)."""
@@ -159,8 +185,10 @@ class Protocol:
         must too (else C misreported itself: its fault). Returns B's report."""
         o = self.options
         audit = {"audit_key": secrets.randbits(52), "audit_rate": o.audit_rate} if o.audit_rate else {}
-        arms = {name: {**arm, **audit, "extra_passes": o.extra_passes.get(role, 0)}
-                for name, role, arm in zip(self.names, self.roles, self.arms, strict=True)}
+        arms = {
+            name: {**arm, **audit, "extra_passes": o.extra_passes.get(role, 0)}
+            for name, role, arm in zip(self.names, self.roles, self.arms, strict=True)
+        }
         cpus = cpu_sets(3)
         got = self.fleet.boot(arms, [cpus[i % 3] for i in range(len(arms))], deadline)
         for acc, name in zip(self.accs, self.names, strict=True):
@@ -202,8 +230,10 @@ class Protocol:
             return
         used = {s for s, n in routed.items() if n > 0}
         if used - self.declared:
-            self.accs[1].fail(f"reported calls routed to slots its manifest does not declare: {sorted(used - self.declared)}",
-                              "protocol")
+            self.accs[1].fail(
+                f"reported calls routed to slots its manifest does not declare: {sorted(used - self.declared)}",
+                "protocol",
+            )
             return
         try:
             self.fleet[t].twin_slots(sorted(used), self.options.batch_timeout_s)
@@ -227,7 +257,11 @@ class Protocol:
         """Whether the gate or the rule already decides on the first n rounds (counts are not needed to know that)."""
         frames = [a.frame(n) for a in self.accs[:3]]
         twin = self._twin_frame()
-        if twin is not None and not twin.ok or gate(frames, self.rule.logprob_tol, twin, self.rule.gate_slack)[0] != "PASS":
+        if (
+            twin is not None
+            and not twin.ok
+            or gate(frames, self.rule.logprob_tol, twin, self.rule.gate_slack)[0] != "PASS"
+        ):
             return True
         return decide(frames[0].pass_s, frames[1].pass_s, frames[2].pass_s, self.rule) is not None
 

@@ -245,8 +245,10 @@ class AuditCall(Record):
 
     def describe(self) -> str:
         first, n, total = self.rows
-        return (f"{self.slot} call {self.site} (execution {self.execution}, {self.dtype}, rows {first}-{first + n - 1} "
-                f"of [{total}, {self.width}]): max abs err {self.max_abs_err:.3g}, {self.ratio:.3g}x the tolerance")
+        return (
+            f"{self.slot} call {self.site} (execution {self.execution}, {self.dtype}, rows {first}-{first + n - 1} "
+            f"of [{total}, {self.width}]): max abs err {self.max_abs_err:.3g}, {self.ratio:.3g}x the tolerance"
+        )
 
 
 class SlotAudit(Record):
@@ -263,8 +265,9 @@ def summarise(calls: list[AuditCall]) -> dict[str, SlotAudit]:
     slots: dict[str, SlotAudit] = {}
     for slot in sorted({c.slot for c in calls}):
         mine = [c for c in calls if c.slot == slot]
-        slots[slot] = SlotAudit(calls_audited=len(mine), calls_failed=sum(c.failed for c in mine),
-                                worst=max(mine, key=lambda c: c.ratio))
+        slots[slot] = SlotAudit(
+            calls_audited=len(mine), calls_failed=sum(c.failed for c in mine), worst=max(mine, key=lambda c: c.ratio)
+        )
     return slots
 
 

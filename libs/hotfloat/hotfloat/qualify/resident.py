@@ -91,8 +91,15 @@ class ResidentEngine:
         self.conn, theirs = socket.socketpair()
         self.started = time.monotonic()
         try:
-            self.proc = spawn_engine(device, kind, sandboxed=sandboxed, model_dir=model_dir, conn_fd=theirs.fileno(),
-                                     log_path=self.workdir / "engine.log", workdir=self.workdir)
+            self.proc = spawn_engine(
+                device,
+                kind,
+                sandboxed=sandboxed,
+                model_dir=model_dir,
+                conn_fd=theirs.fileno(),
+                log_path=self.workdir / "engine.log",
+                workdir=self.workdir,
+            )
         except BaseException:
             self.conn.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -124,7 +131,9 @@ class ResidentEngine:
             while len(done) < len(prompts):
                 msg = self._expect(deadline, "done")
                 if not msg.i < len(prompts) or msg.i in done:
-                    raise EngineFault(f"engine sent a completion for request {msg.i} it was not asked for", kind="protocol")
+                    raise EngineFault(
+                        f"engine sent a completion for request {msg.i} it was not asked for", kind="protocol"
+                    )
                 done[msg.i] = (time.perf_counter() - sent, _completion(msg, max_new[msg.i]))
         finally:
             if collecting:
@@ -147,16 +156,21 @@ class ResidentEngine:
             for pid in todo:
                 self._kill(pid, signal.SIGSTOP)
             stopped |= todo
-        raise EngineFault(f"engine {self.name} kept starting processes while being stopped", kind="isolation", who=self.name)
+        raise EngineFault(
+            f"engine {self.name} kept starting processes while being stopped", kind="isolation", who=self.name
+        )
 
     def _await_stopped(self, pids: set[int]) -> None:
         """SIGSTOP takes effect when the process is next scheduled, which on a loaded host is later than the kill:
         timing starts only once every process reads stopped (or gone)."""
         deadline = time.monotonic() + STOP_WAIT_S
-        while (running := {p for p in pids if hostload.state(p) not in STOPPED_STATES}):
+        while running := {p for p in pids if hostload.state(p) not in STOPPED_STATES}:
             if time.monotonic() > deadline:
-                raise EngineFault(f"engine {self.name}'s processes {sorted(running)[:4]} did not stop within "
-                                  f"{STOP_WAIT_S:.0f} s", kind="isolation", who=self.name)
+                raise EngineFault(
+                    f"engine {self.name}'s processes {sorted(running)[:4]} did not stop within {STOP_WAIT_S:.0f} s",
+                    kind="isolation",
+                    who=self.name,
+                )
             time.sleep(0.001)
 
     def resume(self) -> None:
@@ -169,7 +183,9 @@ class ResidentEngine:
         except ProcessLookupError:
             pass  # exited since the walk
         except PermissionError as e:
-            raise EngineFault(f"cannot signal engine {self.name}'s process {pid}: {e}", kind="host", who=self.name) from None
+            raise EngineFault(
+                f"cannot signal engine {self.name}'s process {pid}: {e}", kind="host", who=self.name
+            ) from None
 
     def reading(self) -> hostload.Reading:
         """The host counters for this engine's process tree (calibration diagnostics; read outside timed windows)."""
@@ -253,10 +269,17 @@ def _completion(msg: messages.Done, n: int) -> dict:
     """One completion of the length asked for; logprobs are rounded to 1e-5 (evidence size; the live gate sees the
     same values), NaN and infinities kept as they are."""
     if not len(msg.tokens) == len(msg.logprobs) == len(msg.margins) == n:
-        raise EngineFault(f"engine sent a malformed completion for request {msg.i}: {len(msg.tokens)} tokens where "
-                          f"{n} were asked for", kind="protocol")
+        raise EngineFault(
+            f"engine sent a malformed completion for request {msg.i}: {len(msg.tokens)} tokens where "
+            f"{n} were asked for",
+            kind="protocol",
+        )
     r = lambda v: round(v, 5) if math.isfinite(v) else v  # noqa: E731
-    return {"tokens": list(msg.tokens), "logprobs": [r(v) for v in msg.logprobs], "margins": [r(v) for v in msg.margins]}
+    return {
+        "tokens": list(msg.tokens),
+        "logprobs": [r(v) for v in msg.logprobs],
+        "margins": [r(v) for v in msg.margins],
+    }
 
 
 def cpu_sets(n: int, available: list[int] | None = None) -> list[list[int] | None]:
@@ -266,4 +289,4 @@ def cpu_sets(n: int, available: list[int] | None = None) -> list[list[int] | Non
         return [None] * n
     rest = cpus[1:]
     share = len(rest) // n
-    return [rest[k * share:(k + 1) * share] for k in range(n)]
+    return [rest[k * share : (k + 1) * share] for k in range(n)]

@@ -66,7 +66,7 @@ def trimmed_mean(x: np.ndarray, trim: float) -> float:
         return float(np.median(x))
     k = int(math.floor(trim * len(x)))
     s = np.sort(x)
-    return float(np.mean(s[k:len(s) - k]))
+    return float(np.mean(s[k : len(s) - k]))
 
 
 def trim_inflation(trim: float) -> float:
@@ -104,8 +104,9 @@ def look(b: np.ndarray, c: np.ndarray, b2: np.ndarray, rule: RuleConfig) -> Look
     """Applies the rule to the pass times of the first n rounds (B, C, B' per round)."""
     n = len(b)
     if n < 3 or not len(c) == len(b2) == n or not all(np.isfinite(x).all() and x.min() > 0 for x in (b, c, b2)):
-        raise ValueError(f"need at least 3 rounds of positive, finite pass times for B, C and B', got {len(b)}, {len(c)}, "
-                         f"{len(b2)}")
+        raise ValueError(
+            f"need at least 3 rounds of positive, finite pass times for B, C and B', got {len(b)}, {len(c)}, {len(b2)}"
+        )
     d = np.log(b2) - np.log(b)
     e = (np.log(b) + np.log(b2)) / 2 - np.log(c)
     bias = float(np.median(d))
@@ -120,14 +121,20 @@ def look(b: np.ndarray, c: np.ndarray, b2: np.ndarray, rule: RuleConfig) -> Look
     try:
         imp, lower, upper, drift = frac(t), frac(t - z * se), frac(t + z * se), abs(frac(bias))
     except OverflowError:  # only pass times or rule parameters no real run produces get here (read back from a file)
-        raise ValueError("pass times or rule parameters put the interval beyond any float (ratios past e^700)") from None
+        raise ValueError(
+            "pass times or rule parameters put the interval beyond any float (ratios past e^700)"
+        ) from None
     base = dict(improvement=imp, lower=lower, upper=upper, drift=drift, rounds=n, score=max(0.0, imp))
     if drift > rule.drift_bound:
         return Look("NO_DECISION", f"baseline B vs B' bias {drift:.2%} exceeds {rule.drift_bound:.2%}", **base)
     if lower > rule.margin:
-        return Look("PASS", f"improvement {imp:.2%}, lower bound {lower:.2%} clears the {rule.margin:.2%} margin", **base)
+        return Look(
+            "PASS", f"improvement {imp:.2%}, lower bound {lower:.2%} clears the {rule.margin:.2%} margin", **base
+        )
     if upper < rule.margin:
-        return Look("FAIL", f"improvement {imp:.2%}, upper bound {upper:.2%} below the {rule.margin:.2%} margin", **base)
+        return Look(
+            "FAIL", f"improvement {imp:.2%}, upper bound {upper:.2%} below the {rule.margin:.2%} margin", **base
+        )
     return Look(None, f"undecided: improvement {imp:.2%} in [{lower:.2%}, {upper:.2%}] after {n} round(s)", **base)
 
 
@@ -145,7 +152,10 @@ def decide(b, c, b2, rule: RuleConfig) -> Look | None:
         if last.status is not None:
             return last
     if last is not None and last.rounds >= rule.max_rounds:
-        return Look("FAIL", f"{NOT_SHOWN}: {last.reason.removeprefix('undecided: ')}; the budget of "
-                    f"{rule.max_rounds} rounds is spent without the lower bound clearing the {rule.margin:.2%} margin",
-                    **{k: getattr(last, k) for k in ("improvement", "lower", "upper", "drift", "rounds", "score")})
+        return Look(
+            "FAIL",
+            f"{NOT_SHOWN}: {last.reason.removeprefix('undecided: ')}; the budget of "
+            f"{rule.max_rounds} rounds is spent without the lower bound clearing the {rule.margin:.2%} margin",
+            **{k: getattr(last, k) for k in ("improvement", "lower", "upper", "drift", "rounds", "score")},
+        )
     return None

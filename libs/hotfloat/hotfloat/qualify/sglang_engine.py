@@ -52,11 +52,19 @@ class SglangEngine:
         self._seq = 0
         model = spec["model_dir"]
         self.settings = dict(
-            attention_backend="triton", sampling_backend="pytorch", grammar_backend="none", disable_radix_cache=True,
-            disable_cuda_graph=False, cuda_graph_bs=[int(b) for b in spec["graph_batches"]],
+            attention_backend="triton",
+            sampling_backend="pytorch",
+            grammar_backend="none",
+            disable_radix_cache=True,
+            disable_cuda_graph=False,
+            cuda_graph_bs=[int(b) for b in spec["graph_batches"]],
             disable_piecewise_cuda_graph=True,
-            mem_fraction_static=float(spec["mem_fraction"]), max_total_tokens=int(spec["kv_tokens"]), dtype={"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[spec["dtype"]],
-            random_seed=0, sleep_on_idle=bool(spec.get("sleep_on_idle", True)), enable_fp32_lm_head=True,
+            mem_fraction_static=float(spec["mem_fraction"]),
+            max_total_tokens=int(spec["kv_tokens"]),
+            dtype={"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[spec["dtype"]],
+            random_seed=0,
+            sleep_on_idle=bool(spec.get("sleep_on_idle", True)),
+            enable_fp32_lm_head=True,
         )
         import sglang
         import torch
@@ -65,15 +73,20 @@ class SglangEngine:
         with open(os.path.join(model, "config.json"), "rb") as f:
             config = f.read()
         self.info = {
-            "engine": "sglang", "sglang": sglang.__version__, "sgl-kernel": _version("sglang-kernel", "sgl-kernel"),
-            "flashinfer": _version("flashinfer-python", "flashinfer"), "torch": torch.__version__,
+            "engine": "sglang",
+            "sglang": sglang.__version__,
+            "sgl-kernel": _version("sglang-kernel", "sgl-kernel"),
+            "flashinfer": _version("flashinfer-python", "flashinfer"),
+            "torch": torch.__version__,
             "cuda": str(torch.version.cuda),
             "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
             "model_config_sha256": hashlib.sha256(config).hexdigest(),
-            **{k: str(v) for k, v in self.settings.items()}, "gc": "frozen after warm-up",
+            **{k: str(v) for k, v in self.settings.items()},
+            "gc": "frozen after warm-up",
         }
-        self.identity = hashlib.sha256(json.dumps({k: v for k, v in self.info.items() if k != "gpu"},
-                                                  sort_keys=True).encode()).hexdigest()
+        self.identity = hashlib.sha256(
+            json.dumps({k: v for k, v in self.info.items() if k != "gpu"}, sort_keys=True).encode()
+        ).hexdigest()
 
     def serve(self, prompts, max_new, on_done) -> None:
         params = [{"max_new_tokens": int(m), "temperature": 0.0, "ignore_eos": True} for m in max_new]
@@ -118,8 +131,12 @@ class SglangEngine:
     def audit(self) -> list[tuple[dict, bytes]]:
         """The audit entries every scheduler process dumped on request (this process serves no model calls)."""
         self._control(audit=True)
-        return [e for p in sorted(Path(self.reports).glob("audit-*.json"))
-                if int(p.stem.split("-")[1]) != os.getpid() for e in read_dump(p)]
+        return [
+            e
+            for p in sorted(Path(self.reports).glob("audit-*.json"))
+            if int(p.stem.split("-")[1]) != os.getpid()
+            for e in read_dump(p)
+        ]
 
     def _control(self, **request) -> list[dict]:
         """Writes a request for the plugin threads and waits until every process's report acknowledged it."""
@@ -133,8 +150,9 @@ class SglangEngine:
             if reports and all(r.get("applied", 0) >= self._seq for r in reports):
                 break
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the SGLang processes did not acknowledge {sorted(request)} within "
-                                   f"{CONTROL_TIMEOUT_S:.0f} s")
+                raise TimeoutError(
+                    f"the SGLang processes did not acknowledge {sorted(request)} within {CONTROL_TIMEOUT_S:.0f} s"
+                )
             time.sleep(0.05)
         errors = [f"pid {r['pid']}: {r['error']}" for r in reports if r.get("error")]
         if errors:
@@ -149,4 +167,3 @@ def _version(*dists: str) -> str:
         except metadata.PackageNotFoundError:
             continue
     return "absent"
-

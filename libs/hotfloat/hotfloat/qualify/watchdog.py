@@ -63,13 +63,23 @@ class _UnlockArgs(ctypes.Structure):
 
 
 class _UtilSample(ctypes.Structure):
-    _fields_ = [("pid", ctypes.c_uint), ("timeStamp", ctypes.c_ulonglong), ("smUtil", ctypes.c_uint),
-                ("memUtil", ctypes.c_uint), ("encUtil", ctypes.c_uint), ("decUtil", ctypes.c_uint)]
+    _fields_ = [
+        ("pid", ctypes.c_uint),
+        ("timeStamp", ctypes.c_ulonglong),
+        ("smUtil", ctypes.c_uint),
+        ("memUtil", ctypes.c_uint),
+        ("encUtil", ctypes.c_uint),
+        ("decUtil", ctypes.c_uint),
+    ]
 
 
 class _ProcInfo(ctypes.Structure):
-    _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong), ("gpuInstanceId", ctypes.c_uint),
-                ("computeInstanceId", ctypes.c_uint)]
+    _fields_ = [
+        ("pid", ctypes.c_uint),
+        ("usedGpuMemory", ctypes.c_ulonglong),
+        ("gpuInstanceId", ctypes.c_uint),
+        ("computeInstanceId", ctypes.c_uint),
+    ]
 
 
 class Driver:
@@ -139,8 +149,9 @@ class Driver:
     def probe(self, span_us: int) -> dict:
         """Runs the timer loop for `span_us`; returns its longest gap, its span and the host's wait for it (µs)."""
         out, span = ctypes.c_uint64(self.buf.value), ctypes.c_uint64(span_us * 1000)
-        params = (ctypes.c_void_p * 2)(ctypes.cast(ctypes.byref(out), ctypes.c_void_p),
-                                       ctypes.cast(ctypes.byref(span), ctypes.c_void_p))
+        params = (ctypes.c_void_p * 2)(
+            ctypes.cast(ctypes.byref(out), ctypes.c_void_p), ctypes.cast(ctypes.byref(span), ctypes.c_void_p)
+        )
         t = time.perf_counter()
         self._ok(self.cu.cuLaunchKernel(self.fn, 1, 1, 1, 1, 1, 1, 0, None, params, None), "cuLaunchKernel")
         self._ok(self.cu.cuCtxSynchronize(), "cuCtxSynchronize")
@@ -151,8 +162,10 @@ class Driver:
 
     def contexts(self) -> list[int]:
         """Pids holding a compute context on the device (NVML), this process left out."""
-        fn = getattr(self.nvml, "nvmlDeviceGetComputeRunningProcesses_v3", None) or \
-            self.nvml.nvmlDeviceGetComputeRunningProcesses_v2
+        fn = (
+            getattr(self.nvml, "nvmlDeviceGetComputeRunningProcesses_v3", None)
+            or self.nvml.nvmlDeviceGetComputeRunningProcesses_v2
+        )
         n = ctypes.c_uint(256)
         infos = (_ProcInfo * 256)()
         rc = fn(self.handle, ctypes.byref(n), infos)
@@ -167,12 +180,14 @@ class Driver:
         if rc == 6 or n.value == 0:  # NVML_ERROR_NOT_FOUND: no sample since then
             return []
         samples = (_UtilSample * n.value)()
-        rc = self.nvml.nvmlDeviceGetProcessUtilization(self.handle, samples, ctypes.byref(n), ctypes.c_ulonglong(since_us))
+        rc = self.nvml.nvmlDeviceGetProcessUtilization(
+            self.handle, samples, ctypes.byref(n), ctypes.c_ulonglong(since_us)
+        )
         if rc == 6:
             return []
         if rc != 0:
             raise RuntimeError(f"nvmlDeviceGetProcessUtilization failed ({rc})")
-        return [{"pid": s.pid, "ts": s.timeStamp, "sm": s.smUtil} for s in samples[:n.value] if s.pid != os.getpid()]
+        return [{"pid": s.pid, "ts": s.timeStamp, "sm": s.smUtil} for s in samples[: n.value] if s.pid != os.getpid()]
 
 
 def serve(conn: socket.socket) -> None:
@@ -186,8 +201,12 @@ def serve(conn: socket.socket) -> None:
         op = msg.get("op")
         try:
             if op == "hello":
-                reply = {"checkpoint": drv.checkpoint, "probe": drv.fn is not None, "nvml": drv.nvml is not None,
-                         "why": drv.why}
+                reply = {
+                    "checkpoint": drv.checkpoint,
+                    "probe": drv.fn is not None,
+                    "nvml": drv.nvml is not None,
+                    "why": drv.why,
+                }
             elif op == "lock":
                 reply = {"results": [[p, *drv.lock(p, int(msg["timeout_ms"]))] for p in msg["pids"]]}
             elif op == "unlock":

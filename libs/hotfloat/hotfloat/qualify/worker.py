@@ -54,12 +54,19 @@ def main(conn) -> None:
                 for part in audit_parts(engine.audit()):
                     wire.send(conn, part)
             else:
-                engine.serve(msg["prompts"], msg["max_new"], lambda i, t, lp, m: wire.send(
-                    conn, {"type": "done", "i": i, "tokens": t, "logprobs": lp, "margins": m}))
+                engine.serve(
+                    msg["prompts"],
+                    msg["max_new"],
+                    lambda i, t, lp, m: wire.send(
+                        conn, {"type": "done", "i": i, "tokens": t, "logprobs": lp, "margins": m}
+                    ),
+                )
         _counts(conn, engine)
     except BaseException as e:  # candidate code may raise anything, SystemExit included: report it as data
         traceback.print_exc()  # the engine's log, for diagnostics
-        where = "".join(f" <- {f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in traceback.extract_tb(e.__traceback__)[-3:])
+        where = "".join(
+            f" <- {f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in traceback.extract_tb(e.__traceback__)[-3:]
+        )
         try:
             wire.send(conn, {"type": "error", "message": f"{type(e).__name__}: {e}{where}"[:2000]})
         except OSError:
@@ -85,10 +92,19 @@ def audit_parts(entries: list[tuple[dict, bytes]], limit: int = PART_BYTES, most
     for i, group in enumerate(groups):
         heads, at = [], 0
         for head, data in group:
-            heads.append({**head, "tensors": {k: {**v, "offset": v["offset"] + at} for k, v in head["tensors"].items()}})
+            heads.append(
+                {**head, "tensors": {k: {**v, "offset": v["offset"] + at} for k, v in head["tensors"].items()}}
+            )
             at += len(data)
-        parts.append({"type": "audit", "part": i, "parts": len(groups), "entries": heads,
-                      "data": base64.b64encode(b"".join(d for _, d in group)).decode()})
+        parts.append(
+            {
+                "type": "audit",
+                "part": i,
+                "parts": len(groups),
+                "entries": heads,
+                "data": base64.b64encode(b"".join(d for _, d in group)).decode(),
+            }
+        )
     return parts
 
 

@@ -16,13 +16,31 @@ SHAPES: dict[str, list[list[tuple[int, int, str]]]] = {
         [(48, 1, "prefill"), (56, 2, "prefill"), (64, 2, "prefill"), (72, 3, "prefill")],
     ],
     "gpu": [
-        [(32, 48, "decode"), (64, 64, "decode"), (128, 56, "decode"), (256, 64, "decode"),
-         (48, 40, "decode"), (96, 64, "decode"), (192, 32, "decode"), (160, 48, "decode")],
-        [(1024, 4, "prefill"), (1536, 8, "prefill"), (2048, 2, "prefill"), (1280, 6, "prefill"),
-         (1792, 4, "prefill"), (896, 8, "prefill"), (1152, 2, "prefill"), (1664, 6, "prefill")],
+        [
+            (32, 48, "decode"),
+            (64, 64, "decode"),
+            (128, 56, "decode"),
+            (256, 64, "decode"),
+            (48, 40, "decode"),
+            (96, 64, "decode"),
+            (192, 32, "decode"),
+            (160, 48, "decode"),
+        ],
+        [
+            (1024, 4, "prefill"),
+            (1536, 8, "prefill"),
+            (2048, 2, "prefill"),
+            (1280, 6, "prefill"),
+            (1792, 4, "prefill"),
+            (896, 8, "prefill"),
+            (1152, 2, "prefill"),
+            (1664, 6, "prefill"),
+        ],
     ],
-    "sglang": [[(32 + (i * 97) % 481, 128, "decode") for i in range(32)],
-               [(1024 + (i * 131) % 1025, 4, "prefill") for i in range(8)]],
+    "sglang": [
+        [(32 + (i * 97) % 481, 128, "decode") for i in range(32)],
+        [(1024 + (i * 131) % 1025, 4, "prefill") for i in range(8)],
+    ],
 }
 """(prompt_len, max_new_tokens, kind) per request, grouped in batches. `sglang` is a fixed decode-heavy batch (32
 requests, prompts of 32 to 512 tokens, 128 new tokens each, all finishing on the same step, so the pass has no
@@ -30,11 +48,15 @@ ragged tail) and a prefill batch (8 prompts of 1024 to 2048 tokens, 4 new tokens
 with the llama-8b model, decode through SGLang's CUDA graphs and prefill over thousands of tokens at once."""
 
 
-def make_workload(shapes: str, vocab_size: int, *, passes: int = 2, warmup_passes: int = 1, seed: int | None = None) -> Workload:
+def make_workload(
+    shapes: str, vocab_size: int, *, passes: int = 2, warmup_passes: int = 1, seed: int | None = None
+) -> Workload:
     """The named request mix; seed None draws a fresh secret seed (published afterwards in the evidence)."""
     return Workload(
         batches=[[Request(prompt_len=p, max_new_tokens=m, kind=k) for p, m, k in batch] for batch in SHAPES[shapes]],
-        passes=passes, warmup_passes=warmup_passes, vocab_size=vocab_size,
+        passes=passes,
+        warmup_passes=warmup_passes,
+        vocab_size=vocab_size,
         seed=secrets.randbits(63) if seed is None else seed,
     )
 

@@ -12,5 +12,20 @@ from .mounts import Bind, bwrap_argv, python_runtime_dirs
 from .policy import GiB, MiB, SandboxPolicy
 from .process import JOIN_FAILED, SandboxedProcess, child_env, ensure_available, log_tail, spawn
 
-__all__ = ["GiB", "JOIN_FAILED", "MiB", "Bind", "ChildOutcome", "SandboxPolicy", "SandboxedProcess", "bwrap_argv",
-           "child_env", "ensure_available", "hotfloat_binds", "log_tail", "python_runtime_dirs", "run_child", "spawn"]
+__all__ = [
+    "GiB",
+    "JOIN_FAILED",
+    "MiB",
+    "Bind",
+    "ChildOutcome",
+    "SandboxPolicy",
+    "SandboxedProcess",
+    "bwrap_argv",
+    "child_env",
+    "ensure_available",
+    "hotfloat_binds",
+    "log_tail",
+    "python_runtime_dirs",
+    "run_child",
+    "spawn",
+]

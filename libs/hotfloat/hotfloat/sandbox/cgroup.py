@@ -124,8 +124,10 @@ class Cgroup:
         dirs: list[Path] = []
         bounds: set[str] = set()
         versions: list[str] = []
-        v1_knobs = {"pids": ("pids.max", str(policy.max_processes)),
-                    "memory": ("memory.limit_in_bytes", str(policy.memory_bytes))}
+        v1_knobs = {
+            "pids": ("pids.max", str(policy.max_processes)),
+            "memory": ("memory.limit_in_bytes", str(policy.memory_bytes)),
+        }
         for controller, (knob, value) in v1_knobs.items():
             if v1 is not None and controller in own and (v1 / controller).is_dir():
                 d = v1 / controller / own[controller].lstrip("/") / name
@@ -138,8 +140,10 @@ class Cgroup:
         if missing and root is not None and "" in own:
             own_v2 = "/" if v2 is not None else own[""]
             parent = v2_parent(root, own_v2, missing, privileged=os.geteuid() == 0)
-            knobs = {"pids": {"pids.max": str(policy.max_processes)},
-                     "memory": {"memory.max": str(policy.memory_bytes), "memory.swap.max": "0"}}
+            knobs = {
+                "pids": {"pids.max": str(policy.max_processes)},
+                "memory": {"memory.max": str(policy.memory_bytes), "memory.swap.max": "0"},
+            }
             want = {k: v for c in missing for k, v in knobs[c].items()}
             if parent is not None and _make(parent / name, want, optional={"memory.swap.max"}):
                 dirs.append(parent / name)

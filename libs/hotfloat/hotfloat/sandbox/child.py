@@ -56,15 +56,27 @@ def hotfloat_binds(environ: dict[str, str] | None = None) -> tuple[list[Bind], s
     importable: PYTHONPATH entries outside this checkout, bound at their own paths (a device payload's site)."""
     entries = [p for p in (environ or os.environ).get("PYTHONPATH", "").split(os.pathsep) if p and os.path.isdir(p)]
     checkout = PACKAGE.parents[2]
-    extra = [p for p in entries if not Path(p).resolve().is_relative_to(checkout)
-             and not (Path(p) / "hotfloat").exists()]
+    extra = [
+        p for p in entries if not Path(p).resolve().is_relative_to(checkout) and not (Path(p) / "hotfloat").exists()
+    ]
     binds = [Bind(PACKAGE, f"{LIB}/hotfloat"), *(Bind(Path(p).resolve(), str(Path(p).resolve())) for p in extra)]
     return binds, os.pathsep.join([LIB, *(str(Path(p).resolve()) for p in extra)])
 
 
-def run_child(argv: list[str], result: type[M], *, request: BaseModel | dict, policy: SandboxPolicy,
-              sandboxed: bool, binds: list[Bind], env: dict[str, str], startup_s: float, timeout_s: float,
-              on_line: Callable[[str], None] | None = None, max_result_bytes: int = 4 << 20) -> ChildOutcome[M]:
+def run_child(
+    argv: list[str],
+    result: type[M],
+    *,
+    request: BaseModel | dict,
+    policy: SandboxPolicy,
+    sandboxed: bool,
+    binds: list[Bind],
+    env: dict[str, str],
+    startup_s: float,
+    timeout_s: float,
+    on_line: Callable[[str], None] | None = None,
+    max_result_bytes: int = 4 << 20,
+) -> ChildOutcome[M]:
     """Starts `argv` in the sandbox, sends `request`, and returns its validated result or why there is none.
 
     `env` is the child's whole environment (build it with `child_env`); `on_line` sees each output line as it comes
@@ -75,8 +87,17 @@ def run_child(argv: list[str], result: type[M], *, request: BaseModel | dict, po
     out_r, out_w = os.pipe()
     with tempfile.TemporaryDirectory(prefix="hotfloat-child-") as home:
         try:
-            proc = spawn(argv, policy, sandboxed=sandboxed, binds=binds, env={**env, RESULT_FD: str(res_w)},
-                         cwd=home, pass_fds=(res_w,), stdin=req_r, stdout=out_w)
+            proc = spawn(
+                argv,
+                policy,
+                sandboxed=sandboxed,
+                binds=binds,
+                env={**env, RESULT_FD: str(res_w)},
+                cwd=home,
+                pass_fds=(res_w,),
+                stdin=req_r,
+                stdout=out_w,
+            )
         except BaseException:
             for fd in (req_w, res_r, out_r):
                 os.close(fd)
@@ -85,8 +106,10 @@ def run_child(argv: list[str], result: type[M], *, request: BaseModel | dict, po
             for fd in (req_r, res_w, out_w):
                 os.close(fd)
         tail: deque[str] = deque(maxlen=40)
-        threads = [threading.Thread(target=_feed, args=(req_w, payload.encode()), daemon=True),
-                   threading.Thread(target=_drain, args=(out_r, tail, on_line), daemon=True)]
+        threads = [
+            threading.Thread(target=_feed, args=(req_w, payload.encode()), daemon=True),
+            threading.Thread(target=_drain, args=(out_r, tail, on_line), daemon=True),
+        ]
         for t in threads:
             t.start()
         try:
@@ -104,21 +127,35 @@ def run_child(argv: list[str], result: type[M], *, request: BaseModel | dict, po
     output = " | ".join(tail)[-1200:]
     exit_text = f"exit status {rc}" if rc is not None else "still running"
     if kind == "startup":
-        return ChildOutcome("startup_timeout", None, f"the child did not start within {startup_s:g}s ({exit_text})",
-                            rc, output, proc.bounds)
+        return ChildOutcome(
+            "startup_timeout",
+            None,
+            f"the child did not start within {startup_s:g}s ({exit_text})",
+            rc,
+            output,
+            proc.bounds,
+        )
     if kind == "timeout":
-        return ChildOutcome("timeout", None, f"no result within {timeout_s:g}s; the child was killed", rc, output,
-                            proc.bounds)
+        return ChildOutcome(
+            "timeout", None, f"no result within {timeout_s:g}s; the child was killed", rc, output, proc.bounds
+        )
     if kind == "toolarge":
         return ChildOutcome("malformed", None, f"result larger than {max_result_bytes} bytes", rc, output, proc.bounds)
     if not data.strip():
-        return ChildOutcome("no_result", None, f"the child ended without a result ({exit_text})", rc, output,
-                            proc.bounds)
+        return ChildOutcome(
+            "no_result", None, f"the child ended without a result ({exit_text})", rc, output, proc.bounds
+        )
     try:
         return ChildOutcome("ok", result.model_validate_json(data), "", rc, output, proc.bounds)
     except ValidationError as e:
-        return ChildOutcome("malformed", None, f"malformed result: {str(e).splitlines()[0][:200]} ({exit_text})", rc,
-                            output, proc.bounds)
+        return ChildOutcome(
+            "malformed",
+            None,
+            f"malformed result: {str(e).splitlines()[0][:200]} ({exit_text})",
+            rc,
+            output,
+            proc.bounds,
+        )
 
 
 def _read(fd: int, startup_s: float, timeout_s: float, cap: int) -> tuple[str, bytes]:
@@ -135,7 +172,7 @@ def _read(fd: int, startup_s: float, timeout_s: float, cap: int) -> tuple[str, b
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
-            return "done", buf[len(READY):] if started else b""
+            return "done", buf[len(READY) :] if started else b""
         buf += chunk
         if not started and len(buf) >= len(READY):
             if not buf.startswith(READY):

@@ -58,7 +58,7 @@ def visible(env: Mapping[str, str], gpus: list[Gpu]) -> list[Gpu] | None:
             if len(match) > 1:
                 return None
         elif entry.isdigit() and by_bus:
-            match = gpus[int(entry):int(entry) + 1]
+            match = gpus[int(entry) : int(entry) + 1]
         else:
             return None
         if not match:
@@ -71,8 +71,11 @@ def device_nodes(env: Mapping[str, str] = os.environ, root: Path = PROC_GPUS, de
     """The nodes a GPU sandbox binds: the visible GPUs' own (every /dev/nvidiaN when they cannot be placed) and the
     driver's control nodes."""
     chosen = visible(env, installed(root))
-    own = sorted(str(p) for p in dev.glob("nvidia[0-9]*")) if chosen is None else [str(dev / f"nvidia{g.minor}")
-                                                                                  for g in chosen]
+    own = (
+        sorted(str(p) for p in dev.glob("nvidia[0-9]*"))
+        if chosen is None
+        else [str(dev / f"nvidia{g.minor}") for g in chosen]
+    )
     return [*own, *(str(dev / n) for n in CONTROL_NODES)]
 
 
@@ -89,7 +92,10 @@ def pin(index: int, nvml=None, root: Path = PROC_GPUS) -> Gpu:
     if not 0 <= index < count:
         raise InputError(f"--gpu {index}: no such GPU; NVML lists {count}" + (f" (0-{count - 1})" if count else ""))
     uuid = nvml.nvmlDeviceGetUUID(nvml.nvmlDeviceGetHandleByIndex(index))
-    env = {"CUDA_VISIBLE_DEVICES": uuid.decode() if isinstance(uuid, bytes) else uuid, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    env = {
+        "CUDA_VISIBLE_DEVICES": uuid.decode() if isinstance(uuid, bytes) else uuid,
+        "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    }
     chosen = visible(env, installed(root))
     if not chosen:
         raise InputError(f"--gpu {index}: the driver's {root} does not list {env['CUDA_VISIBLE_DEVICES']}")

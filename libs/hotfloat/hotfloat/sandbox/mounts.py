@@ -43,8 +43,15 @@ def python_runtime_dirs() -> list[str]:
     return kept
 
 
-def bwrap_argv(policy: SandboxPolicy, argv: list[str], *, binds: list[Bind], env: dict[str, str],
-               seccomp_fd: int | None = None, as_uid: int | None = None) -> list[str]:
+def bwrap_argv(
+    policy: SandboxPolicy,
+    argv: list[str],
+    *,
+    binds: list[Bind],
+    env: dict[str, str],
+    seccomp_fd: int | None = None,
+    as_uid: int | None = None,
+) -> list[str]:
     """The full bubblewrap command: every namespace unshared, capabilities dropped, dies with its parent, and the
     compiled seccomp filter read from `seccomp_fd` installed just before the child's exec.
 
@@ -55,12 +62,40 @@ def bwrap_argv(policy: SandboxPolicy, argv: list[str], *, binds: list[Bind], env
     if as_uid is None:
         cmd = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
     else:
-        cmd = [bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-               "--cap-drop", "ALL", *[a for c in ("SETUID", "SETGID", "SETPCAP") for a in ("--cap-add", f"CAP_{c}")]]
-        argv = ["setpriv", f"--reuid={as_uid}", f"--regid={as_uid}", "--clear-groups", "--inh-caps=-all",
-                "--bounding-set=-all", "--", *argv]
-    cmd += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev",
-            *(["--perms", "01777"] if as_uid is not None else []), "--size", str(policy.tmp_bytes), "--tmpfs", "/tmp"]
+        cmd = [
+            bwrap,
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop",
+            "ALL",
+            *[a for c in ("SETUID", "SETGID", "SETPCAP") for a in ("--cap-add", f"CAP_{c}")],
+        ]
+        argv = [
+            "setpriv",
+            f"--reuid={as_uid}",
+            f"--regid={as_uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+            *argv,
+        ]
+    cmd += [
+        "--die-with-parent",
+        "--new-session",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        *(["--perms", "01777"] if as_uid is not None else []),
+        "--size",
+        str(policy.tmp_bytes),
+        "--tmpfs",
+        "/tmp",
+    ]
     if as_uid is not None and policy.writable_dev:
         cmd += ["--perms", "01777", "--size", str(policy.tmp_bytes), "--tmpfs", "/dev/shm"]
     if as_uid is not None:

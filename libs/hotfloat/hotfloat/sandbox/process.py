@@ -79,8 +79,16 @@ def child_env(extra: dict[str, str], *, home: str) -> dict[str, str]:
     """A fresh environment from an allowlist: the validator's secrets, tokens and paths never reach the child."""
     # USER/LOGNAME: the sandbox has no /etc/passwd, and getpass.getuser() (torch inductor's cache path) reads these
     # before it falls back to pwd.getpwuid, which raises there.
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8",
-           "USER": "hotfloat", "LOGNAME": "hotfloat", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "USER": "hotfloat",
+        "LOGNAME": "hotfloat",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+    }
     for k in ("OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES"):
         if k in os.environ:
             env[k] = os.environ[k]
@@ -100,8 +108,7 @@ def _probe(gpu: bool) -> str | None:
         filter_bpf()
     except SeccompUnavailable as e:
         return f"no seccomp filter: {e}; run `make system-deps` and `make setup`"
-    return _run_probe(lambda fd: bwrap_argv(SandboxPolicy(gpu=gpu), ["/usr/bin/true"], binds=[], env={},
-                                            seccomp_fd=fd))
+    return _run_probe(lambda fd: bwrap_argv(SandboxPolicy(gpu=gpu), ["/usr/bin/true"], binds=[], env={}, seccomp_fd=fd))
 
 
 def _run_probe(argv_for) -> str | None:
@@ -123,8 +130,11 @@ def _probe_uid() -> str | None:
     """Why dropping to an unprivileged uid cannot work here (no setpriv, or no user namespaces for non-root)."""
     if shutil.which("setpriv") is None:
         return "setpriv (util-linux) is not installed"
-    return _run_probe(lambda fd: bwrap_argv(SandboxPolicy(), ["/usr/bin/true"], binds=[], env={}, seccomp_fd=fd,
-                                            as_uid=SANDBOX_UIDS[0]))
+    return _run_probe(
+        lambda fd: bwrap_argv(
+            SandboxPolicy(), ["/usr/bin/true"], binds=[], env={}, seccomp_fd=fd, as_uid=SANDBOX_UIDS[0]
+        )
+    )
 
 
 def ensure_available(policy: SandboxPolicy) -> None:
@@ -134,19 +144,34 @@ def ensure_available(policy: SandboxPolicy) -> None:
         raise SandboxUnavailable(f"{reason} (refusing to run candidate code; --unsandboxed for local development)")
 
 
-def spawn(argv: list[str], policy: SandboxPolicy, *, sandboxed: bool, binds: list[Bind], env: dict[str, str],
-          cwd: str, pass_fds: tuple[int, ...] = (), stdin: IO | int | None = None,
-          stdout: IO | int | None = None) -> SandboxedProcess:
+def spawn(
+    argv: list[str],
+    policy: SandboxPolicy,
+    *,
+    sandboxed: bool,
+    binds: list[Bind],
+    env: dict[str, str],
+    cwd: str,
+    pass_fds: tuple[int, ...] = (),
+    stdin: IO | int | None = None,
+    stdout: IO | int | None = None,
+) -> SandboxedProcess:
     """Starts `argv` under every available bound; refuses (fail closed) when sandboxed and a bound is missing."""
     if sandboxed:
         ensure_available(policy)
     else:
-        log.warning("UNSANDBOXED: candidate code runs with the validator's filesystem and network view "
-                    "(local development only)")
+        log.warning(
+            "UNSANDBOXED: candidate code runs with the validator's filesystem and network view (local development only)"
+        )
     cgroup = Cgroup.create(policy)
     # no POSIX message queues: they outlive their creator, a channel between children sharing an IPC namespace
-    limits = [f"--cpu={policy.cpu_seconds}", f"--nofile={policy.max_open_files}",
-              f"--fsize={policy.max_file_bytes}", "--core=0", "--msgqueue=0"]
+    limits = [
+        f"--cpu={policy.cpu_seconds}",
+        f"--nofile={policy.max_open_files}",
+        f"--fsize={policy.max_file_bytes}",
+        "--core=0",
+        "--msgqueue=0",
+    ]
     if policy.address_space_bytes is not None:
         limits.append(f"--as={policy.address_space_bytes}")
     bounds = {"rlimits", *cgroup.bounds, *([cgroup.version] if cgroup.version else [])}
@@ -158,7 +183,8 @@ def spawn(argv: list[str], policy: SandboxPolicy, *, sandboxed: bool, binds: lis
                 cgroup.remove()
                 raise SandboxUnavailable(
                     "cannot bound the child's process count: running as root, no pids cgroup can be created, and "
-                    f"no unprivileged uid can run the sandbox ({reason}) (refusing to run candidate code)")
+                    f"no unprivileged uid can run the sandbox ({reason}) (refusing to run candidate code)"
+                )
             uid = SANDBOX_UIDS[0] + secrets.randbelow(SANDBOX_UIDS[1] - SANDBOX_UIDS[0])
             for b in binds:
                 if b.writable:
@@ -176,18 +202,25 @@ def spawn(argv: list[str], policy: SandboxPolicy, *, sandboxed: bool, binds: lis
     if sandboxed:
         bounds |= {"namespaces", "seccomp"}
     try:
-        popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL if stdin is None else stdin, stdout=stdout,
-                                 stderr=subprocess.STDOUT, pass_fds=(*pass_fds, *([seccomp] if sandboxed else [])),
-                                 cwd=cwd, env=env if not sandboxed else {"PATH": "/usr/bin:/bin"},
-                                 start_new_session=True)
+        popen = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            pass_fds=(*pass_fds, *([seccomp] if sandboxed else [])),
+            cwd=cwd,
+            env=env if not sandboxed else {"PATH": "/usr/bin:/bin"},
+            start_new_session=True,
+        )
     except OSError as e:
         cgroup.remove()
         raise InfrastructureError(f"cannot start the candidate child: {e}") from None
     finally:
         if seccomp is not None:
             os.close(seccomp)
-    return SandboxedProcess(popen=popen, cgroup=cgroup if cgroup.dirs else None, sandboxed=sandboxed,
-                            bounds=frozenset(bounds))
+    return SandboxedProcess(
+        popen=popen, cgroup=cgroup if cgroup.dirs else None, sandboxed=sandboxed, bounds=frozenset(bounds)
+    )
 
 
 def _chown_tree(path, uid: int) -> None:

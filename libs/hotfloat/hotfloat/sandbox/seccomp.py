@@ -14,26 +14,83 @@ import functools
 import os
 
 DENIED: dict[str, str] = {
-    **dict.fromkeys(("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise", "kcmp"),
-                    "reading or steering another process"),
-    **dict.fromkeys(("mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen", "fsconfig",
-                     "fsmount", "fspick", "mount_setattr", "name_to_handle_at", "open_by_handle_at"),
-                    "changing or escaping the filesystem view"),
+    **dict.fromkeys(
+        ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise", "kcmp"),
+        "reading or steering another process",
+    ),
+    **dict.fromkeys(
+        (
+            "mount",
+            "umount2",
+            "pivot_root",
+            "chroot",
+            "open_tree",
+            "move_mount",
+            "fsopen",
+            "fsconfig",
+            "fsmount",
+            "fspick",
+            "mount_setattr",
+            "name_to_handle_at",
+            "open_by_handle_at",
+        ),
+        "changing or escaping the filesystem view",
+    ),
     **dict.fromkeys(("unshare", "setns"), "new or foreign namespaces"),
     **dict.fromkeys(("keyctl", "add_key", "request_key"), "the kernel keyring (not namespaced)"),
-    **dict.fromkeys(("bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
-                     "io_uring_register", "modify_ldt"), "frequent kernel-exploit surface"),
-    **dict.fromkeys(("kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
-                     "swapon", "swapoff", "acct", "iopl", "ioperm", "syslog", "settimeofday", "clock_settime",
-                     "quotactl", "quotactl_fd", "lookup_dcookie", "vhangup", "uselib",
-                     "ustat", "sysfs", "nfsservctl", "sethostname", "setdomainname"),
-                    "host administration a kernel never needs"),
+    **dict.fromkeys(
+        (
+            "bpf",
+            "perf_event_open",
+            "userfaultfd",
+            "io_uring_setup",
+            "io_uring_enter",
+            "io_uring_register",
+            "modify_ldt",
+        ),
+        "frequent kernel-exploit surface",
+    ),
+    **dict.fromkeys(
+        (
+            "kexec_load",
+            "kexec_file_load",
+            "init_module",
+            "finit_module",
+            "delete_module",
+            "reboot",
+            "swapon",
+            "swapoff",
+            "acct",
+            "iopl",
+            "ioperm",
+            "syslog",
+            "settimeofday",
+            "clock_settime",
+            "quotactl",
+            "quotactl_fd",
+            "lookup_dcookie",
+            "vhangup",
+            "uselib",
+            "ustat",
+            "sysfs",
+            "nfsservctl",
+            "sethostname",
+            "setdomainname",
+        ),
+        "host administration a kernel never needs",
+    ),
 }
 """Each denied call with why; they fail with EPERM."""
 
-NAMESPACE_FLAGS = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
-                   "CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
-                   "CLONE_NEWNET": 0x40000000}
+NAMESPACE_FLAGS = {
+    "CLONE_NEWNS": 0x00020000,
+    "CLONE_NEWCGROUP": 0x02000000,
+    "CLONE_NEWUTS": 0x04000000,
+    "CLONE_NEWIPC": 0x08000000,
+    "CLONE_NEWUSER": 0x10000000,
+    "CLONE_NEWPID": 0x20000000,
+    "CLONE_NEWNET": 0x40000000,
+}
 """clone() with any of these fails with EPERM; clone3 (whose flags sit behind a pointer no filter can read) fails
 with ENOSYS, so libc falls back to clone."""
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 
-from .policy import ALLOWED_DUNDER_DEFS, ALLOWED_DUNDER_NAMES, DENIED_ATTRS, DENIED_BUILTINS, MEMBERS, REEXPORTED_MODULES
+from .policy import (
+    ALLOWED_DUNDER_DEFS,
+    ALLOWED_DUNDER_NAMES,
+    DENIED_ATTRS,
+    DENIED_BUILTINS,
+    MEMBERS,
+    REEXPORTED_MODULES,
+)
 
 MAX_SOURCE_BYTES = 512 * 1024
 WHERE = "(docs/security.md, 'Scan allow-list')"
@@ -41,8 +48,15 @@ class FileScan:
     def refuse_module_reads(self, path: str, modules: frozenset[str]) -> FileScan:
         """Adds a finding where a value's attribute (or a name imported from a bundle file) is a name some file of the
         bundle binds to a module: `helpers.torch` is that module, out of the resolver's reach."""
-        extra = {line: Finding(path, line, f".{name}: {name} is a module in a bundle file; import what a file uses in "
-                                           f"that file {WHERE}") for line, name in reversed(self.value_reads) if name in modules}
+        extra = {
+            line: Finding(
+                path,
+                line,
+                f".{name}: {name} is a module in a bundle file; import what a file uses in that file {WHERE}",
+            )
+            for line, name in reversed(self.value_reads)
+            if name in modules
+        }
         lines = {f.line for f in self.findings}
         return replace(self, findings=self.findings + tuple(f for n, f in sorted(extra.items()) if n not in lines))
 
@@ -63,7 +77,8 @@ def resolve(path: str) -> tuple[bool, str | None]:
     if step in REEXPORTED_MODULES:
         return False, f"{path}: reaches the {step} module, which bundle code may not import"
     return False, f"{path}: private internals" if step.startswith("_") else (
-        f"{path} is not on the allow-list of what kernels may use {WHERE}")
+        f"{path} is not on the allow-list of what kernels may use {WHERE}"
+    )
 
 
 def scan_source(path: str, source: bytes) -> FileScan:
@@ -90,9 +105,16 @@ def scan_source(path: str, source: bytes) -> FileScan:
 
 def _getattr_name(node: ast.AST) -> str | None:
     """The literal name of `getattr(x, 'name'[, default])`, or None for any other node."""
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-            and 2 <= len(node.args) <= 3 and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args)
-            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and 2 <= len(node.args) <= 3
+        and not node.keywords
+        and not any(isinstance(a, ast.Starred) for a in node.args)
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
         return node.args[1].value
     return None
 
@@ -164,18 +186,30 @@ class _Checker(ast.NodeVisitor):
         other use (argument, container, return, conditional, walrus, `==`, ...) would hand it to code the resolver
         cannot follow."""
         parent = self.parents.get(node)
-        if (isinstance(parent, ast.Attribute) or (_getattr_name(parent) is not None and parent.args[0] is node)
-                or (isinstance(parent, ast.Assign) and parent.value is node
-                    and all(isinstance(t, ast.Name) for t in parent.targets))
-                or (isinstance(parent, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in parent.ops))):
+        if (
+            isinstance(parent, ast.Attribute)
+            or (_getattr_name(parent) is not None and parent.args[0] is node)
+            or (
+                isinstance(parent, ast.Assign)
+                and parent.value is node
+                and all(isinstance(t, ast.Name) for t in parent.targets)
+            )
+            or (isinstance(parent, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in parent.ops))
+        ):
             return  # `is` runs no code of either side, so `if cutlass is None` hands the module to nothing
-        self.flag(node, f"module {path} used as a value: a module may only be aliased (m = {path}) or followed by "
-                        f"an attribute on the allow-list {WHERE}")
+        self.flag(
+            node,
+            f"module {path} used as a value: a module may only be aliased (m = {path}) or followed by "
+            f"an attribute on the allow-list {WHERE}",
+        )
 
     def _import(self, node: ast.AST, module: str, names: list[str]) -> None:
         if module.split(".")[0] not in MEMBERS:
-            return self.flag(node, f"import of {module!r} is not allowed: {module.split('.')[0]} is not on the "
-                                   f"allow-list of what kernels may use {WHERE}")
+            return self.flag(
+                node,
+                f"import of {module!r} is not allowed: {module.split('.')[0]} is not on the "
+                f"allow-list of what kernels may use {WHERE}",
+            )
         for name in names:
             if name == "*":
                 self.flag(node, "star imports hide what is used")
@@ -245,7 +279,13 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Constant(self, node: ast.Constant) -> None:
         v = node.value
-        if isinstance(v, str) and len(v) < 64 and v.startswith("__") and v.endswith("__") and v not in ALLOWED_DUNDER_NAMES:
+        if (
+            isinstance(v, str)
+            and len(v) < 64
+            and v.startswith("__")
+            and v.endswith("__")
+            and v not in ALLOWED_DUNDER_NAMES
+        ):
             self.flag(node, f"string {v!r} names a dunder (introspection escape)")
 
     def _def(self, node) -> None:

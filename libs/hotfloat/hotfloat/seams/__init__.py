@@ -28,6 +28,17 @@ from .ranks import check_ranks_armed
 from .router import SeamCount, SeamRouter
 
 __all__ = [
-    "AuditConfig", "ENV_BUNDLE", "ENV_HANDICAP", "ENV_IDENTITY", "ENV_TWIN_IDENTITY", "ENV_TWIN_OF", "RankMismatchError",
-    "SeamCount", "SeamLoadError", "SeamRouter", "arm", "arm_from_env", "check_ranks_armed",
+    "AuditConfig",
+    "ENV_BUNDLE",
+    "ENV_HANDICAP",
+    "ENV_IDENTITY",
+    "ENV_TWIN_IDENTITY",
+    "ENV_TWIN_OF",
+    "RankMismatchError",
+    "SeamCount",
+    "SeamLoadError",
+    "SeamRouter",
+    "arm",
+    "arm_from_env",
+    "check_ranks_armed",
 ]

@@ -24,13 +24,25 @@ ENV_HANDICAP = "HOTFLOAT_HANDICAP_US"
 """Microseconds of delay after every activation.silu_and_mul call (calibration's positive control)."""
 
 
-def arm(path: str | os.PathLike | None, *, identity: str | None = None, workdir: str | None = None,
-        twin_of: str | os.PathLike | None = None, twin_identity: str | None = None, audit: AuditConfig | None = None,
-        handicap_us: float = 0.0) -> SeamRouter:
+def arm(
+    path: str | os.PathLike | None,
+    *,
+    identity: str | None = None,
+    workdir: str | None = None,
+    twin_of: str | os.PathLike | None = None,
+    twin_identity: str | None = None,
+    audit: AuditConfig | None = None,
+    handicap_us: float = 0.0,
+) -> SeamRouter:
     """A router for the bundle at `path` (null-armed for None), a twin of the bundle at `twin_of` when given; any
     load failure raises SeamLoadError."""
-    return SeamRouter(_load(path, identity, "armed"), workdir=workdir, twin_of=_load(twin_of, twin_identity, "twin's"),
-                      audit=audit, handicap_us=handicap_us)
+    return SeamRouter(
+        _load(path, identity, "armed"),
+        workdir=workdir,
+        twin_of=_load(twin_of, twin_identity, "twin's"),
+        audit=audit,
+        handicap_us=handicap_us,
+    )
 
 
 def _load(path: str | os.PathLike | None, identity: str | None, what: str) -> Bundle | None:
@@ -50,6 +62,11 @@ def arm_from_env(environ: dict | None = None) -> SeamRouter:
     a candidate, auditing per HOTFLOAT_AUDIT and handicapped per HOTFLOAT_HANDICAP_US, as every engine process does
     at start."""
     env = os.environ if environ is None else environ
-    return arm(env.get(ENV_BUNDLE) or None, identity=env.get(ENV_IDENTITY) or None,
-               twin_of=env.get(ENV_TWIN_OF) or None, twin_identity=env.get(ENV_TWIN_IDENTITY) or None,
-               audit=AuditConfig.from_env(env.get(ENV_AUDIT)), handicap_us=float(env.get(ENV_HANDICAP) or 0))
+    return arm(
+        env.get(ENV_BUNDLE) or None,
+        identity=env.get(ENV_IDENTITY) or None,
+        twin_of=env.get(ENV_TWIN_OF) or None,
+        twin_identity=env.get(ENV_TWIN_IDENTITY) or None,
+        audit=AuditConfig.from_env(env.get(ENV_AUDIT)),
+        handicap_us=float(env.get(ENV_HANDICAP) or 0),
+    )

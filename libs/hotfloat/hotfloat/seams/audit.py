@@ -69,8 +69,13 @@ class AuditConfig:
         if spec.get("audit_key") is None:
             return None
         d = cls(0)
-        return cls(int(spec["audit_key"]), float(spec.get("audit_rate", d.rate)), int(spec.get("audit_rows", d.rows)),
-                   int(spec.get("audit_capacity", d.capacity)), int(spec.get("audit_arena_mib", d.arena_mib)))
+        return cls(
+            int(spec["audit_key"]),
+            float(spec.get("audit_rate", d.rate)),
+            int(spec.get("audit_rows", d.rows)),
+            int(spec.get("audit_capacity", d.capacity)),
+            int(spec.get("audit_arena_mib", d.arena_mib)),
+        )
 
     def to_env(self) -> str:
         return json.dumps(asdict(self))
@@ -97,8 +102,18 @@ class Site:
     `cells` holds the execution counter, then per ring row the execution committed there (0: none) and a trash row;
     `table` says for each execution (counter mod its length) the ring row to commit to, or the trash row."""
 
-    def __init__(self, spec: SlotSpec, n: int, tensors: dict, scalars: dict, window: tuple[int, int, int],
-                 slots: int, table: torch.Tensor, cells: torch.Tensor, buffers: dict[str, torch.Tensor]):
+    def __init__(
+        self,
+        spec: SlotSpec,
+        n: int,
+        tensors: dict,
+        scalars: dict,
+        window: tuple[int, int, int],
+        slots: int,
+        table: torch.Tensor,
+        cells: torch.Tensor,
+        buffers: dict[str, torch.Tensor],
+    ):
         self.slot, self.n, self.scalars, self.window = spec.name, n, scalars, window
         self.slots, self.table, self.cells = slots, table, cells
         self.rowwise = {a.name for a in spec.args if a.shape and a.shape[0] == spec.count_dim}
@@ -108,17 +123,22 @@ class Site:
     @staticmethod
     def shapes(spec: SlotSpec, dims: dict, rows: int, slots: int) -> dict[str, tuple[int, ...]]:
         """Shapes of a site's staging (`stage.<input>`) and ring buffers: each row-wise argument cut to `rows`."""
-        cut = {a.name: (rows, *spec.shape_of(a, dims)[1:]) if a.shape[0] == spec.count_dim else spec.shape_of(a, dims)
-               for a in spec.args if a.role in (Role.INPUT, Role.OUTPUT)}
-        return {**{f"stage.{a.name}": cut[a.name] for a in spec.of_role(Role.INPUT)},
-                **{k: (slots + 1, *s) for k, s in cut.items()}}
+        cut = {
+            a.name: (rows, *spec.shape_of(a, dims)[1:]) if a.shape[0] == spec.count_dim else spec.shape_of(a, dims)
+            for a in spec.args
+            if a.role in (Role.INPUT, Role.OUTPUT)
+        }
+        return {
+            **{f"stage.{a.name}": cut[a.name] for a in spec.of_role(Role.INPUT)},
+            **{k: (slots + 1, *s) for k, s in cut.items()},
+        }
 
     def cut(self, name: str, t: torch.Tensor) -> torch.Tensor:
         """The audited window of a row-wise argument (leading dims folded into rows), the whole of any other."""
         if name not in self.rowwise:
             return t
         start, rows, _ = self.window
-        return t.reshape(-1, t.shape[-1])[start:start + rows]
+        return t.reshape(-1, t.shape[-1])[start : start + rows]
 
     def copy_inputs(self, tensors: dict) -> None:
         for name, buf in self.stage.items():
@@ -146,9 +166,15 @@ class Site:
                 blobs.append(ring[r].contiguous().cpu().view(torch.uint8).numpy().tobytes())
                 tensors[name] = {"shape": list(ring.shape[1:]), "offset": at}
                 at += len(blobs[-1])
-            head = {"slot": self.slot, "site": self.n, "execution": int(kept[r]),
-                    "dtype": DTYPE_NAMES[next(iter(self.ring.values())).dtype], "rows": list(self.window),
-                    "scalars": self.scalars, "tensors": tensors}
+            head = {
+                "slot": self.slot,
+                "site": self.n,
+                "execution": int(kept[r]),
+                "dtype": DTYPE_NAMES[next(iter(self.ring.values())).dtype],
+                "rows": list(self.window),
+                "scalars": self.scalars,
+                "tensors": tensors,
+            }
             out.append((head, b"".join(blobs)))
         return sorted(out, key=lambda e: e[0]["execution"])
 
@@ -166,7 +192,9 @@ class _Device:
         self.table = torch.cat([table, table]).to(device)
         self.always = torch.zeros(1, dtype=torch.int64, device=device)
         self.cells, self.used = torch.zeros(CELLS, dtype=torch.int64, device=device), 0
-        self.space = torch.empty(config.arena_mib << 20 if device.type == "cuda" else 0, dtype=torch.uint8, device=device)
+        self.space = torch.empty(
+            config.arena_mib << 20 if device.type == "cuda" else 0, dtype=torch.uint8, device=device
+        )
         self.filled = 0
 
     def carve(self, shapes: dict[str, tuple[int, ...]], dtype: torch.dtype) -> dict[str, torch.Tensor] | None:
@@ -176,7 +204,7 @@ class _Device:
             return None
         out = {}
         for k, s in shapes.items():
-            out[k] = self.space[self.filled:self.filled + math.prod(s) * dtype.itemsize].view(dtype).view(s)
+            out[k] = self.space[self.filled : self.filled + math.prod(s) * dtype.itemsize].view(dtype).view(s)
             self.filled += sizes[k]
         return out
 
@@ -204,7 +232,7 @@ class Auditor:
             self.devices[first.device] = _Device(cfg, first.device)
         slot = AUDITED.index(spec.name)
         total = first.reshape(-1, first.shape[-1]).shape[0]
-        if not total or mix(cfg.key, slot, n) >= cfg.rate * 2.0 ** 64:
+        if not total or mix(cfg.key, slot, n) >= cfg.rate * 2.0**64:
             return None
         size = lambda a: spec.shape_of(a, dims)  # noqa: E731
         per_row = sum(size(a)[-1] for a in spec.args if a.role is not Role.SCALAR and a.shape[0] == spec.count_dim)
@@ -215,16 +243,25 @@ class Auditor:
         dev, shapes = self.devices.get(first.device), Site.shapes(spec, dims, rows, RING if capturing else 1)
         if not capturing:
             buffers = {k: torch.empty(v, dtype=first.dtype, device=first.device) for k, v in shapes.items()}
-            site = Site(spec, n, tensors, scalars, window, 1, dev.always,
-                        torch.zeros(3, dtype=torch.int64, device=first.device), buffers)
+            site = Site(
+                spec,
+                n,
+                tensors,
+                scalars,
+                window,
+                1,
+                dev.always,
+                torch.zeros(3, dtype=torch.int64, device=first.device),
+                buffers,
+            )
             self.eager.append(site)
         elif dev is None or (buffers := dev.carve(shapes, first.dtype)) is None:
             self.skipped += 1
             return None
         else:
             offset = mix(cfg.key, slot, n, 2) % TABLE
-            cells, dev.used = dev.cells[dev.used:dev.used + RING + 2], dev.used + RING + 2
-            site = Site(spec, n, tensors, scalars, window, RING, dev.table[offset:offset + TABLE], cells, buffers)
+            cells, dev.used = dev.cells[dev.used : dev.used + RING + 2], dev.used + RING + 2
+            site = Site(spec, n, tensors, scalars, window, RING, dev.table[offset : offset + TABLE], cells, buffers)
             self.captured.append(site)
         site.copy_inputs(tensors)
         return site
@@ -247,6 +284,6 @@ def read_dump(path: Path) -> list[tuple[dict, bytes]]:
     index, blob = json.loads(path.with_suffix(".json").read_text()), path.with_suffix(".bin").read_bytes()
     at, out = 0, []
     for head, size in zip(index["entries"], index["sizes"], strict=False):
-        out.append((head, blob[at:at + size]))
+        out.append((head, blob[at : at + size]))
         at += size
     return out

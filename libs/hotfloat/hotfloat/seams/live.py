@@ -124,7 +124,7 @@ def run_live(cfg: LiveConfig) -> LiveResult:
         ports = {a.name: cfg.base_port + 100 * i for i, a in enumerate(cfg.arms)}
         ref = next(a for a in cfg.arms if a.expect is Expect.REFERENCE)
         order, n = [ref] + [a for a in cfg.arms if a is not ref], max(1, cfg.parallel)
-        waves = [order[i:i + n] for i in range(0, len(order), n)]
+        waves = [order[i : i + n] for i in range(0, len(order), n)]
         raw = {}
         for wave in waves:
             raw.update(_boot_all(cfg, wave, work, ports))
@@ -134,8 +134,12 @@ def run_live(cfg: LiveConfig) -> LiveResult:
     if failed:
         return LiveResult(Status.FAIL, "; ".join(f"{r.name}: {r.reason}" for r in failed), tuple(results))
     shown = sorted({a.expect.value for a in cfg.arms} - {Expect.REFERENCE.value})
-    return LiveResult(Status.PASS, f"every arm showed what it must against the null-armed reference ({', '.join(shown)}), "
-                                   "with its armed slots routed", tuple(results))
+    return LiveResult(
+        Status.PASS,
+        f"every arm showed what it must against the null-armed reference ({', '.join(shown)}), "
+        "with its armed slots routed",
+        tuple(results),
+    )
 
 
 @dataclass
@@ -174,9 +178,13 @@ def _start(cfg: LiveConfig, arm: ArmSpec, d: Path, port: int) -> _Boot:
     identity = None
     if arm.bundle and arm.expect is not Expect.BOOT_FAILS:
         identity = load_bundle(arm.bundle).identity
-    spec = {"model_path": cfg.model_path, "engine": {**cfg.engine, "port": port}, "prompts": [list(p) for p in cfg.prompts],
-            "sampling": {"max_new_tokens": cfg.max_new_tokens, "temperature": 0, "ignore_eos": True},
-            "result_path": str(d / "result.json")}
+    spec = {
+        "model_path": cfg.model_path,
+        "engine": {**cfg.engine, "port": port},
+        "prompts": [list(p) for p in cfg.prompts],
+        "sampling": {"max_new_tokens": cfg.max_new_tokens, "temperature": 0, "ignore_eos": True},
+        "result_path": str(d / "result.json"),
+    }
     (d / "spec.json").write_text(json.dumps(spec, indent=1))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HOTFLOAT_ARMED_")}
     env.update(HOTFLOAT_SEAMS="1", SGLANG_PLUGINS="hotfloat", HOTFLOAT_SEAMS_REPORT_DIR=str(d / "reports"))
@@ -184,12 +192,16 @@ def _start(cfg: LiveConfig, arm: ArmSpec, d: Path, port: int) -> _Boot:
         env["HOTFLOAT_ARMED_BUNDLE"] = str(Path(arm.bundle).resolve())
     if identity:
         env["HOTFLOAT_ARMED_IDENTITY"] = identity
-    cmd = ([c.format(spec=d / "spec.json") for c in cfg.command] if cfg.command is not None
-           else [cfg.engine_python, "-m", "hotfloat_sglang.offline", str(d / "spec.json")])
+    cmd = (
+        [c.format(spec=d / "spec.json") for c in cfg.command]
+        if cfg.command is not None
+        else [cfg.engine_python, "-m", "hotfloat_sglang.offline", str(d / "spec.json")]
+    )
     boot = _Boot(arm, identity, d, started=time.monotonic())
     with open(d / "engine.log", "wb") as log:
-        boot.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+        boot.proc = subprocess.Popen(
+            cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     return boot
 
 
@@ -233,9 +245,21 @@ def _judge(arm: ArmSpec, boot: _Boot, ref: ArmResult | None) -> ArmResult:
             stock[slot] = stock.get(slot, 0) + c["stock"]
 
     def done(status: Status, reason: str) -> ArmResult:
-        return ArmResult(arm.name, arm.expect, status, reason, boot.identity, boot.proc.returncode,
-                         result["output_ids"] if result else None, tuple(r["identity"] for r in reports), routed,
-                         stock, result.get("boot_s") if result else None, round(boot.wall_s, 1), tail)
+        return ArmResult(
+            arm.name,
+            arm.expect,
+            status,
+            reason,
+            boot.identity,
+            boot.proc.returncode,
+            result["output_ids"] if result else None,
+            tuple(r["identity"] for r in reports),
+            routed,
+            stock,
+            result.get("boot_s") if result else None,
+            round(boot.wall_s, 1),
+            tail,
+        )
 
     if arm.expect is Expect.BOOT_FAILS:
         if result is not None or boot.proc.returncode == 0:
@@ -249,8 +273,11 @@ def _judge(arm: ArmSpec, boot: _Boot, ref: ArmResult | None) -> ArmResult:
     if result is None or boot.proc.returncode != 0:
         return done(Status.FAIL, f"the engine exited {boot.proc.returncode} without a result: {tail[-300:]}")
     if not reports or set(r["identity"] for r in reports) != {boot.identity}:
-        return done(Status.FAIL, f"engine processes reported arming {[r['identity'] for r in reports]}, "
-                                 f"expected {boot.identity} (is the plugin installed?)")
+        return done(
+            Status.FAIL,
+            f"engine processes reported arming {[r['identity'] for r in reports]}, "
+            f"expected {boot.identity} (is the plugin installed?)",
+        )
     if arm.expect is Expect.REFERENCE:
         if any(routed.values()):
             return done(Status.FAIL, f"null-armed, yet calls were routed: {routed}")

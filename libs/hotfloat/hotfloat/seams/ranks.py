@@ -27,5 +27,7 @@ def check_ranks_armed(armed: str | None, *, error: str | None = None, group=None
         dist.all_gather_object(seen, mine, group=group)
     if error is not None or any(s.startswith(FAILED) for s in seen) or len(set(seen)) != 1:
         detail = ", ".join(f"rank {i}: {s or 'null-armed'}" for i, s in enumerate(seen))
-        raise RankMismatchError(f"ranks did not all arm the same bundle ({detail}); aborting rather than mixing kernels")
+        raise RankMismatchError(
+            f"ranks did not all arm the same bundle ({detail}); aborting rather than mixing kernels"
+        )
     return seen

@@ -43,8 +43,15 @@ class SeamCount:
 class SeamRouter:
     """Routes slot calls between an armed bundle and stock implementations; null-armed when built without a bundle."""
 
-    def __init__(self, bundle: Bundle | None = None, *, workdir: str | None = None, twin_of: Bundle | None = None,
-                 audit: AuditConfig | None = None, handicap_us: float = 0.0):
+    def __init__(
+        self,
+        bundle: Bundle | None = None,
+        *,
+        workdir: str | None = None,
+        twin_of: Bundle | None = None,
+        audit: AuditConfig | None = None,
+        handicap_us: float = 0.0,
+    ):
         self.bundle, self.twin_of = bundle, twin_of
         self._armed: dict[str, list[Op]] = {name: [] for name in SLOTS}
         self._nudged: dict[str, list[Op]] = {name: [] for name in SLOTS}
@@ -91,8 +98,10 @@ class SeamRouter:
         outs = served if isinstance(served, tuple) else (served,)
         if nudge is not None:
             names = [a.name for a in spec.of_role(Role.OUTPUT)]
-            outs = tuple(o if n in EXACT_OUTPUTS else stochastic_ulp(o, self._flag(slot, o.device))
-                         for n, o in zip(names, outs, strict=False))  # the stock's outputs, as it gave them
+            outs = tuple(
+                o if n in EXACT_OUTPUTS else stochastic_ulp(o, self._flag(slot, o.device))
+                for n, o in zip(names, outs, strict=False)
+            )  # the stock's outputs, as it gave them
             served = outs if isinstance(served, tuple) else outs[0]
         if self.handicap_us and slot == HANDICAP_SLOT:
             _delay(outs[0].device, self.handicap_us)
@@ -131,7 +140,9 @@ class SeamRouter:
         for a in spec.of_role(Role.OUTPUT):
             ref = tensors[spec.of_role(Role.INPUT)[0].name]
             outs[a.name] = torch.empty(spec.shape_of(a, dims), dtype=ref.dtype, device=ref.device)
-        positional = [outs[a.name] if a.role is Role.OUTPUT else tensors.get(a.name, values.get(a.name)) for a in spec.args]
+        positional = [
+            outs[a.name] if a.role is Role.OUTPUT else tensors.get(a.name, values.get(a.name)) for a in spec.args
+        ]
         fn(*positional)
         shaped = tuple(o.reshape(*lead, *o.shape[1:]) for o in outs.values())
         return shaped[0] if len(shaped) == 1 else shaped
@@ -140,12 +151,21 @@ class SeamRouter:
         """activation.silu_and_mul of x[..., 2d] -> [..., d]; `stock(x)` outside the armed domain."""
         return self.call("activation.silu_and_mul", stock, x)
 
-    def rmsnorm(self, x: torch.Tensor, weight: torch.Tensor, eps: float, *, stock: Callable[..., torch.Tensor]) -> torch.Tensor:
+    def rmsnorm(
+        self, x: torch.Tensor, weight: torch.Tensor, eps: float, *, stock: Callable[..., torch.Tensor]
+    ) -> torch.Tensor:
         """norm.rmsnorm of x[..., h] with weight[h] and eps -> [..., h]; `stock(x, weight, eps)` outside the domain."""
         return self.call("norm.rmsnorm", stock, x, weight, eps)
 
-    def fused_add_rmsnorm(self, x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float, *,
-                          stock: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def fused_add_rmsnorm(
+        self,
+        x: torch.Tensor,
+        residual: torch.Tensor,
+        weight: torch.Tensor,
+        eps: float,
+        *,
+        stock: Callable[..., tuple[torch.Tensor, torch.Tensor]],
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """norm.fused_add_rmsnorm of x[..., h] and residual[..., h] -> (out, residual_out), both fresh tensors (x and
         residual are left as they were); `stock(x, residual, weight, eps)` outside the domain."""
         return self.call("norm.fused_add_rmsnorm", stock, x, residual, weight, eps)
@@ -197,7 +217,9 @@ def _bind(spec: SlotSpec, values: dict):
         return None
     first = tensors[inputs[0].name]
     dims = bind_dims(spec, tensors)
-    if dims is None or any(t.device != first.device or t.dtype != _dtype(spec, n, first.dtype) for n, t in tensors.items()):
+    if dims is None or any(
+        t.device != first.device or t.dtype != _dtype(spec, n, first.dtype) for n, t in tensors.items()
+    ):
         return None
     return (leads.pop() if leads else ()), tensors, dims
 

@@ -33,7 +33,7 @@ def _reference(t):
     group = q.shape[1] // k.shape[1]
     out = torch.empty_like(q)
     for b in range(q.shape[0]):
-        pages = indices[int(indptr[b]): int(indptr[b + 1])]
+        pages = indices[int(indptr[b]) : int(indptr[b + 1])]
         kb = k[pages].repeat_interleave(group, dim=1)  # [L, Hq, D]
         vb = v[pages].repeat_interleave(group, dim=1)
         p = torch.softmax(torch.einsum("hd,lhd->hl", q[b], kb) * float(t["sm_scale"]), dim=-1)
@@ -104,7 +104,7 @@ def _shape(b, s, hq, hkv, d, cpu=False, uniform=False):
 ATTENTION_DECODE = SlotSpec(
     name="attention.decode",
     summary="Paged decode attention: out[b,h] = softmax(sm_scale * q[b,h] . K_b) @ V_b over pages "
-            "kv_indices[kv_indptr[b]:kv_indptr[b+1]], KV head h // (Hq/Hkv)",
+    "kv_indices[kv_indptr[b]:kv_indptr[b+1]], KV head h // (Hq/Hkv)",
     args=(
         ArgSpec("q", Role.INPUT, shape=("B", "Hq", "D")),
         ArgSpec("k_buffer", Role.INPUT, shape=("P", "Hkv", "D")),
@@ -132,10 +132,14 @@ ATTENTION_DECODE = SlotSpec(
     ),
     bench_shapes=(
         _shape(4, 64, 4, 1, 64, cpu=True, uniform=True),
-        *(_shape(b, s, 14, 2, 64, uniform=True)
-          for b, s in ((1, 1024), (8, 1024), (32, 1024), (64, 2048), (256, 1024))),
-        *(_shape(b, s, 32, 8, 128, uniform=True)
-          for b, s in ((1, 1024), (1, 32768), (8, 4096), (32, 2048), (64, 1024), (128, 1024), (256, 512))),
+        *(
+            _shape(b, s, 14, 2, 64, uniform=True)
+            for b, s in ((1, 1024), (8, 1024), (32, 1024), (64, 2048), (256, 1024))
+        ),
+        *(
+            _shape(b, s, 32, 8, 128, uniform=True)
+            for b, s in ((1, 1024), (1, 32768), (8, 4096), (32, 2048), (64, 1024), (128, 1024), (256, 512))
+        ),
     ),
     reference=_reference,
     make_inputs=_inputs,

@@ -37,9 +37,7 @@ ALL_REDUCE = SlotSpec(
         Shape({"T": 333, "H": 1536}),
         Shape({"T": 4096, "H": 4096}, cpu=False),
     ),
-    bench_shapes=tuple(
-        Shape({"T": t, "H": 4096}, cpu=t <= 128) for t in (1, 8, 32, 128, 1024, 4096)
-    ),
+    bench_shapes=tuple(Shape({"T": t, "H": 4096}, cpu=t <= 128) for t in (1, 8, 32, 128, 1024, 4096)),
     reference=_reference,
     make_inputs=_inputs,
     bytes_moved=lambda dims, esize: 2 * dims["T"] * dims["H"] * esize,

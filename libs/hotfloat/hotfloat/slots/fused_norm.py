@@ -63,9 +63,9 @@ FUSED_ADD_RMSNORM = SlotSpec(
         Shape({"T": 1024, "H": 8192}, cpu=False),
     ),
     bench_shapes=tuple(
-        Shape({"T": t, "H": h}, cpu=t * h <= 128 * 4096)
-        for h in (896, 1536, 4096, 8192) for t in (1, 8, 32, 128, 256)
-    ) + (Shape({"T": 4096, "H": 4096}, cpu=False), Shape({"T": 8192, "H": 8192}, cpu=False)),
+        Shape({"T": t, "H": h}, cpu=t * h <= 128 * 4096) for h in (896, 1536, 4096, 8192) for t in (1, 8, 32, 128, 256)
+    )
+    + (Shape({"T": 4096, "H": 4096}, cpu=False), Shape({"T": 8192, "H": 8192}, cpu=False)),
     reference=_reference,
     make_inputs=_inputs,
     make_scalars=scalars,

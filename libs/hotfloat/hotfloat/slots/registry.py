@@ -8,7 +8,9 @@ from .fused_norm import FUSED_ADD_RMSNORM
 from .norm import RMSNORM
 from .spec import SlotSpec
 
-SLOTS: dict[str, SlotSpec] = {s.name: s for s in (SILU_AND_MUL, RMSNORM, FUSED_ADD_RMSNORM, ALL_REDUCE, ATTENTION_DECODE)}
+SLOTS: dict[str, SlotSpec] = {
+    s.name: s for s in (SILU_AND_MUL, RMSNORM, FUSED_ADD_RMSNORM, ALL_REDUCE, ATTENTION_DECODE)
+}
 
 
 def get_slot(name: str) -> SlotSpec:

@@ -164,8 +164,11 @@ class SlotSpec:
                 parts.append(f"{a.name}[{','.join(a.shape)}]")
         return f"{self.name}({', '.join(parts)})"
 
+
 def eval_dim(expr: str, dims: Mapping[str, int]) -> int:
     """Evaluates a sum of products like "2*D" or "B+1" without eval(); unknown names are a programming error in a
     slot spec."""
-    return sum(math.prod(int(f) if f.isdigit() else dims[f] for f in (p.strip() for p in term.split("*")))
-               for term in expr.split("+"))
+    return sum(
+        math.prod(int(f) if f.isdigit() else dims[f] for f in (p.strip() for p in term.split("*")))
+        for term in expr.split("+")
+    )

@@ -14,5 +14,25 @@ from .pipeline import Pipeline
 from .settle import Attempt, Settled, settle
 from .stages import OnProgress, Outcome, StageRefused, Stages
 
-__all__ = ["CHALLENGE_MARGIN", "RUNNER_UP_SHARE", "WINNER_SHARE", "Admitted", "Attempt", "Crown", "LocalStages",
-           "OnProgress", "Outcome", "Pipeline", "Qualified", "Run", "ScoreEvidence", "Settled", "StageConfig", "StageEvidence", "StageRefused", "Stages", "crown", "settle"]
+__all__ = [
+    "CHALLENGE_MARGIN",
+    "RUNNER_UP_SHARE",
+    "WINNER_SHARE",
+    "Admitted",
+    "Attempt",
+    "Crown",
+    "LocalStages",
+    "OnProgress",
+    "Outcome",
+    "Pipeline",
+    "Qualified",
+    "Run",
+    "ScoreEvidence",
+    "Settled",
+    "StageConfig",
+    "StageEvidence",
+    "StageRefused",
+    "Stages",
+    "crown",
+    "settle",
+]

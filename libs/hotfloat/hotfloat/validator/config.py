@@ -120,9 +120,12 @@ class ValidatorConfig(Record):
     @model_validator(mode="after")
     def _consistent(self):
         remote = self.stages == "remote"
-        if remote != bool(self.compiler and self.admission) or (not remote and (self.compiler or self.admission or
-                                                                                self.qualification)):
-            raise ValueError("give either --spawn or both --compiler and --admission (or --local: stages in this process)")
+        if remote != bool(self.compiler and self.admission) or (
+            not remote and (self.compiler or self.admission or self.qualification)
+        ):
+            raise ValueError(
+                "give either --spawn or both --compiler and --admission (or --local: stages in this process)"
+            )
         if self.tls is not None and not remote:
             raise ValueError("mutual TLS applies to given addresses, not to local or spawned stages")
         if self.rule_from and remote:
@@ -158,4 +161,3 @@ def load_config(path: str | None, overrides: dict, defaults: dict | None = None)
     except ValidationError as e:
         where = f"--config {path}: " if path is not None else ""
         raise InputError(where + first_error(e, "config")) from None
-

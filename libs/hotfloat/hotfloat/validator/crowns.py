@@ -40,7 +40,9 @@ class Crown(Record):
 
 def crown(settled: list[Settled], incumbent: str | None = None) -> Crown:
     """Ranks settled PASS candidates (including the incumbent's fresh settlement, if it still passes)."""
-    passing = sorted((s for s in settled if s.status is Status.PASS and s.score > 0), key=lambda s: (-s.score, s.identity))
+    passing = sorted(
+        (s for s in settled if s.status is Status.PASS and s.score > 0), key=lambda s: (-s.score, s.identity)
+    )
     if len({s.identity for s in passing}) != len(passing):
         raise ValueError("one settlement per identity")
     if not passing:
@@ -48,12 +50,24 @@ def crown(settled: list[Settled], incumbent: str | None = None) -> Crown:
     champ = next((s for s in passing if s.identity == incumbent), None)
     best = passing[0]
     if champ is None:
-        winner, why = best, "fastest settled candidate" + ("" if incumbent is None else "; the incumbent no longer passes")
+        winner, why = (
+            best,
+            "fastest settled candidate" + ("" if incumbent is None else "; the incumbent no longer passes"),
+        )
     elif best is champ or best.score <= champ.score + CHALLENGE_MARGIN:
-        winner, why = champ, "incumbent defends" if best is champ else (
-            f"challenger {best.score:.4f} does not beat the incumbent's fresh {champ.score:.4f} by {CHALLENGE_MARGIN:.0%}")
+        winner, why = (
+            champ,
+            "incumbent defends"
+            if best is champ
+            else (
+                f"challenger {best.score:.4f} does not beat the incumbent's fresh {champ.score:.4f} by {CHALLENGE_MARGIN:.0%}"
+            ),
+        )
     else:
-        winner, why = best, f"challenger {best.score:.4f} beats the incumbent's fresh {champ.score:.4f} by more than {CHALLENGE_MARGIN:.0%}"
+        winner, why = (
+            best,
+            f"challenger {best.score:.4f} beats the incumbent's fresh {champ.score:.4f} by more than {CHALLENGE_MARGIN:.0%}",
+        )
     rest = [s for s in passing if s is not winner]
     runner = rest[0] if rest else None
     weights = {winner.identity: WINNER_SHARE}

@@ -63,8 +63,12 @@ class Run(Record):
     @classmethod
     def of(cls, evidence: StageEvidence[Qualified]) -> Run:
         """This qualification as the score stage reads it: verdict, score and the workload seed it was drawn with."""
-        return cls(status=evidence.status, score=evidence.record.score, seed=evidence.record.workload.seed,
-                   reasons=evidence.reasons)
+        return cls(
+            status=evidence.status,
+            score=evidence.record.score,
+            seed=evidence.record.workload.seed,
+            reasons=evidence.reasons,
+        )
 
 
 class ScoreEvidence(StageEvidence[Qualified]):

@@ -45,15 +45,23 @@ class StageConfig:
     def verify_options(self, seed: int | None = None) -> VerifyOptions:
         """The configured verification with a caller's replay seed, validated like any other input."""
         try:
-            return VerifyOptions(device=self.device, trials=self.verify_trials, max_shapes=self.verify_max_shapes,
-                                 dtypes=list(self.verify_dtypes) if self.verify_dtypes else None, seed=seed)
+            return VerifyOptions(
+                device=self.device,
+                trials=self.verify_trials,
+                max_shapes=self.verify_max_shapes,
+                dtypes=list(self.verify_dtypes) if self.verify_dtypes else None,
+                seed=seed,
+            )
         except ValidationError as e:
             raise InputError(f"verify options: {first_error(e)}") from None
 
     def qualify_options(self) -> QualifyOptions:
-        return QualifyOptions.for_device(self.device, warmup_passes=self.qualify_warmup_passes,
-                                         extra_passes=dict(self.qualify_extra_passes),
-                                         **(rule_given(self.qualify_rule) if self.qualify_rule else {}))
+        return QualifyOptions.for_device(
+            self.device,
+            warmup_passes=self.qualify_warmup_passes,
+            extra_passes=dict(self.qualify_extra_passes),
+            **(rule_given(self.qualify_rule) if self.qualify_rule else {}),
+        )
 
 
 def scan_stage(bundle: Bundle) -> Outcome[ScanReport]:
@@ -66,8 +74,13 @@ def build_stage(bundle: Bundle, arch: str = "sm_90a") -> Outcome[BuildRecord]:
     """Scans again (a build never compiles code the policy refuses), then builds deviceless."""
     report = scan_bundle(bundle)
     if not report.clean:
-        record = BuildRecord(bundle_identity=bundle.identity, arch="none", toolchain={}, status=Status.FAIL,
-                             reasons=["scan refused the bundle", *_findings(report)])
+        record = BuildRecord(
+            bundle_identity=bundle.identity,
+            arch="none",
+            toolchain={},
+            status=Status.FAIL,
+            reasons=["scan refused the bundle", *_findings(report)],
+        )
     else:
         record = build_bundle(bundle, arch=arch)
     return Outcome(record.status, list(record.reasons), record, dict(record.cubins))
@@ -78,15 +91,20 @@ def admit_stage(bundle: Bundle, built: Outcome[BuildRecord], options: VerifyOpti
     cubins (same seed) when the build made any; the verdict combines the checks that applied (any FAIL fails, then
     any NO_DECISION), with the failing and undecided rows as its reasons."""
     if built.status is not built.evidence.status or built.status not in (Status.PASS, Status.N_A):
-        raise InputError(f"admission needs a passed or not-needed build, got {built.status.value} "
-                         f"(its record says {built.evidence.status.value})")
+        raise InputError(
+            f"admission needs a passed or not-needed build, got {built.status.value} "
+            f"(its record says {built.evidence.status.value})"
+        )
     build = built.evidence.with_cubins(built.artifacts)
     from ..verify import verify_bundle  # torch loads when admission runs, not when the validator's records are read
 
     report = verify_bundle(bundle, options)
     native = admit(bundle, build, seed=report.seed) if build.status is Status.PASS else None
-    reasons = [f"{r.slot}:{r.variant} {r.dtype} {r.shape}: {r.reason}" for r in report.rows
-               if r.status in (Status.FAIL, Status.NO_DECISION)]
+    reasons = [
+        f"{r.slot}:{r.variant} {r.dtype} {r.shape}: {r.reason}"
+        for r in report.rows
+        if r.status in (Status.FAIL, Status.NO_DECISION)
+    ]
     if report.status is Status.N_A:
         reasons = [f"no op of the bundle applies on {options.device}"]
     statuses = [report.status]
@@ -95,17 +113,22 @@ def admit_stage(bundle: Bundle, built: Outcome[BuildRecord], options: VerifyOpti
         if native.status is not Status.PASS:
             reasons += [f"cubins: {r}" for r in native.reasons]
     status = combine(statuses)
-    return Outcome(status, [] if status is Status.PASS else reasons,
-                   Admitted(verify=report, native=native, device=options.device))
+    return Outcome(
+        status, [] if status is Status.PASS else reasons, Admitted(verify=report, native=native, device=options.device)
+    )
 
 
 def qualify_stage(bundle: Bundle, options: QualifyOptions, on_progress: OnProgress) -> Outcome[Qualified]:
     """One complete-engine A/B; a calibration knob in force is named in the reasons, so no injected speed difference
     passes for a real one."""
-    result = qualify_bundle(bundle, options, progress=lambda what, done, most: on_progress("qualify", f"{what} ({done}/{most})"))
+    result = qualify_bundle(
+        bundle, options, progress=lambda what, done, most: on_progress("qualify", f"{what} ({done}/{most})")
+    )
     reasons = [result.reason] if result.reason else []
     if options.extra_passes:
-        reasons.append(f"calibration: extra stock passes per role {dict(sorted(options.extra_passes.items()))} were injected")
+        reasons.append(
+            f"calibration: extra stock passes per role {dict(sorted(options.extra_passes.items()))} were injected"
+        )
     return Outcome(Status(result.status), reasons, Qualified(**dict(result.evidence), score=result.score))
 
 
@@ -113,7 +136,9 @@ def bundle_of(archive: bytes, identity: str) -> Bundle:
     """Unpacks with the library's bounds and refuses an archive whose content is not the identity claimed."""
     bundle = unpack(archive)
     if bundle.identity != identity:
-        raise InputError(f"bundle identity mismatch: claimed {identity[:16] or '(none)'}, content is {bundle.identity[:16]}")
+        raise InputError(
+            f"bundle identity mismatch: claimed {identity[:16] or '(none)'}, content is {bundle.identity[:16]}"
+        )
     return bundle
 
 
@@ -131,16 +156,31 @@ class LocalStages:
     def build(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[BuildRecord]:
         return build_stage(bundle_of(archive, identity))
 
-    def admit(self, archive: bytes, identity: str, built: Outcome[BuildRecord], on_progress: OnProgress, *,
-              on_start: OnStart | None = None, seed: int | None = None) -> Outcome[Admitted]:
+    def admit(
+        self,
+        archive: bytes,
+        identity: str,
+        built: Outcome[BuildRecord],
+        on_progress: OnProgress,
+        *,
+        on_start: OnStart | None = None,
+        seed: int | None = None,
+    ) -> Outcome[Admitted]:
         """`seed` replays a verification; None draws a fresh secret."""
         bundle = bundle_of(archive, identity)
         if on_start is not None:
             on_start("")
         return admit_stage(bundle, built, self.config.verify_options(seed))
 
-    def qualify(self, archive: bytes, identity: str, on_progress: OnProgress, *, on_start: OnStart | None = None,
-                avoid: str | None = None) -> Outcome[Qualified]:
+    def qualify(
+        self,
+        archive: bytes,
+        identity: str,
+        on_progress: OnProgress,
+        *,
+        on_start: OnStart | None = None,
+        avoid: str | None = None,
+    ) -> Outcome[Qualified]:
         """`avoid` names another endpoint; this process is the only one, so it qualifies here once the host is free."""
         bundle = bundle_of(archive, identity)
         if not self._timing.acquire(blocking=False):

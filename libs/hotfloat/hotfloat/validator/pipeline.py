@@ -49,11 +49,23 @@ UNDECIDED = {Status.NO_DECISION, Status.N_A}
 class Pipeline:
     """Drives ledger submissions through the stages up to `through`, with `workers` submissions at a time."""
 
-    def __init__(self, ledger: Ledger, stages: Stages, *, through: State = State.ADMITTED, workers: int = 2,
-                 max_attempts: int = 3, backoff_s: float = 0.5, on_event: OnEvent | None = None,
-                 on_progress: OnEvent | None = None, on_stop: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        ledger: Ledger,
+        stages: Stages,
+        *,
+        through: State = State.ADMITTED,
+        workers: int = 2,
+        max_attempts: int = 3,
+        backoff_s: float = 0.5,
+        on_event: OnEvent | None = None,
+        on_progress: OnEvent | None = None,
+        on_stop: Callable[[], None] | None = None,
+    ):
         if through not in (State.SCANNED, State.BUILT, State.ADMITTED, State.QUALIFIED, State.SCORED):
-            raise InfrastructureError(f"a run can go through scanned, built, admitted, qualified or scored, not {through.value}")
+            raise InfrastructureError(
+                f"a run can go through scanned, built, admitted, qualified or scored, not {through.value}"
+            )
         self.ledger, self.stages, self.through = ledger, stages, through
         self.workers, self.max_attempts, self.backoff_s = workers, max_attempts, backoff_s
         self.on_event = on_event or (lambda sid, stage, msg: log.info("#%d %s: %s", sid, stage, msg))
@@ -65,8 +77,14 @@ class Pipeline:
         """The running run's `stop`, and whether that run has ended (a fault): either way each submission ends its
         turn after the call it is in."""
 
-    def run(self, *, drain: bool = True, poll_s: float = 1.0, stop: threading.Event | None = None,
-            cycle: Callable[[], None] | None = None) -> dict[str, int]:
+    def run(
+        self,
+        *,
+        drain: bool = True,
+        poll_s: float = 1.0,
+        stop: threading.Event | None = None,
+        cycle: Callable[[], None] | None = None,
+    ) -> dict[str, int]:
         """Works the queue (resuming interrupted work first) until it is empty (drain) or `stop` is set; `cycle`
         runs at the top of every loop (the chain's intake and weights), in this thread. From the moment `stop` is
         set no call starts; calls waiting for an endpoint are abandoned and those in flight finish. Submissions
@@ -133,7 +151,9 @@ class Pipeline:
         except Exception as e:
             if not begun and self._stopping():  # stopped before the call held an endpoint: nothing ran
                 return sub
-            begin(ran=True)  # a call that failed before it held an endpoint (a configuration fault) is a try: tries stay bounded
+            begin(
+                ran=True
+            )  # a call that failed before it held an endpoint (a configuration fault) is a try: tries stay bounded
             return self._failed(sub, stage, e)
         begin(ran=True)
         return self._record(sub, stage, result)
@@ -162,8 +182,9 @@ class Pipeline:
             return self.stages.qualify(archive, sub.identity, progress, on_start=begin)
         if stage == "score":  # the reproduction runs elsewhere when it can: a host's fault must not reproduce itself
             first = self.ledger.evidence(sub.id, State.QUALIFIED, StageEvidence[Qualified])
-            return self.stages.qualify(archive, sub.identity, progress, on_start=begin,
-                                       avoid=first.record.endpoint if first else None)
+            return self.stages.qualify(
+                archive, sub.identity, progress, on_start=begin, avoid=first.record.endpoint if first else None
+            )
         if stage != "admit":
             raise InfrastructureError(f"no client for stage {stage}")
         row = self.ledger.evidence(sub.id, State.BUILT, StageEvidence[BuildRecord])
@@ -178,8 +199,9 @@ class Pipeline:
         if result.status in SKIPPABLE.get(stage, FORWARD):
             reason = "; ".join(result.reasons) or result.status.value
             self.on_event(sub.id, stage, f"{result.status.value} -> {NEXT[sub.state][1].value}")
-            return self.ledger.advance(sub.id, sub.state, NEXT[sub.state][1], reason, result.ledger_evidence(),
-                                       result.artifacts)
+            return self.ledger.advance(
+                sub.id, sub.state, NEXT[sub.state][1], reason, result.ledger_evidence(), result.artifacts
+            )
         to = State.NO_DECISION if result.status in UNDECIDED else State.FAILED
         why = "; ".join(result.reasons) or f"{stage} returned {result.status.value}"
         return self._decide(sub, to, f"{stage}: {why}", result.ledger_evidence())
@@ -210,7 +232,9 @@ class Pipeline:
         tries = self.ledger.failed_attempts(sub.id, stage)
         self.on_event(sub.id, stage, f"attempt {tries} failed: {why}")
         if tries >= self.max_attempts:
-            return self._decide(sub, State.NO_DECISION, f"{stage}: no decision after {tries} failed attempts (last: {why})")
+            return self._decide(
+                sub, State.NO_DECISION, f"{stage}: no decision after {tries} failed attempts (last: {why})"
+            )
         self._stop.wait(self.backoff_s * tries)
         return self.ledger.get(sub.id)
 
@@ -222,6 +246,11 @@ class Pipeline:
 def _attempt(identity: str, evidence: StageEvidence[Qualified]) -> Attempt:
     """One qualification's evidence as settlement reads it; only a PASS carries its score."""
     passed = evidence.status is Status.PASS
-    return Attempt(identity=identity, status=evidence.status, score=evidence.record.score if passed else 0.0,
-                   gate=evidence.record.decision.gate, fault=evidence.record.decision.fault,
-                   reason="; ".join(evidence.reasons))
+    return Attempt(
+        identity=identity,
+        status=evidence.status,
+        score=evidence.record.score if passed else 0.0,
+        gate=evidence.record.decision.gate,
+        fault=evidence.record.decision.fault,
+        reason="; ".join(evidence.reasons),
+    )

@@ -57,20 +57,34 @@ def settle(first: Attempt, second: Attempt) -> Settled:
     statuses = {first.status, second.status}
     if statuses == {Status.PASS}:
         low = min(first.score, second.score)
-        return Settled(identity=first.identity, status=Status.PASS, score=low,
-                       reason=f"reproduced: scores {first.score:.4f} and {second.score:.4f}, the lower is kept")
+        return Settled(
+            identity=first.identity,
+            status=Status.PASS,
+            score=low,
+            reason=f"reproduced: scores {first.score:.4f} and {second.score:.4f}, the lower is kept",
+        )
     runs = {"first": first, "second": second}
     for name, run in runs.items():
         if run.lost:
             what = "failed the correctness gate" if run.gate is Status.FAIL else "was broken by the candidate's engine"
-            return Settled(identity=first.identity, status=Status.FAIL, score=0.0,
-                           reason=f"the {name} qualification {what}: {_why(run)}")
+            return Settled(
+                identity=first.identity,
+                status=Status.FAIL,
+                score=0.0,
+                reason=f"the {name} qualification {what}: {_why(run)}",
+            )
     if statuses == {Status.N_A}:
-        return Settled(identity=first.identity, status=Status.N_A, score=0.0, reason="the bundle never ran in the engine")
+        return Settled(
+            identity=first.identity, status=Status.N_A, score=0.0, reason="the bundle never ran in the engine"
+        )
     name, run = next((n, r) for n, r in runs.items() if r.status is not Status.PASS)
     what = "the qualification PASS did not reproduce" if Status.PASS in statuses else "no qualification passed"
-    return Settled(identity=first.identity, status=Status.NO_DECISION, score=0.0,
-                   reason=f"{what}: {name} run {run.status}: {_why(run)}")
+    return Settled(
+        identity=first.identity,
+        status=Status.NO_DECISION,
+        score=0.0,
+        reason=f"{what}: {name} run {run.status}: {_why(run)}",
+    )
 
 
 def _why(run: Attempt) -> str:

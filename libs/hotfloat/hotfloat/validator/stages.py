@@ -36,8 +36,11 @@ class Outcome(Generic[R]):
     def ledger_evidence(self) -> StageEvidence[R]:
         """The evidence to record: verdict, the service's record, and artifact digests (their bytes go to blobs)."""
         return StageEvidence[type(self.evidence)](
-            status=self.status, reasons=self.reasons, record=self.evidence,
-            artifacts={n: sha256(d).hexdigest() for n, d in sorted(self.artifacts.items())})
+            status=self.status,
+            reasons=self.reasons,
+            record=self.evidence,
+            artifacts={n: sha256(d).hexdigest() for n, d in sorted(self.artifacts.items())},
+        )
 
     @classmethod
     def from_ledger(cls, row: StageEvidence[R], artifacts: dict[str, bytes]) -> Outcome[R]:
@@ -56,9 +59,11 @@ class Stages(Protocol):
 
     def build(self, archive: bytes, identity: str, on_progress: OnProgress) -> Outcome[BuildRecord]: ...
 
-    def admit(self, archive: bytes, identity: str, built: Outcome[BuildRecord], on_progress: OnProgress, *,
-              on_start: OnStart) -> Outcome[Admitted]: ...
+    def admit(
+        self, archive: bytes, identity: str, built: Outcome[BuildRecord], on_progress: OnProgress, *, on_start: OnStart
+    ) -> Outcome[Admitted]: ...
 
-    def qualify(self, archive: bytes, identity: str, on_progress: OnProgress, *, on_start: OnStart,
-                avoid: str | None = None) -> Outcome[Qualified]:
+    def qualify(
+        self, archive: bytes, identity: str, on_progress: OnProgress, *, on_start: OnStart, avoid: str | None = None
+    ) -> Outcome[Qualified]:
         """`avoid`: the endpoint of the run this one must be independent of, to be left alone when another exists."""

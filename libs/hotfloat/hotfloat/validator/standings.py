@@ -25,25 +25,35 @@ def slot_set(bundle: Bundle) -> str:
     return "+".join(sorted({op.slot for op in bundle.manifest.ops}))
 
 
-def record_scored(ledger: Ledger, sub: Submission, settled: Settled, pool: str, reason: str,
-                  evidence: ScoreEvidence) -> Submission:
+def record_scored(
+    ledger: Ledger, sub: Submission, settled: Settled, pool: str, reason: str, evidence: ScoreEvidence
+) -> Submission:
     """QUALIFIED -> SCORED with the kept score and `pool`'s recomputed crown, in one transaction."""
     if settled.status is not Status.PASS or settled.identity != sub.identity:
         raise ValueError("only a settled PASS of this submission is scored")
 
     def write(c: sqlite3.Connection) -> None:
         now = time.time()
-        c.execute("INSERT INTO scores (submission_id, slot_set, score, at) VALUES (?, ?, ?, ?)",
-                  (sub.id, pool, settled.score, now))
-        rows = c.execute("SELECT s.identity, sc.score FROM scores sc JOIN submissions s ON s.id = sc.submission_id"
-                         " WHERE sc.slot_set = ?", (pool,)).fetchall()
+        c.execute(
+            "INSERT INTO scores (submission_id, slot_set, score, at) VALUES (?, ?, ?, ?)",
+            (sub.id, pool, settled.score, now),
+        )
+        rows = c.execute(
+            "SELECT s.identity, sc.score FROM scores sc JOIN submissions s ON s.id = sc.submission_id"
+            " WHERE sc.slot_set = ?",
+            (pool,),
+        ).fetchall()
         held = c.execute("SELECT winner FROM crowns WHERE slot_set = ?", (pool,)).fetchone()
-        new = crown([Settled(identity=i, status=Status.PASS, score=s, reason="kept score") for i, s in rows],
-                    incumbent=held[0] if held else None)
-        c.execute("INSERT INTO crowns (slot_set, winner, runner_up, weights, reason, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
-                  " ON CONFLICT (slot_set) DO UPDATE SET winner = excluded.winner, runner_up = excluded.runner_up,"
-                  " weights = excluded.weights, reason = excluded.reason, updated_at = excluded.updated_at",
-                  (pool, new.winner, new.runner_up, json.dumps(new.weights, sort_keys=True), new.reason, now))
+        new = crown(
+            [Settled(identity=i, status=Status.PASS, score=s, reason="kept score") for i, s in rows],
+            incumbent=held[0] if held else None,
+        )
+        c.execute(
+            "INSERT INTO crowns (slot_set, winner, runner_up, weights, reason, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (slot_set) DO UPDATE SET winner = excluded.winner, runner_up = excluded.runner_up,"
+            " weights = excluded.weights, reason = excluded.reason, updated_at = excluded.updated_at",
+            (pool, new.winner, new.runner_up, json.dumps(new.weights, sort_keys=True), new.reason, now),
+        )
 
     return ledger.advance(sub.id, State.QUALIFIED, State.SCORED, reason, evidence, also=write)
 

@@ -9,8 +9,14 @@ from importlib import import_module
 
 from .records import VerifyOptions, VerifyReport, VerifyRow
 
-_LAZY = {"wire": None, "ChildFault": "launcher", "ChildSession": "launcher", "applies": "gates", "device_arch": "runner",
-         "verify_bundle": "runner"}
+_LAZY = {
+    "wire": None,
+    "ChildFault": "launcher",
+    "ChildSession": "launcher",
+    "applies": "gates",
+    "device_arch": "runner",
+    "verify_bundle": "runner",
+}
 """Names loaded on first use: the records alone (what the validator's ledger and the CLI read) must not pull the
 verifier, and through it torch, into every process."""
 
@@ -22,5 +28,14 @@ def __getattr__(name: str):
     return module if _LAZY[name] is None else getattr(module, name)
 
 
-__all__ = ["ChildFault", "ChildSession", "VerifyOptions", "VerifyReport", "VerifyRow", "applies", "device_arch",
-           "verify_bundle", "wire"]
+__all__ = [
+    "ChildFault",
+    "ChildSession",
+    "VerifyOptions",
+    "VerifyReport",
+    "VerifyRow",
+    "applies",
+    "device_arch",
+    "verify_bundle",
+    "wire",
+]

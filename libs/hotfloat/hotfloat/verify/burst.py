@@ -67,7 +67,8 @@ def split(frame: wire.Frame, count: int) -> list[wire.Frame]:
         if isinstance(meta, dict) and set(meta) == {"raised"}:
             frames.append(wire.Frame("raised", {"error": meta["raised"]}))
             continue
-        tensors = tuple((replace(h, name=h.name[len(prefix):]), data) for h, data in frame.tensors
-                        if h.name.startswith(prefix))
+        tensors = tuple(
+            (replace(h, name=h.name[len(prefix) :]), data) for h, data in frame.tensors if h.name.startswith(prefix)
+        )
         frames.append(wire.Frame("result", meta if isinstance(meta, dict) else {"malformed": True}, tensors))
     return frames

@@ -39,13 +39,15 @@ class _Burst:
     reply_bytes: int
 
 
-def verify_op(child: ChildSession, identity: str, op: Op, options: VerifyOptions, rng: random.Random,
-              emit: OnRow) -> list[VerifyRow]:
+def verify_op(
+    child: ChildSession, identity: str, op: Op, options: VerifyOptions, rng: random.Random, emit: OnRow
+) -> list[VerifyRow]:
     """Every case of `op` in `child` (launched, not yet ready), one row per case and per captured graph."""
     slot = get_slot(op.entry.slot)
     dtypes = [d for d in op.dtypes if options.dtypes is None or d in options.dtypes]
-    cases = make_cases(slot, op, dtypes, options.device, rng, options.trials, options.max_shapes,
-                       options.cpu_max_elements)
+    cases = make_cases(
+        slot, op, dtypes, options.device, rng, options.trials, options.max_shapes, options.cpu_max_elements
+    )
     results: dict[int, list[Outcome]] = {c.index: [] for c in cases}
     final: dict[int, VerifyRow] = {}
     fault: str | None = None
@@ -57,8 +59,11 @@ def verify_op(child: ChildSession, identity: str, op: Op, options: VerifyOptions
         current = next(pending, None)  # prepared while the child starts
         child.ready()
         deadline = time.monotonic() + options.timeout_s
-        child.send("load", {"source": op.entry.source, "entry": op.entry.entry, "root": child.bundle_root,
-                            "identity": identity}, deadline=deadline)
+        child.send(
+            "load",
+            {"source": op.entry.source, "entry": op.entry.entry, "root": child.bundle_root, "identity": identity},
+            deadline=deadline,
+        )
         following = next(pending, None)  # prepared while the child imports the op
         loaded = child.receive("load", deadline=deadline)
         if loaded.kind != "loaded":  # one row for the op: every case would repeat the same reason
@@ -71,7 +76,9 @@ def verify_op(child: ChildSession, identity: str, op: Op, options: VerifyOptions
             frame = child.receive("call", deadline=deadline, max_payload=current.reply_bytes)
             if following is not None:
                 child.send("call", following.meta, following.sent, deadline=deadline)
-            for call, prep, reply in zip(current.calls, current.preps, burst.split(frame, len(current.calls)), strict=False):
+            for call, prep, reply in zip(
+                current.calls, current.preps, burst.split(frame, len(current.calls)), strict=False
+            ):
                 done = results[call.case.index]
                 done.append(judge(slot, call.case.dtype, prep, reply))
                 if len(done) == options.trials:
@@ -114,13 +121,29 @@ def _case_row(op: Op, case: Case, outcomes: list[Outcome], trials: int, fault: s
         status, reason = Status.FAIL, fault or "not all trials ran"
     else:
         status, reason = Status.PASS, ""
-    return VerifyRow(slot=op.entry.slot, variant=op.entry.variant, dtype=case.dtype, shape=case.label,
-                     counts=list(case.counts), max_abs_err=max(errs) if errs else None, trials=len(outcomes),
-                     status=status, reason=reason)
+    return VerifyRow(
+        slot=op.entry.slot,
+        variant=op.entry.variant,
+        dtype=case.dtype,
+        shape=case.label,
+        counts=list(case.counts),
+        max_abs_err=max(errs) if errs else None,
+        trials=len(outcomes),
+        status=status,
+        reason=reason,
+    )
 
 
-def _graphs(child: ChildSession, slot, op: Op, cases: list[Case], options: VerifyOptions, rng: random.Random,
-            deadline: float, emit: OnRow) -> list[VerifyRow]:
+def _graphs(
+    child: ChildSession,
+    slot,
+    op: Op,
+    cases: list[Case],
+    options: VerifyOptions,
+    rng: random.Random,
+    deadline: float,
+    emit: OnRow,
+) -> list[VerifyRow]:
     """CUDA-graph capture and replays with fresh inputs copied in and outputs re-poisoned before each replay."""
     rows = []
     for case in [c for c in cases if not c.drawn]:
@@ -130,13 +153,20 @@ def _graphs(child: ChildSession, slot, op: Op, cases: list[Case], options: Verif
             emit(rows[-1])
             continue
         replays = options.graph_replays
-        graph_case = Case(case.index + 10_000, case.dtype, case.dims, (case.counts[0],) * replays,
-                          (case.pads[0],) * replays, input_pads=case.input_pads[:1] * replays)
+        graph_case = Case(
+            case.index + 10_000,
+            case.dtype,
+            case.dims,
+            (case.counts[0],) * replays,
+            (case.pads[0],) * replays,
+            input_pads=case.input_pads[:1] * replays,
+        )
         first = prepare(slot, graph_case, 0, rng.getrandbits(63))
         captured = child.request("capture", first.meta, first.sent, deadline=deadline)
         if captured.kind != "captured":
-            rows.append(op_row(op, Status.FAIL, f"graph capture failed: {reply_error(captured, 'captured')}",
-                             case.dtype, label))
+            rows.append(
+                op_row(op, Status.FAIL, f"graph capture failed: {reply_error(captured, 'captured')}", case.dtype, label)
+            )
             emit(rows[-1])
             continue
         outcomes = []
@@ -146,6 +176,8 @@ def _graphs(child: ChildSession, slot, op: Op, cases: list[Case], options: Verif
             meta = {**prep.meta, "settle_s": burst.settle(rng, options.settle_s)}
             frame = child.request("replay", meta, prep.sent, deadline=deadline, max_payload=size)
             outcomes.append(judge(slot, case.dtype, prep, frame))
-        rows.append(_case_row(op, graph_case, outcomes, options.graph_replays, None).model_copy(update={"shape": label}))
+        rows.append(
+            _case_row(op, graph_case, outcomes, options.graph_replays, None).model_copy(update={"shape": label})
+        )
         emit(rows[-1])
     return rows

@@ -74,8 +74,11 @@ def judge(slot: SlotSpec, dtype: str, prep: Prepared, frame: wire.Frame) -> Outc
         worst = err if worst is None else max(worst, err)
         bad = int(wrong.sum())
         if bad:
-            return _fail(f"{name}: {bad} of {out.numel()} elements outside atol={tol.atol:g} rtol={tol.rtol:g} "
-                         f"(max abs err {err:.3g})", worst)
+            return _fail(
+                f"{name}: {bad} of {out.numel()} elements outside atol={tol.atol:g} rtol={tol.rtol:g} "
+                f"(max abs err {err:.3g})",
+                worst,
+            )
     return Outcome(True, "", worst)
 
 

@@ -81,9 +81,13 @@ class Child:
         source = importlib.import_module(f"{package}.{meta['source'].removesuffix('.py').replace('/', '.')}")
         fn = getattr(source, meta["entry"], None)
         if not callable(fn):
-            own = [n for n, v in vars(source).items() if callable(v) and getattr(v, "__module__", "") == source.__name__]
-            raise TypeError(f"entry {meta['entry']!r} is not a callable in {meta['source']} (its functions: "
-                            f"{', '.join(own) or 'none'}; set `entry` in manifest.toml)")
+            own = [
+                n for n, v in vars(source).items() if callable(v) and getattr(v, "__module__", "") == source.__name__
+            ]
+            raise TypeError(
+                f"entry {meta['entry']!r} is not a callable in {meta['source']} (its functions: "
+                f"{', '.join(own) or 'none'}; set `entry` in manifest.toml)"
+            )
         self.fn = fn
         self.send("loaded", {})
 
@@ -93,7 +97,7 @@ class Child:
         for h, data in tensors:
             if not h.name.startswith(prefix):
                 continue
-            name = h.name[len(prefix):]
+            name = h.name[len(prefix) :]
             flat_in, _ = wire.to_tensor(h, data)
             flat = self.arena.get((arena, name))
             if flat is None or flat.numel() != h.storage or flat.dtype != flat_in.dtype:
@@ -159,12 +163,14 @@ class Child:
                 results.append(item)
                 continue
             call, flats, headers, snaps, moved, returned = item
-            results.append({
-                "returned": None if returned is None else type(returned).__name__,
-                "moved": moved,
-                "outputs_digest": wire.digest([flats[n] for n in call["outputs"]]),
-                "inputs_digest": wire.digest([flats[n] for n in call["inputs"]]),
-            })
+            results.append(
+                {
+                    "returned": None if returned is None else type(returned).__name__,
+                    "moved": moved,
+                    "outputs_digest": wire.digest([flats[n] for n in call["outputs"]]),
+                    "inputs_digest": wire.digest([flats[n] for n in call["inputs"]]),
+                }
+            )
             tensors += [(headers[n], wire.flat_bytes(snaps[n])) for n in call["outputs"]]
         if burst:
             self.send("result", {"calls": results}, tensors)
@@ -190,8 +196,14 @@ def _arch(device: str) -> str:
 
 def _describe(e: BaseException, root: str) -> str:
     tb = traceback.extract_tb(e.__traceback__)
-    where = next((f"{os.path.relpath(f.filename, root)}:{f.lineno}" for f in reversed(tb)
-                  if root and f.filename.startswith(root)), "")
+    where = next(
+        (
+            f"{os.path.relpath(f.filename, root)}:{f.lineno}"
+            for f in reversed(tb)
+            if root and f.filename.startswith(root)
+        ),
+        "",
+    )
     return f"{type(e).__name__}: {e}"[:400] + (f" (at {where})" if where else "")
 
 

@@ -42,11 +42,18 @@ def applies(op: Op, arch: str) -> bool:
 def not_applicable(op: Op, slot: SlotSpec, options: VerifyOptions, arch: str) -> VerifyRow | None:
     """The N/A row when this verifier does not run the op here, else None."""
     if not applies(op, arch):
-        hint = '; add "cpu" to its architectures to verify it here' if arch == "cpu" and op.entry.kind == "python" else ""
-        return op_row(op, Status.N_A, f"not built for {arch} (architectures: {', '.join(op.entry.architectures)}){hint}")
+        hint = (
+            '; add "cpu" to its architectures to verify it here' if arch == "cpu" and op.entry.kind == "python" else ""
+        )
+        return op_row(
+            op, Status.N_A, f"not built for {arch} (architectures: {', '.join(op.entry.architectures)}){hint}"
+        )
     if op.entry.kind != "python":
-        return op_row(op, Status.N_A, f"ahead-of-time {op.entry.kind} kernel: verified on the native admission path "
-                                      "(hotfloat build / admit)")
+        return op_row(
+            op,
+            Status.N_A,
+            f"ahead-of-time {op.entry.kind} kernel: verified on the native admission path (hotfloat build / admit)",
+        )
     if slot.of_role(Role.GROUP):
         return op_row(op, Status.N_A, f"needs a process group: verify with --world-size {slot.world_size}")
     if not [d for d in op.dtypes if options.dtypes is None or d in options.dtypes]:
@@ -56,5 +63,6 @@ def not_applicable(op: Op, slot: SlotSpec, options: VerifyOptions, arch: str) ->
 
 def op_row(op: Op, status: Status, reason: str, dtype: str = "-", shape: str = "-") -> VerifyRow:
     """A row about the op as a whole (or one graph of it) rather than one case's trials."""
-    return VerifyRow(slot=op.entry.slot, variant=op.entry.variant, dtype=dtype, shape=shape, status=status,
-                     reason=reason)
+    return VerifyRow(
+        slot=op.entry.slot, variant=op.entry.variant, dtype=dtype, shape=shape, status=status, reason=reason
+    )

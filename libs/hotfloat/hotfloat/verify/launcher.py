@@ -36,8 +36,9 @@ class ChildFault(Exception):
 class ChildSession:
     """One candidate child serving one op; always torn down (killed, cgroup removed, files deleted) on exit."""
 
-    def __init__(self, files: dict[str, bytes], *, device: str, sandboxed: bool, policy: SandboxPolicy,
-                 label: str = "child"):
+    def __init__(
+        self, files: dict[str, bytes], *, device: str, sandboxed: bool, policy: SandboxPolicy, label: str = "child"
+    ):
         self.files, self.device, self.sandboxed, self.policy = files, device, sandboxed, policy
         self.run_id = f"{label}-{uuid.uuid4().hex[:12]}"
         """On the child's command line (with the caller's label, e.g. the bundle identity), so a leaked process
@@ -85,14 +86,34 @@ class ChildSession:
             extra["TRITON_INTERPRET"] = "1"
         env = child_env(extra, home="/tmp" if self.sandboxed else str(home))
         child_dir = CHILD_DIR if self.sandboxed else str(HERE)
-        argv = [sys.executable, "-E", "-s", "-B", f"{child_dir}/child.py",
-                str(from_parent), str(to_parent), self.device, self.run_id]
-        binds = [Bind(HERE / "child.py", f"{CHILD_DIR}/child.py"), Bind(HERE / "wire.py", f"{CHILD_DIR}/wire.py"),
-                 Bind(bundle, BUNDLE_DIR)]
+        argv = [
+            sys.executable,
+            "-E",
+            "-s",
+            "-B",
+            f"{child_dir}/child.py",
+            str(from_parent),
+            str(to_parent),
+            self.device,
+            self.run_id,
+        ]
+        binds = [
+            Bind(HERE / "child.py", f"{CHILD_DIR}/child.py"),
+            Bind(HERE / "wire.py", f"{CHILD_DIR}/wire.py"),
+            Bind(bundle, BUNDLE_DIR),
+        ]
         log = open(self._dir / "child.log", "wb")
         try:
-            self.proc = spawn(argv, self.policy, sandboxed=self.sandboxed, binds=binds, env=env,
-                              cwd=str(home), pass_fds=(from_parent, to_parent), stdout=log)
+            self.proc = spawn(
+                argv,
+                self.policy,
+                sandboxed=self.sandboxed,
+                binds=binds,
+                env=env,
+                cwd=str(home),
+                pass_fds=(from_parent, to_parent),
+                stdout=log,
+            )
         finally:
             log.close()
             for fd in self._fds:

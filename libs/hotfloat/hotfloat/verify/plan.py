@@ -90,8 +90,9 @@ def _ranged(slot: SlotSpec) -> bool:
     return bool(slot.ranges) and all(set(s.dims) <= set(slot.ranges) for s in slot.shapes)
 
 
-def drawn_shape(slot: SlotSpec, rng: random.Random, trials: int, lo: int, hi: int | None, pool: list,
-           max_elements: int | None) -> tuple[dict[str, int], tuple[int, ...]]:
+def drawn_shape(
+    slot: SlotSpec, rng: random.Random, trials: int, lo: int, hi: int | None, pool: list, max_elements: int | None
+) -> tuple[dict[str, int], tuple[int, ...]]:
     """A shape no bundle can predict: every dim over the slot's whole range (or a published shape when the slot has
     no ranges) and a token count per trial drawn over the whole count range the variant and budget allow."""
     if not _ranged(slot):
@@ -103,8 +104,16 @@ def drawn_shape(slot: SlotSpec, rng: random.Random, trials: int, lo: int, hi: in
     return _with_counts(slot, rng, dims, trials, lo, hi, max_elements, False)
 
 
-def _with_counts(slot: SlotSpec, rng: random.Random, dims: dict[str, int], trials: int, lo: int, hi: int | None,
-                 max_elements: int | None, highest: bool) -> tuple[dict[str, int], tuple[int, ...]]:
+def _with_counts(
+    slot: SlotSpec,
+    rng: random.Random,
+    dims: dict[str, int],
+    trials: int,
+    lo: int,
+    hi: int | None,
+    max_elements: int | None,
+    highest: bool,
+) -> tuple[dict[str, int], tuple[int, ...]]:
     """Token counts per trial over what the variant and budget allow beside `dims` (its top octave when `highest`)."""
     count = slot.ranges[slot.count_dim]
     top = min(count.hi, hi) if hi is not None else count.hi
@@ -128,8 +137,9 @@ def _octave(rng: random.Random, r: DimRange, top: bool) -> int:
     return value
 
 
-def corner_shapes(slot: SlotSpec, rng: random.Random, trials: int, lo: int, hi: int | None,
-                  max_elements: int | None) -> list[tuple[dict[str, int], tuple[int, ...]]]:
+def corner_shapes(
+    slot: SlotSpec, rng: random.Random, trials: int, lo: int, hi: int | None, max_elements: int | None
+) -> list[tuple[dict[str, int], tuple[int, ...]]]:
     """The two corners of the slot's ranges that one log-uniform draw seldom reaches, where block-size limits and
     missing tails live: every hidden dim in its top octave at an odd multiple of its step (with the token counts
     that fit), and the top octave of the token counts that fit beside hidden dims from their bottom octave."""
@@ -142,8 +152,16 @@ def corner_shapes(slot: SlotSpec, rng: random.Random, trials: int, lo: int, hi: 
     return shapes
 
 
-def make_cases(slot: SlotSpec, op: Op, dtypes: list[str], device: str, rng: random.Random, trials: int,
-               max_shapes: int | None, cpu_max_elements: int | None = None) -> list[Case]:
+def make_cases(
+    slot: SlotSpec,
+    op: Op,
+    dtypes: list[str],
+    device: str,
+    rng: random.Random,
+    trials: int,
+    max_shapes: int | None,
+    cpu_max_elements: int | None = None,
+) -> list[Case]:
     """Every verification shape per dtype (count dim jittered per trial), plus one shape drawn from the secret and
     the two corners of the slot's ranges (`corner_shapes`).
 
@@ -174,8 +192,18 @@ def make_cases(slot: SlotSpec, op: Op, dtypes: list[str], device: str, rng: rand
             # second row to be written into); single-row cases draw it
             padded = rows % 2 == 0 if max(counts) > 1 else rng.random() < 0.5
             rows += max(counts) > 1
-            cases.append(Case(len(cases), dtype, dims, counts, _pads(slot, trials, rng, padded), drawn=public is None,
-                              public=public, input_pads=_pads(slot, trials, rng, rng.random() < 0.5)))
+            cases.append(
+                Case(
+                    len(cases),
+                    dtype,
+                    dims,
+                    counts,
+                    _pads(slot, trials, rng, padded),
+                    drawn=public is None,
+                    public=public,
+                    input_pads=_pads(slot, trials, rng, rng.random() < 0.5),
+                )
+            )
     return cases
 
 
@@ -197,5 +225,3 @@ def schedule(cases: list[Case], trials: int, rng: random.Random) -> list[Call]:
     calls = [Call(c, t, rng.getrandbits(63)) for c in cases for t in range(trials)]
     rng.shuffle(calls)
     return calls
-
-

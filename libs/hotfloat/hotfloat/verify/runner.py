@@ -59,15 +59,29 @@ def verify_bundle(bundle: Bundle, options: VerifyOptions, on_row: OnRow | None =
     finally:
         for child in ahead.values():
             child.close()
-    return VerifyReport(bundle_id=bundle.manifest.bundle_id, identity=bundle.identity, seed=seed,
-                        device=options.device, arch=arch, sandboxed=options.sandboxed, bounds=sorted(bounds),
-                        rows=rows, seconds=round(time.monotonic() - started, 3), env=env)
+    return VerifyReport(
+        bundle_id=bundle.manifest.bundle_id,
+        identity=bundle.identity,
+        seed=seed,
+        device=options.device,
+        arch=arch,
+        sandboxed=options.sandboxed,
+        bounds=sorted(bounds),
+        rows=rows,
+        seconds=round(time.monotonic() - started, 3),
+        env=env,
+    )
 
 
 def _launch(bundle: Bundle, options: VerifyOptions) -> ChildSession:
     """A child for one op, started now; it becomes ready while the parent works on something else."""
-    child = ChildSession(bundle.files, device=options.device, sandboxed=options.sandboxed,
-                         policy=options.sandbox_policy(), label=bundle.identity[:16])
+    child = ChildSession(
+        bundle.files,
+        device=options.device,
+        sandboxed=options.sandboxed,
+        policy=options.sandbox_policy(),
+        label=bundle.identity[:16],
+    )
     try:
         child.launch(options.startup_timeout_s)
     except BaseException:

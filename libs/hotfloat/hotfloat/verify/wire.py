@@ -28,8 +28,14 @@ MAX_DIMS = 8
 MAX_ELEMENTS = 1 << 36
 ITEMSIZE = {"bf16": 2, "fp16": 2, "fp32": 4, "int32": 4, "int64": 8, "uint8": 1}
 """Bytes per element of each dtype name the wire carries."""
-_TORCH_NAMES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "int32": "int32", "int64": "int64",
-                "uint8": "uint8"}
+_TORCH_NAMES = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "fp32": "float32",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+}
 _TENSOR_KEYS = {"name", "dtype", "shape", "stride", "storage"}
 
 
@@ -76,8 +82,13 @@ class TensorHeader:
         return header
 
     def as_json(self) -> dict:
-        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape), "stride": list(self.stride),
-                "storage": self.storage}
+        return {
+            "name": self.name,
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "stride": list(self.stride),
+            "storage": self.storage,
+        }
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -144,8 +155,11 @@ def encode(kind: str, meta: dict, tensors: list[tuple[TensorHeader, bytes]] = ()
         TensorHeader.parse(h.as_json())
         if len(data) != h.nbytes:
             raise ProtocolError(f"tensor {h.name}: {len(data)} bytes, header says {h.nbytes}")
-    head = json.dumps({"kind": kind, "meta": meta, "tensors": [h.as_json() for h, _ in tensors]},
-                      separators=(",", ":"), allow_nan=False).encode()
+    head = json.dumps(
+        {"kind": kind, "meta": meta, "tensors": [h.as_json() for h, _ in tensors]},
+        separators=(",", ":"),
+        allow_nan=False,
+    ).encode()
     if len(head) > MAX_HEADER_BYTES:
         raise ProtocolError("frame header too large")
     return b"".join([MAGIC, len(head).to_bytes(4, "big"), head, *(d for _, d in tensors)])
@@ -174,8 +188,10 @@ def read_frame(fd: int, *, kinds: set[str], max_payload: int, deadline: float | 
     if size > MAX_HEADER_BYTES:
         raise ProtocolError(f"frame header of {size} bytes exceeds {MAX_HEADER_BYTES}")
     try:
-        head = json.loads(_read_exact(fd, size, deadline).decode("utf-8"),
-                          parse_constant=lambda c: (_ for _ in ()).throw(ProtocolError(f"{c} is not allowed")))
+        head = json.loads(
+            _read_exact(fd, size, deadline).decode("utf-8"),
+            parse_constant=lambda c: (_ for _ in ()).throw(ProtocolError(f"{c} is not allowed")),
+        )
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ProtocolError(f"frame header is not JSON: {e}") from None
     if not isinstance(head, dict) or set(head) != {"kind", "meta", "tensors"}:
