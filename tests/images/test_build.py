@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from hotfloat.errors import InputError
-from hotfloat.image.build import build_image, python_layer, source_files
+from hotfloat.image.build import build_image, source_files
 from hotfloat.image.inspect import inspect_image
+from hotfloat.image.layers import python_layer
 from hotfloat.image.spec import load_spec
 
 from .conftest import lock_line

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..image import build, compose, digests, inspect
+from ..image import build, compose, digests, inspect, layers
 from ..image.spec import load_spec
 from .output import emit_json, json_option, table
 
@@ -26,7 +26,7 @@ def image() -> None:
 @click.option("--cache", type=_PATH, help="Folder that keeps downloaded .deb files between builds.")
 def base_cmd(spec: Path, lock: Path, out: Path, update_lock: bool, cache: Path | None) -> None:
     """Bootstrap the Debian minbase layer and check every package against the lock."""
-    packages = build.build_base(spec, lock, out, update_lock=update_lock, cache=cache)
+    packages = layers.build_base(spec, lock, out, update_lock=update_lock, cache=cache)
     click.echo(f"{out}: {len(packages)} Debian packages", err=True)
 
 
@@ -36,7 +36,7 @@ def base_cmd(spec: Path, lock: Path, out: Path, update_lock: bool, cache: Path |
 @click.option("--out", type=_PATH, required=True, help="Layer tar to write.")
 def stack_cmd(base_spec: Path, lock: Path, out: Path) -> None:
     """Install the shared Python stack lock as one layer (every cpu image reuses it)."""
-    installed = build.python_layer(lock, out, build.epoch_for(build.load_base(base_spec)))
+    installed = layers.python_layer(lock, out, layers.epoch_for(layers.load_base(base_spec)))
     click.echo(f"{out}: {len(installed)} Python distributions", err=True)
 
 
