@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..bundle import Bundle
 from ..record import Record
-from .checker import Finding, scan_source
+from .checker import scan_source
+from .findings import Finding
 
 
 class OpScan(Record):
