@@ -86,7 +86,7 @@ def _table(head: list[str], rows: list[list]) -> str:
 
 def collections() -> str:
     """Per raw file: engines, boots, rounds and pass times."""
-    from hotfloat.qualify.calibrate_analyse import series
+    from hotfloat.qualify.calibrate_noise import series
 
     rows = []
     for label, name in RAWS.items():
@@ -123,7 +123,7 @@ def collections() -> str:
 
 def spread() -> str:
     """Per raw file: where the spread sits (within a round, or common to the round) and what the host did meanwhile."""
-    from hotfloat.qualify.calibrate_analyse import series
+    from hotfloat.qualify.calibrate_noise import series
 
     rows = []
     for label, name in RAWS.items():
@@ -163,7 +163,7 @@ def spread() -> str:
 
 def pairs() -> str:
     """Per raw file: B against B' over every stock pair, and the carry-over check on honest engines."""
-    from hotfloat.qualify.calibrate_analyse import noise
+    from hotfloat.qualify.calibrate_noise import noise
 
     rows = []
     for label, name in RAWS.items():
@@ -282,7 +282,8 @@ def influence() -> str:
     """How much one boot moves the process model: the moment and robust fits over every stock process of the record's
     sources, and both without each boot in turn, beside that boot's largest stock pass against its round's median."""
     from hotfloat.qualify.calibrate import CalibrationRecord
-    from hotfloat.qualify.calibrate_analyse import fit, series, simulate
+    from hotfloat.qualify.calibrate_model import fit, simulate
+    from hotfloat.qualify.calibrate_noise import series
     from hotfloat.qualify.calibrate_robust import CUT
 
     r = CalibrationRecord.model_validate_json((ROOT / "docs" / "calibration-h200.json").read_bytes())
@@ -329,7 +330,8 @@ def examples() -> str:
     """The three examples booted beside B1-B3: gate, measured effect, the verdict `calibrate evidence` forms under the
     recorded rule, and where their completions left B1's path."""
     from hotfloat.qualify.calibrate import load_rule
-    from hotfloat.qualify.calibrate_analyse import gain, series
+    from hotfloat.qualify.calibrate_analyse import gain
+    from hotfloat.qualify.calibrate_noise import series
     from hotfloat.qualify.calibrate_evidence import KeptRound, evidence_from
 
     raw, rule = _raw(CANDIDATES), load_rule(ROOT / "docs" / "calibration-h200.json")

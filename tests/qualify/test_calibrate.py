@@ -19,7 +19,9 @@ from hotfloat.qualify.calibrate import (
     load_preregistration,
     load_raw,
 )
-from hotfloat.qualify.calibrate_analyse import analyse, assignments, fit, noise, simulate, units, walk
+from hotfloat.qualify.calibrate_analyse import analyse, assignments, units, walk
+from hotfloat.qualify.calibrate_model import fit, simulate
+from hotfloat.qualify.calibrate_noise import noise
 from hotfloat.qualify.records import EngineSpec, RuleConfig
 from hotfloat.qualify.workload import make_workload
 

@@ -14,7 +14,8 @@ from hotfloat.qualify.calibrate import (
     RobustModel,
     load_raw,
 )
-from hotfloat.qualify.calibrate_analyse import analyse, fit
+from hotfloat.qualify.calibrate_analyse import analyse
+from hotfloat.qualify.calibrate_model import fit
 from hotfloat.qualify.calibrate_robust import CUT, winsorize
 from hotfloat.qualify.records import EngineSpec, RuleConfig
 from hotfloat.qualify.workload import make_workload

@@ -11,8 +11,9 @@ import pytest
 
 from hotfloat.errors import InfrastructureError
 from hotfloat.qualify import QualifyOptions, hostload
-from hotfloat.qualify.isolation import Isolation, Watchdog
+from hotfloat.qualify.isolation import Isolation
 from hotfloat.qualify.resident import EngineFault, ResidentEngine
+from hotfloat.qualify.watchdog_client import Watchdog
 
 OPTS = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0)
 STANDIN = [sys.executable, str(Path(__file__).with_name("standin_watchdog.py"))]

@@ -10,7 +10,6 @@ the result is validated as a hotfloat bundle before the command succeeds.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from pathlib import Path
@@ -22,7 +21,7 @@ from ..bundle.manifest import ARCHITECTURES, MAX_MANIFEST_CHARS
 from ..errors import InputError
 from ..record import Record
 from ..slots import DTYPES, SLOTS
-from .interpret import interpreter_blocker, uses_triton
+from .cacheon_sources import check_call, drop_function, on_cpu
 
 DTYPE_NAMES = {
     "float32": "fp32",
@@ -112,45 +111,6 @@ def _manifest(files: dict[str, bytes]) -> dict:
         raise InputError(f"manifest.toml: {e}") from None
 
 
-def _function(files: dict[str, bytes], source: str | None, name: str | None) -> tuple[str, ast.FunctionDef] | None:
-    """`source`'s text and its top-level function `name`, or None when either is missing or does not parse (the
-    bundle check that follows names a missing or broken source)."""
-    try:
-        text = files[source].decode()
-        return text, next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
-    except (KeyError, TypeError, UnicodeDecodeError, SyntaxError, ValueError, StopIteration):
-        return None
-
-
-def _check_call(files: dict[str, bytes], op: dict, where: str) -> None:
-    """The entry must take the slot's arguments, in order: an entry written for another call (Cacheon's unpaged
-    attention, say) is refused with the difference named, before any verification shape fails on it."""
-    found = _function(files, op.get("source"), op.get("entry"))
-    fn = found[1] if found else None
-    if fn is None or fn.args.vararg is not None:
-        return
-    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    slot = SLOTS[op["slot"]]
-    if len(params) != len(slot.args):
-        raise InputError(
-            f"{where}: {op['source']}: {op['entry']}({', '.join(params)}) takes {len(params)} arguments "
-            f"but hotfloat calls {slot.signature()} ({len(slot.args)} arguments in this order); rewrite "
-            "the entry to the slot's call"
-        )
-
-
-def _drop_function(files: dict[str, bytes], source: str, name: str, note) -> None:
-    """Removes the dropped setup hook's top-level function from the source, so its engine patch does not stay
-    behind for scan to refuse; the kernel's own functions are left as written."""
-    if (found := _function(files, source, name)) is None:
-        return
-    text, fn = found
-    lines = text.splitlines(keepends=True)
-    start = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
-    files[source] = "".join(lines[:start] + lines[fn.end_lineno :]).rstrip("\n").encode() + b"\n"
-    note(name, f"def {name} (lines {start + 1}-{fn.end_lineno})", "(removed with the setup hook)", file=source)
-
-
 def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple[str, dict[str, Any]]:
     """The hotfloat manifest text for the parsed Cacheon manifest `doc`, the rewritten and the dropped metadata
     files, README notes; `changes` records every edit."""
@@ -168,7 +128,7 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
         if slot not in SLOTS:
             note(f"{where}", f"slot {slot!r}", f"(op removed: no hotfloat slot {slot!r}; slots: {', '.join(SLOTS)})")
             continue
-        _check_call(files, op, where)
+        check_call(files, op, where)
         entry = {k: op[k] for k in ("slot", "source", "entry", "variant") if k in op}
         if "setup" in op:
             note(
@@ -177,7 +137,7 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
                 "(removed: hotfloat runs no bundle code in the engine outside a "
                 "slot call; engine patches are not accepted)",
             )
-            _drop_function(files, op["source"], op["setup"], note)
+            drop_function(files, op["source"], op["setup"], note)
         for key in sorted(
             set(op) - {"slot", "source", "entry", "variant", "dtypes", "architectures", "metadata", "setup"}
         ):
@@ -203,7 +163,7 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
                 entry["metadata"] = op["metadata"]
                 metadata[op["metadata"]] = meta_text.encode()
         entry["architectures"] = _architectures(archs, f"{where}.architectures", note)
-        _on_cpu(files, entry, f"{where}.architectures", note)
+        on_cpu(files, entry, f"{where}.architectures", note)
         ops.append(entry)
     if not ops:
         raise InputError("no op of this bundle targets a hotfloat slot; nothing to import")
@@ -248,20 +208,6 @@ def _architectures(value, where, note) -> list[str]:
     if not out:
         raise InputError(f"{where}: none of {value} is a hotfloat architecture ({', '.join(ARCHITECTURES)})")
     return out
-
-
-def _on_cpu(files: dict[str, bytes], entry: dict, where: str, note) -> None:
-    """Adds cpu to a Triton op built for GPUs only when Triton's interpreter can run its kernels, so `verify --device
-    cpu` checks it instead of answering N/A; says why not otherwise."""
-    archs = entry["architectures"]
-    if "cpu" in archs or not uses_triton(files, entry["source"]):
-        return
-    blocker = interpreter_blocker(files)
-    if blocker:
-        note(where, " ".join(archs), f"(cpu not added: {blocker}, which TRITON_INTERPRET cannot run)")
-        return
-    entry["architectures"] = ["cpu", *archs]
-    note(where, " ".join(archs), f"cpu {' '.join(archs)} (added: runs under TRITON_INTERPRET)")
 
 
 def _metadata(files, rel, note) -> tuple[dict, str | None, str]:

@@ -1,5 +1,6 @@
-"""Times a bundle's kernels against the stock kernels on each slot's shapes, checking every output before the timed
-loops, after them, and once more on fresh inputs through the very graph that was timed."""
+"""Times a bundle's kernels against the stock kernels on each slot's shapes and builds the report's rows; each kernel
+is timed by measure.py, which checks every output before the timed loops, after them, and once more on fresh inputs
+through the very graph that was timed."""
 
 from __future__ import annotations
 
@@ -12,15 +13,15 @@ import torch
 
 from ..bundle import Op
 from ..errors import InfrastructureError, InputError
-from ..slots import DTYPES, Role, Shape, SlotSpec, get_slot
+from ..slots import DTYPES, Shape, SlotSpec, get_slot
 from . import ceilings as ceil
 from .calls import MAX_SET_BYTES, ours_calls, stock_calls
-from .check import check
 from .load import LoadedBundle
+from .measure import Measure
 from .records import Ceilings, Impl, Report, Row, Skipped
 from .shapes import select
 from .stock import LIBRARIES, Stock, stock_kernels
-from .timing import GRAPH_CALLS, CudaTimer, Prepare, cold_cpu
+from .timing import GRAPH_CALLS, CudaTimer
 
 CPU_NOTE = (
     "CPU run through the Triton interpreter: the times are meaningless for speed; "
@@ -77,6 +78,7 @@ class _Run:
         self.budget = options.budget_s if options.budget_s is not None else (0.25 if self.cuda else 0.02)
         self.l2 = ceil.l2_bytes() if self.cuda else 0
         self.timer = CudaTimer(self.l2) if self.cuda else None
+        self.measure = Measure(options.device, self.budget, self.timer)
         self.arch = "cpu"
         self.skipped: dict[tuple[str, str], str] = {}
         """(slot, library) -> why it is left out; filled as slots are met, so a failed build is tried once."""
@@ -165,13 +167,13 @@ class _Run:
         nbytes = slot.bytes_moved(dims, dt.itemsize)
         gen = torch.Generator(device=self.opt.device).manual_seed(seed)
         n_sets = 2 if not self.cuda else max(2, min(MAX_SETS, math.ceil(3 * self.l2 / nbytes), MAX_SET_BYTES // nbytes))
-        sets = [self.make_set(slot, dims, dt, gen) for _ in range(n_sets)]
+        sets = [self.measure.make_set(slot, dims, dt, gen) for _ in range(n_sets)]
         tokens = dims[slot.count_dim]
         op = self.route(slot, dtype, tokens)
         impls = []
         if op is not None:
             mine = ours_calls(slot, self.loaded.entries[op.key], dims, dt, sets, self.opt.device)
-            impls.append(self.time_impl(f"ours:{op.entry.variant}", mine, slot, dtype, dims, sets, gen))
+            impls.append(self.measure.time_impl(f"ours:{op.entry.variant}", mine, slot, dtype, dims, sets, gen))
         stocks, skipped = stock_kernels(slot.name, self.opt.stock)
         for name, reason in skipped.items():
             self.skipped.setdefault((slot.name, name), reason)
@@ -193,7 +195,7 @@ class _Run:
                     )
                 )
                 continue
-            impls.append(self.time_impl(s.name, fns, slot, dtype, dims, sets, gen, prepare, refill))
+            impls.append(self.measure.time_impl(s.name, fns, slot, dtype, dims, sets, gen, prepare, refill))
         head = {i.name: (i.graph or i.cold).median_us for i in impls if i.cold is not None}
         t = head.get(impls[0].name) if op is not None else None
         ratio = {
@@ -224,13 +226,6 @@ class _Run:
             floor_multiple=t / floor if t and floor else None,
         )
 
-    def make_set(self, slot: SlotSpec, dims, dt, gen) -> dict:
-        """One input set from the slot's own generator, drawn on the bench device (drawing 8192 x 16384 on the host
-        took seconds per set, and the checks draw every set again), with the slot's scalars."""
-        with torch.device(self.opt.device):
-            t = {k: v.to(self.opt.device) for k, v in slot.make_inputs(dims, dt, gen).items()}
-        return t | {a.name: float(a.default) for a in slot.of_role(Role.SCALAR)}
-
     def probe(self, slot: SlotSpec, s: Stock, inputs: dict) -> bool:
         """Calls a library kernel once per slot on a private copy of one input set: its first call may build it
         (FlashInfer's JIT), and a library that cannot build or run here is skipped with the reason, not failed."""
@@ -247,76 +242,3 @@ class _Run:
                     torch.cuda.synchronize()
                 self.skipped[key] = f"first call failed: {type(e).__name__}: {e}"[:300]
         return key in self._probed
-
-    def time_impl(
-        self,
-        name: str,
-        calls,
-        slot: SlotSpec,
-        dtype: str,
-        dims,
-        sets,
-        gen,
-        prepare: Prepare | None = None,
-        refill: Callable[[], None] | None = None,
-    ) -> Impl:
-        """Times one implementation; a kernel that raises (or cannot be captured in a graph) fails its row."""
-        try:
-            return self._time_impl(name, calls, slot, dtype, dims, sets, gen, prepare, refill)
-        except Exception as e:  # the kernel's own fault, reported as data like any wrong output
-            if self.cuda:
-                torch.cuda.synchronize()
-            return Impl(name=name, graph=None, cold=None, check="FAIL", reason=f"raised {type(e).__name__}: {e}"[:500])
-
-    def _time_impl(
-        self,
-        name: str,
-        calls,
-        slot: SlotSpec,
-        dtype: str,
-        dims,
-        sets,
-        gen,
-        prepare: Prepare | None,
-        refill: Callable[[], None] | None,
-    ) -> Impl:
-        """Times one implementation and checks it three times: first call, last timed calls, fresh inputs after.
-        With `refill` (a kernel that overwrites its inputs) every call has its own copies, refilled before it runs
-        and outside the timed region, and the graph holds one call per copy instead of GRAPH_CALLS."""
-        refs = [slot.reference(s) for s in sets]
-        refill = refill or (lambda: None)
-        refill()
-        reason = check(slot, dtype, [c() for c in calls], refs, "first call")
-        graph = None
-        if self.cuda:
-            cold, last = self.timer.cold(calls, self.budget, prepare)
-            reason = reason or check(slot, dtype, last, refs, "after the cold loop")
-            k = GRAPH_CALLS if prepare is None else len(calls)
-            refill()
-            g, captured = self.timer.capture(calls, k)
-            graph = self.timer.replay(g, k, self.budget, refill if prepare else None)
-            refs = self.refresh(slot, dims, dtype, sets, gen, captured)
-            refill()
-            g.replay()
-            torch.cuda.synchronize()
-            reason = reason or check(slot, dtype, captured, refs, "graph replay on fresh inputs")
-            del g, captured
-        else:
-            cold, last = cold_cpu(calls, self.budget, prepare)
-            reason = reason or check(slot, dtype, last, refs, "after the timed loop")
-            refs = self.refresh(slot, dims, dtype, sets, gen, last)
-            refill()
-            reason = reason or check(slot, dtype, [c() for c in calls], refs, "fresh inputs after the timed loop")
-        return Impl(name=name, graph=graph, cold=cold, check="FAIL" if reason else "PASS", reason=reason)
-
-    def refresh(self, slot: SlotSpec, dims, dtype: str, sets, gen, results) -> list[dict]:
-        """New values into the same input buffers and NaN into every output seen, so stale results cannot pass;
-        returns the new references."""
-        for s in sets:
-            for k, v in self.make_set(slot, dims, DTYPES[dtype], gen).items():
-                if isinstance(v, torch.Tensor):
-                    s[k].copy_(v)
-        for outs in results:
-            for o in outs or ():
-                o.fill_(float("nan"))
-        return [slot.reference(s) for s in sets]

@@ -10,11 +10,9 @@ positive controls, a real engine truly faster by a known amount.
 
 Secondary, and labelled so: every role permutation over back-to-back blocks of rounds (`pooled_*`, sharing processes
 and rounds); the null units with C's pass times scaled by (1 - effect) (`injected`, which assumes a faster kernel
-keeps the stock engine's noise); and a hierarchical model of the stock engines' log pass times, round effect +
-persistent process offset (s.d. tau) + per-pass noise (s.d. sigma), fitted by the method of moments on each boot's
-two-way round x process layout (ANOVA mean squares pooled over boots), and again on the layouts with each far pass
-winsorized (`calibrate_robust`: one pass must not set it), under which the rule is simulated. The rule is not
-chosen here: it is pre-registered, and units from the collections it was fixed on are also reported apart.
+keeps the stock engine's noise); and the hierarchical process model, by moments and robust (`calibrate_model`), under
+which the rule is simulated. The rule is not chosen here: it is pre-registered, and units from the collections it
+was fixed on are also reported apart.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from __future__ import annotations
 import datetime
 import itertools
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,32 +32,19 @@ from .calibrate import (
     CalibrationRaw,
     CalibrationRecord,
     Preregistration,
-    ProcessModel,
     Rates,
-    RobustModel,
     Unit,
     clopper_pearson_upper,
 )
-from .calibrate_robust import CUT, winsorize
+from .calibrate_model import fit, process_model
+from .calibrate_noise import noise, series
+from .calibrate_robust import CUT
 from .records import RuleConfig
 from .rule import decide, trimmed_mean
 
 EFFECTS = (0.01, 0.02, 0.05)
-Z95 = 1.6449
-"""One-sided 95% normal quantile (tau's upper bound, through the Wilson-Hilferty chi-square approximation)."""
-ANOVA = (
-    "two-way round x process ANOVA of the stock engines' log pass times per boot, mean squares pooled over boots; "
-    "tau's bound by the chi-square (Wilson-Hilferty) quantile"
-)
 WAVE_ENGINES = 6
 """Six 8B engines of about 22 GB fit one H200: two disjoint null triples per boot."""
-
-
-def series(raw: CalibrationRaw, names: list[str]) -> np.ndarray:
-    """[round, engine] pass times for the named engines."""
-    return np.array([[r.pass_s[n] for n in names] for r in raw.rounds], dtype=float).reshape(
-        len(raw.rounds), len(names)
-    )
 
 
 def gain(x: np.ndarray, trim: float = 0.5) -> float:
@@ -125,137 +109,6 @@ def walk(b: np.ndarray, c: np.ndarray, b2: np.ndarray, rule: RuleConfig) -> list
 def assignments(stock: list[str]) -> list[tuple[str, str, str]]:
     """(B, C, B') from distinct stock engines; B and B' play symmetric parts, so each pair counts once per C."""
     return [(b, c, b2) for c in stock for b, b2 in itertools.combinations([s for s in stock if s != c], 2)]
-
-
-@dataclass(frozen=True)
-class Fit:
-    """The hierarchical model fitted to the stock engines' log pass times."""
-
-    sigma: float
-    tau: float
-    """The moment estimate of the process offsets' s.d., truncated at 0."""
-    tau_upper: float
-    resid: np.ndarray
-    """The residuals, scaled up for the fit's degrees of freedom, for resampling. The robust fit's are its raw ones,
-    far passes as they were: those are part of what the rule meets; only sigma and tau are estimated without them."""
-    processes: int
-    passes: int
-    cut: float | None = None
-    """The robust fit's bound in robust s.d. (None: the moment fit)."""
-    winsorized: int = 0
-
-
-def fit(raws: list[CalibrationRaw], cut: float | None = None) -> Fit:
-    """The hierarchical model on the stock engines' log pass times: sigma, tau and tau's upper 95% bound. Per boot, the
-    round means are removed (they cancel in the rule's ratios) and E[SS between processes] = (J - 1)(sigma^2 +
-    R tau^2) against the residual mean square sigma^2. With `cut`, the robust fit: the same equations on each boot's
-    table winsorized at `cut` robust s.d. (`calibrate_robust.winsorize`)."""
-    sse = dfe = ssg = dfg = w = 0.0
-    resid, procs, passes, pulled = [], 0, 0, 0
-    for raw in (r for r in raws if len(r.stock) > 1):
-        logs = np.log(series(raw, raw.stock))
-        z, n = winsorize(logs, cut) if cut else (logs, 0)
-        off, pulled = logs - z, pulled + n  # what winsorizing took off each pass, put back into the resampled residuals
-        z = z - z.mean(axis=1, keepdims=True)
-        n_r, n_j = z.shape
-        m = z.mean(axis=0)
-        e = z - m
-        sse, dfe, ssg, dfg = sse + (e**2).sum(), dfe + (n_r - 1) * (n_j - 1), ssg + n_r * (m**2).sum(), dfg + n_j - 1
-        w, procs, passes = w + (n_j - 1) * n_r, procs + n_j, passes + n_r * n_j
-        resid.append((e + off).ravel() * math.sqrt(n_r * n_j / ((n_r - 1) * (n_j - 1))))
-    s2 = sse / dfe
-    q = dfg * (1 - 2 / (9 * dfg) - Z95 * math.sqrt(2 / (9 * dfg))) ** 3  # 5% quantile of chi-square(dfg)
-    tau, upper = (math.sqrt(max(0.0, v)) for v in ((ssg - dfg * s2) / w, (ssg / q - s2) * dfg / w))
-    return Fit(math.sqrt(s2), tau, upper, np.concatenate(resid), procs, passes, cut, pulled)
-
-
-def simulate(resid: np.ndarray, tau: float, rule: RuleConfig, effect: float, sims: int, rng) -> float:
-    """The rule's PASS rate on simulated qualifications: three process offsets drawn at tau, per-pass noise
-    resampled from the fitted residuals, C faster by `effect`."""
-    passes = 0
-    for _ in range(sims):
-        x = np.exp(rng.normal(0.0, tau, 3) + rng.choice(resid, size=(rule.max_rounds, 3)))
-        lk = decide(x[:, 0], x[:, 1] * (1 - effect), x[:, 2], rule)
-        passes += lk is not None and lk.status == "PASS"
-    return passes / sims if sims else float("nan")
-
-
-def process_model(f: Fit, rule: RuleConfig, sims: int, seed: int) -> ProcessModel:
-    """A fit and the rule simulated under it; each fit starts its own generator at `seed`, so the moment and robust
-    models meet the same random stream and differ by their fits alone."""
-    rng = np.random.default_rng(seed)
-    common = dict(
-        processes=f.processes,
-        passes=f.passes,
-        sigma=f.sigma,
-        tau=f.tau,
-        tau_upper_95=f.tau_upper,
-        sims=sims,
-        false_pass=simulate(f.resid, f.tau, rule, 0.0, sims, rng),
-        false_pass_at_tau_upper=simulate(f.resid, f.tau_upper, rule, 0.0, sims, rng),
-        power_at_2pct=simulate(f.resid, f.tau_upper, rule, 0.02, sims, rng),
-    )
-    if f.cut is None:
-        return ProcessModel(method=f"method of moments: {ANOVA}", **common)
-    return RobustModel(
-        method=f"method of moments on each boot's table winsorized at {f.cut:g} robust s.d. (Huber "
-        f"fit, MAD scale; raw residuals resampled): {ANOVA}",
-        cut=f.cut,
-        winsorized=f.winsorized,
-        **common,
-    )
-
-
-def noise(raws: list[CalibrationRaw]) -> dict[str, float]:
-    """Per-engine and per-pair noise of each raw file (keys prefixed `r<k>_` when several are pooled, so engines of
-    the same name in different boots stay apart), plus what a qualification's wall time is built from: the slowest
-    boot and the round time per engine, the worst over the files."""
-    out: dict[str, float] = {}
-    per_engine_round, boots = [], []
-    for k, raw in enumerate(raws):
-        pre = f"r{k}_" if len(raws) > 1 else ""
-        names = raw.engines
-        x = series(raw, names)
-        for j, n in enumerate(names):
-            out[f"{pre}pass_cv_{n}"] = float(np.std(x[:, j]) / np.mean(x[:, j]))
-            out[f"{pre}pass_median_ms_{n}"] = float(1e3 * np.median(x[:, j]))
-        for (i, a), (j, b) in itertools.combinations(enumerate(raw.stock), 2):
-            d = np.log(x[:, j] / x[:, i])
-            out[f"{pre}ln_{b}_over_{a}_sd"] = float(np.std(d))
-            out[f"{pre}ln_{b}_over_{a}_median"] = float(np.median(d))
-            out[f"{pre}ln_{b}_over_{a}_mad_sd"] = float(1.4826 * np.median(np.abs(d - np.median(d))))
-        t = [r.t for r in raw.rounds]
-        if len(t) > 1:
-            round_s = float(np.median(np.diff(t)))
-            out[f"{pre}round_s"] = round_s
-            out[f"{pre}pass_overhead_s"] = float(round_s / len(names) - np.median(x))
-            per_engine_round.append(round_s / len(names))
-        boots.append(max(raw.boot_s.values()))
-        out.update({f"{pre}{key}": v for key, v in carry_null(raw, names, x).items()})
-    out["engine_round_s"] = max(per_engine_round, default=0.0)  # a qualification's round serves three engines
-    out["boot_s_max"] = max(boots)
-    return out
-
-
-def carry_null(raw: CalibrationRaw, names: list[str], x: np.ndarray) -> dict[str, float]:
-    """The carry-over check (`qualify.carryover`) on honest engines: per engine E, the mean log slowdown of a stock
-    pass served right after E against a stock pass served after any other engine, and its standard error. These are
-    what the check's bound and its three standard errors must stay clear of when nobody cheats."""
-    col = {n: j for j, n in enumerate(names)}
-    dev = np.log(x) - np.median(np.log(x), axis=0)  # each pass against its engine's median
-    out = {}
-    for e in names:
-        after, other = [], []
-        for r, rnd in enumerate(raw.rounds):
-            for prev, cur in zip(rnd.order, rnd.order[1:], strict=False):
-                if cur in raw.stock and cur != e:
-                    (after if prev == e else other).append(dev[r, col[cur]])
-        if len(after) >= 3 and len(other) >= 3:
-            out[f"carry_after_{e}"] = float(np.mean(after) - np.mean(other))
-            out[f"carry_after_{e}_se"] = float(
-                np.sqrt(np.var(after, ddof=1) / len(after) + np.var(other, ddof=1) / len(other))
-            )
-    return out
 
 
 def measured_candidate(raws: list[CalibrationRaw], trim: float) -> dict[str, float]:

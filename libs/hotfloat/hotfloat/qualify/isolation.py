@@ -24,20 +24,17 @@ says so; on CUDA that refuses to qualify unless the caller opts out.
 
 from __future__ import annotations
 
-import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..errors import InfrastructureError
-from . import hostload, wire
+from . import hostload
 from .records import IsolationRecord
 from .resident import EngineFault, ResidentEngine
 from .watchdog import CUDA_ERROR_NOT_READY
+from .watchdog_client import REPLY_S, Watchdog
 
 LOCK_TIMEOUT_MS = 2000
 """An honest engine drains in milliseconds after its last completion; anything it still runs this long is a choice."""
@@ -47,41 +44,6 @@ QUIET_GAP_US = 500.0
 NVML_GUARD_S = 1.0
 """Utilisation samples within this much of a pass's start may still describe the engine served before it (each
 sample averages the driver's last sampling period, up to a second)."""
-REPLY_S = 10.0
-"""Watchdog replies that take longer than this (plus the lock timeout) mean a hung driver call."""
-
-
-class Watchdog:
-    """The validator's handle on the watchdog process (`argv`: the program, hotfloat.qualify.watchdog unless a test
-    runs a stand-in for a GPU host); every reply has a deadline."""
-
-    def __init__(self, argv: list[str] | None = None):
-        self.argv = argv or [sys.executable, "-m", "hotfloat.qualify.watchdog"]
-        self.conn, theirs = socket.socketpair()
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k in ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "HOME")
-        }
-        self.proc = subprocess.Popen(
-            self.argv, stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
-        )
-        theirs.close()
-
-    def ask(self, op: str, wait_s: float = REPLY_S, **args) -> dict:
-        try:
-            wire.send(self.conn, {"op": op, **args})
-            reply = wire.recv(self.conn, time.monotonic() + wait_s)
-        except (OSError, wire.WireError) as e:
-            raise TimeoutError(f"watchdog {op}: {e}") from None
-        if reply.get("error"):
-            raise InfrastructureError(f"watchdog {op}: {reply['error']}")
-        return reply
-
-    def close(self) -> None:
-        self.conn.close()
-        self.proc.kill()
-        self.proc.wait()
 
 
 class Isolation:
