@@ -8,8 +8,8 @@ LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
 BUDGET = 21_300
 """Raised from 17,400 on 2026-12-05 by `ruff format` (issue 34): the same code laid out one argument per line where a
 call does not fit, 17,139 -> 20,919 counted lines with nothing added (the formatting commit is in
-.git-blame-ignore-revs), plus the ten modules it pushed past MAX_MODULE_LINES split by job, each new module with its own
-docstring and imports. Before: 16,400 -> 17,400 by issue 34 (LocalStages, one ValidatorConfig, typed transition
+.git-blame-ignore-revs), plus the ten modules it pushed past MAX_MODULE_LINES split by job into 21, each new module
+with its own docstring and imports (+128, 21,047 counted). Before: 16,400 -> 17,400 by issue 34 (LocalStages, one ValidatorConfig, typed transition
 evidence, the qualify pipeline's one rounds loop, seven modules split) and issue 36's endpoint pool; 14,800 -> 16,400
 for issues 31-33. Raise it in the change that needs it, with the reason."""
 MAX_MODULE_LINES = 300
