@@ -56,7 +56,9 @@ def stages():
         verify_max_shapes=1,
         verify_dtypes=("fp32",),
         qualify_warmup_passes=1,
-        qualify_rule=RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=4, max_looks=2),
+        # a third look only runs when two left the interval open: a loaded host (two suites at once) widened it to
+        # [-42%, ...] around a 33% gain, and the reproduction FAILed on noise
+        qualify_rule=RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=4, max_looks=3),
         qualify_extra_passes=(("B", 128),),
     )
     running = [
