@@ -77,30 +77,7 @@ from .qualify_options import engine_options, qualify_options
     help="Raw JSON, rewritten after every round.",
 )
 def collect_cmd(
-    device,
-    engine_kind,
-    model_path,
-    preset,
-    dtype,
-    decode,
-    shapes,
-    look_rounds,
-    max_looks,
-    noise_floor,
-    drift_bound,
-    logprob_tol,
-    unsandboxed,
-    stock,
-    handicaps,
-    handicap_pass_ms,
-    max_rounds,
-    export_cache,
-    candidates,
-    keep_rounds,
-    budget,
-    seed,
-    boot_timeout,
-    out_path,
+    stock, handicaps, handicap_pass_ms, max_rounds, export_cache, candidates, keep_rounds, budget, out_path, **flags
 ):
     """Boot STOCK stock engines (and handicapped and candidate ones) as resident engines and time rounds until the
     budget is spent."""
@@ -111,24 +88,7 @@ def collect_cmd(
     from ..qualify.calibrate_collect import collect
     from ..qualify.resident import EngineFault
 
-    opts = qualify_options(
-        device,
-        engine_kind,
-        model_path,
-        preset,
-        dtype,
-        decode,
-        shapes,
-        look_rounds,
-        max_looks,
-        noise_floor,
-        drift_bound,
-        logprob_tol,
-        unsandboxed,
-        seed,
-    )
-    if boot_timeout:
-        opts = opts.model_copy(update={"startup_timeout_s": boot_timeout})
+    opts = qualify_options(**flags)
     handicap: dict[float, int] = {}
     for effect, count in handicaps:
         handicap[effect] = handicap.get(effect, 0) + count

@@ -60,51 +60,12 @@ qualify.add_command(calibrate)
     "rule flags given beside it win [default: the device's rule].",
 )
 @json_option
-def run_cmd(
-    bundle,
-    device,
-    engine_kind,
-    model_path,
-    preset,
-    dtype,
-    decode,
-    shapes,
-    look_rounds,
-    max_looks,
-    noise_floor,
-    drift_bound,
-    logprob_tol,
-    unsandboxed,
-    seed,
-    evidence_path,
-    boot_timeout,
-    unisolated,
-    rule_from,
-    as_json,
-):
+def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
     """Qualify BUNDLE against the stock engine: correctness gate, then the speed decision. Exit 0 PASS, 1 FAIL,
     5 NO_DECISION."""
     from ..qualify import qualify_bundle, save_evidence
 
-    opts = qualify_options(
-        device,
-        engine_kind,
-        model_path,
-        preset,
-        dtype,
-        decode,
-        shapes,
-        look_rounds,
-        max_looks,
-        noise_floor,
-        drift_bound,
-        logprob_tol,
-        unsandboxed,
-        seed,
-        rule_from,
-    )
-    if boot_timeout:
-        opts = opts.model_copy(update={"startup_timeout_s": boot_timeout})
+    opts = qualify_options(**flags)
     if unisolated:
         click.secho(
             "WARNING: --no-gpu-isolation: an idle engine's GPU work is not locked out of the timed passes.",

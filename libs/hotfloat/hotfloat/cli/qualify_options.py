@@ -97,6 +97,7 @@ def engine_options(fn):
 
 
 def qualify_options(
+    *,
     device,
     engine_kind,
     model_path,
@@ -112,8 +113,10 @@ def qualify_options(
     unsandboxed,
     seed=None,
     rule_from=None,
+    boot_timeout=None,
 ):
-    """QualifyOptions for the device from those flags; `rule_from` is a calibration record whose rule they refine."""
+    """QualifyOptions for the device from those flags (a command passes its `engine_options` and the seed, rule and
+    boot flags it has as keywords); `rule_from` is a calibration record whose rule they refine."""
     from pydantic import ValidationError
 
     from ..qualify import QualifyOptions
@@ -142,7 +145,7 @@ def qualify_options(
         rule = {**recorded["rule"], **rule}
         logprob_tol = recorded.get("logprob_tol") if logprob_tol is None else logprob_tol
     try:
-        return QualifyOptions.for_device(
+        opts = QualifyOptions.for_device(
             device,
             engine_kind,
             model_path=model_path,
@@ -157,6 +160,7 @@ def qualify_options(
         )
     except ValidationError as e:
         raise InputError(f"bad qualification options: {e.errors()[0]['msg']}") from None
+    return opts.model_copy(update={"startup_timeout_s": boot_timeout}) if boot_timeout else opts
 
 
 def decision_table(d) -> None:
