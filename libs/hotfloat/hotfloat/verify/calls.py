@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -19,13 +19,11 @@ from ..slots import Role, SlotSpec, get_slot
 from ..verdict import Status
 from . import burst
 from .check import Outcome, judge, reply_error
-from .gates import op_row
+from .gates import OnRow, op_row, requested_dtypes
 from .inputs import Prepared, prepare
 from .launcher import ChildFault, ChildSession
 from .plan import Call, Case, make_cases, schedule
 from .records import VerifyOptions, VerifyRow
-
-OnRow = Callable[[VerifyRow], None]
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,7 @@ def verify_op(
 ) -> list[VerifyRow]:
     """Every case of `op` in `child` (launched, not yet ready), one row per case and per captured graph."""
     slot = get_slot(op.entry.slot)
-    dtypes = [d for d in op.dtypes if options.dtypes is None or d in options.dtypes]
+    dtypes = requested_dtypes(op, options)
     cases = make_cases(
         slot, op, dtypes, options.device, rng, options.trials, options.max_shapes, options.cpu_max_elements
     )

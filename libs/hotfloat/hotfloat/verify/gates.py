@@ -56,9 +56,14 @@ def not_applicable(op: Op, slot: SlotSpec, options: VerifyOptions, arch: str) ->
         )
     if slot.of_role(Role.GROUP):
         return op_row(op, Status.N_A, f"needs a process group: verify with --world-size {slot.world_size}")
-    if not [d for d in op.dtypes if options.dtypes is None or d in options.dtypes]:
+    if not requested_dtypes(op, options):
         return op_row(op, Status.N_A, f"no requested dtype among the op's {op.dtypes}")
     return None
+
+
+def requested_dtypes(op: Op, options: VerifyOptions) -> list[str]:
+    """The op's dtypes this run verifies: all it declares, or those of them the options name."""
+    return [d for d in op.dtypes if options.dtypes is None or d in options.dtypes]
 
 
 def op_row(op: Op, status: Status, reason: str, dtype: str = "-", shape: str = "-") -> VerifyRow:
