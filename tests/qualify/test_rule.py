@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from hotfloat.qualify.api import default_rule
-from hotfloat.qualify.records import RuleConfig
-from hotfloat.qualify.rule import critical_z, decide, look, trim_inflation, trimmed_mean
+from hotfloat.qualify.records import Decision, RuleConfig
+from hotfloat.qualify.rule import critical_z, decide, look, not_shown, trim_inflation, trimmed_mean
 
 RULE = RuleConfig(look_rounds=10, max_looks=4, noise_floor=0.003, process_floor=0.003)
 CUDA = default_rule("cuda")
@@ -100,6 +100,11 @@ def test_budget_spent_undecided_fails_as_not_shown_faster():
     lk = decide(*rounds(rng, 10, effect=0.02), rule)
     assert lk.status == "FAIL" and lk.reason.startswith("not shown faster: improvement") and lk.rounds == 10
     assert lk.lower < rule.margin < lk.upper and "budget of 10 rounds is spent" in lk.reason
+    spent = Decision(status=lk.status, reason=lk.reason, lower=lk.lower, upper=lk.upper, rounds=lk.rounds, gate="PASS")
+    assert not_shown(spent, rule), "the budget ran out with the margin inside the interval"
+    slower = spent.model_copy(update={"upper": rule.margin / 2})
+    wrong, faulted = spent.model_copy(update={"gate": "FAIL"}), spent.model_copy(update={"fault": "C:stalled"})
+    assert not any(not_shown(d, rule) for d in (slower, wrong, faulted, spent.model_copy(update={"status": "PASS"})))
 
 
 def test_quantile_is_widened_for_few_rounds_and_trimmed_mean_resists_outliers():

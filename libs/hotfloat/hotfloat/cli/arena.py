@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ledger import NEXT
+from ..ledger import NEXT, State
+from ..qualify.rule import not_shown
 from .miners import MINERS, Miner, bundle_of
 
 NETUID = 7
@@ -191,14 +192,12 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
             report(f"miner {m.name} (uid {uid}, {m.role}): committed {identity[:16]} with its archive's https URL")
         LocalSubstrate(chain_path).advance(3)  # past the finality lag, so intake sees every commitment
 
-        token_file = root / "token"
+        token, token_file = secrets.token_urlsafe(32), root / "token"
         token_file.touch(mode=0o600)
-        token_file.write_text(secrets.token_urlsafe(32))
-        targets = {}
+        token_file.write_text(token)
+        config, targets = services_config(handicap), {}
         for name in ("compiler", "admission", "qualification"):
-            running = start(
-                name, str(root / f"{name}.sock"), token=token_file.read_text(), config=services_config(handicap)
-            )
+            running = start(name, str(root / f"{name}.sock"), token=token, config=config)
             stack.callback(running.stop, 0)
             targets[name] = running.target
         report(f"services: compiler, admission and qualification on Unix sockets in {root}")
@@ -251,9 +250,10 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
             row.crown = held.get(sub.identity) or ""
             for t in led.transitions(sub.id)[1:]:
                 evidence, stage = t.evidence, NEXT[t.from_state][0]
-                decided = {"failed": "FAIL", "no_decision": "NO_DECISION"}.get(t.to_state.value)
+                decided = {State.FAILED: "FAIL", State.NO_DECISION: "NO_DECISION"}.get(t.to_state)
                 row.stages[stage] = decided or evidence.status.value  # a build of python-only ops is N/A
-                row.not_shown = row.not_shown or (stage == "qualify" and evidence is not None and _not_shown(evidence))
+                if stage == "qualify" and evidence is not None:
+                    row.not_shown |= not_shown(evidence.record.decision, evidence.record.rule)
         for row in rows.values():
             row.weight = weights.get(row.uid, 0) / total
             row.as_expected = _as_expected(row, next(m for m in MINERS if m.name == row.miner), handicap)
@@ -275,9 +275,3 @@ def _as_expected(row: Row, miner: Miner, handicap: int) -> bool:
     if not handicap or row.not_shown:
         allowed |= {("FAIL", None)}
     return qualified in allowed
-
-
-def _not_shown(evidence) -> bool:
-    """A correct run the rule failed on speed with the margin still inside its interval: not shown faster."""
-    d = evidence.record.decision
-    return d.status == "FAIL" and d.gate == "PASS" and d.fault is None and (d.upper or 0) >= evidence.record.rule.margin

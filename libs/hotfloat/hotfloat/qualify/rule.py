@@ -28,7 +28,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from .records import RuleConfig
+from .records import Decision, RuleConfig
 
 NOT_SHOWN = "not shown faster"
 """How a FAIL at the end of the budget begins its reason; the demo tells it apart from a slowdown by it."""
@@ -159,3 +159,14 @@ def decide(b, c, b2, rule: RuleConfig) -> Look | None:
             **{k: getattr(last, k) for k in ("improvement", "lower", "upper", "drift", "rounds", "score")},
         )
     return None
+
+
+def not_shown(decision: Decision, rule: RuleConfig) -> bool:
+    """Whether a FAIL is `decide`'s NOT_SHOWN: a correct, unfaulted run whose interval still held the margin when
+    the budget ran out, rather than a candidate shown slower (upper bound below the margin), wrong or at fault."""
+    return (
+        decision.status == "FAIL"
+        and decision.gate == "PASS"
+        and decision.fault is None
+        and (decision.upper or 0) >= rule.margin
+    )
