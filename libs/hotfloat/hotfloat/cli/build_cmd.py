@@ -68,8 +68,8 @@ def admit_cmd(bundle: str, build_dir: Path, seed: int | None, device: str, as_js
     without a GPU the verdict says the load was skipped. Exit 0 PASS, 1 FAIL, 5 NO_DECISION."""
     from ..compiler import load_build
     from ..native.elf import MAX_CUBIN_BYTES
-    from ..validator import Outcome, StageConfig
-    from ..validator.local import admit_stage
+    from ..validator import StageConfig
+    from ..validator.local import admit_stage, built_outcome
 
     try:
         evidence = read_input(build_dir / INDEX, INDEX_BYTES, "build record").decode()
@@ -77,8 +77,7 @@ def admit_cmd(bundle: str, build_dir: Path, seed: int | None, device: str, as_js
         artifacts = {k["cubin"]: read_input(build_dir / Path(k["cubin"]).name, MAX_CUBIN_BYTES, "cubin") for k in names}
     except (ValueError, TypeError, KeyError, AttributeError) as e:
         raise InputError(f"{build_dir}: not a readable build directory: {e}") from None
-    record = load_build(evidence, artifacts)
-    built = Outcome(record.status, list(record.reasons), record, dict(record.cubins))
+    built = built_outcome(load_build(evidence, artifacts))
     options = StageConfig(device=resolve_device(device)).verify_options(seed)
     outcome = admit_stage(open_bundle(bundle), built, options)
     if as_json:

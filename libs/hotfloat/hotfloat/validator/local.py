@@ -83,6 +83,11 @@ def build_stage(bundle: Bundle, arch: str = "sm_90a") -> Outcome[BuildRecord]:
         )
     else:
         record = build_bundle(bundle, arch=arch)
+    return built_outcome(record)
+
+
+def built_outcome(record: BuildRecord) -> Outcome[BuildRecord]:
+    """A build record as the stage outcome admission takes: its verdict and reasons, its cubins as the artifacts."""
     return Outcome(record.status, list(record.reasons), record, dict(record.cubins))
 
 
