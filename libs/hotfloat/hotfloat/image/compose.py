@@ -1,4 +1,5 @@
-"""The services as containers (`make up`, one qualification service per GPU with `GPUS=N`), and the miner's check inside the compiler image (`make miner`)."""
+"""The services as containers (`make up`, one qualification service per GPU with `GPUS=N`), and the miner's check
+inside the compiler image (`make miner`)."""
 
 from __future__ import annotations
 

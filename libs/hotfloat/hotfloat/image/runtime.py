@@ -166,6 +166,17 @@ def _config(c: Container, image_config: dict) -> dict:
         for lib in libs
     ]
     namespaces = [{"type": t} for t in ("pid", "ipc", "uts", "mount", *(() if c.network else ("network",)))]
+    resources = {"memory": {"limit": c.memory_bytes}, "pids": {"limit": c.pids}}
+    linux = {"namespaces": namespaces, "resources": resources}
+    if nodes:  # a GPU container: runc creates the host's NVIDIA nodes inside, and its cgroup lets it use them
+        resources["devices"] = [
+            {"allow": True, "type": "c", "major": ma, "minor": mi, "access": "rw"} for _, ma, mi in nodes
+        ]
+        linux["devices"] = [
+            {"path": p, "type": "c", "major": ma, "minor": mi, "fileMode": 0o666, "uid": 0, "gid": 0}
+            for p, ma, mi in nodes
+        ]
+    linux["cgroupsPath"] = f"/hotfloat/{c.name}"
     return {
         "ociVersion": "1.0.2",
         "process": {
@@ -181,34 +192,7 @@ def _config(c: Container, image_config: dict) -> dict:
         "root": {"path": "rootfs", "readonly": True},
         "hostname": c.name,
         "mounts": mounts,
-        "linux": {
-            "namespaces": namespaces,
-            "resources": {
-                "memory": {"limit": c.memory_bytes},
-                "pids": {"limit": c.pids},
-                **(
-                    {
-                        "devices": [
-                            {"allow": True, "type": "c", "major": ma, "minor": mi, "access": "rw"}
-                            for _, ma, mi in nodes
-                        ]
-                    }
-                    if nodes
-                    else {}
-                ),
-            },
-            **(
-                {
-                    "devices": [
-                        {"path": p, "type": "c", "major": ma, "minor": mi, "fileMode": 0o666, "uid": 0, "gid": 0}
-                        for p, ma, mi in nodes
-                    ]
-                }
-                if nodes
-                else {}
-            ),
-            "cgroupsPath": f"/hotfloat/{c.name}",
-        },
+        "linux": linux,
     }
 
 
