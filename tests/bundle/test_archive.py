@@ -175,3 +175,18 @@ def test_one_top_level_folder_is_the_bundle_root_and_vcs_paths_are_left_out(make
     two = tar_gz([*(reg(f"b/{p}", d) for p, d in b.files.items()), reg("c/x.py")])
     with pytest.raises(BundleError, match="manifest.toml is missing"):
         unpack(two)
+
+
+def test_an_archive_leaves_out_what_the_folder_reader_leaves_out(make_bundle, tmp_path):
+    """`tar czf b.tar.gz b` of a bundle `chain package` wrote into: its root `dist/` is ignored, as when read from the
+    folder (one rule), with or without the top folder; a `dist/` deeper down is a bundle path like any other."""
+    root = make_bundle(files={"dist/b.tar.gz": b"\x1f\x8b", "dist/notes.bin": b"\0"})
+    folder = load_bundle(root)
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        tar.add(root, arcname="b")
+    assert unpack(raw.getvalue()).identity == folder.identity
+    flat = tar_gz([reg(f"./{p}", d) for p, d in folder.files.items()] + [reg("./dist/b.tar.gz")])
+    assert unpack(flat).identity == folder.identity
+    with pytest.raises(BundleError, match="kernels/dist/x.tar.gz: file type not allowed"):
+        unpack(tar_gz([reg(p, d) for p, d in folder.files.items()] + [reg("kernels/dist/x.tar.gz")]))

@@ -52,21 +52,21 @@ def unpack(data: bytes) -> Bundle:
 
 def read_archive(data: bytes) -> dict[str, bytes]:
     """Every regular file of an untrusted tar or tar.gz, under all the bounds, without bundle validation (the Cacheon
-    importer reads archives whose manifest is not a hotfloat manifest yet). VCS and bytecode paths are left out, and
-    one top-level folder holding everything (`tar czf b.tar.gz b/`) is taken as the bundle root."""
+    importer reads archives whose manifest is not a hotfloat manifest yet). One top-level folder holding everything
+    and a manifest (`tar czf b.tar.gz b/`) is taken as the bundle root, and what the folder reader leaves out
+    (`layout.is_ignored`: VCS, bytecode, the root's `dist/`) is left out from that root."""
     if len(data) > MAX_ARCHIVE_BYTES:
         raise BundleError(f"archive is {len(data)} bytes, over the {MAX_ARCHIVE_BYTES}-byte limit")
     raw = _tar_bytes(bytes(data))
     files: dict[str, bytes] = {}
-    total = members = 0
+    total = 0
     try:
         with tarfile.open(fileobj=io.BytesIO(raw), mode="r:", tarinfo=_BoundedInfo) as tar:
-            for m in tar:
-                members += 1
-                if members > MAX_MEMBERS:
-                    raise BundleError(f"archive has more than {MAX_MEMBERS} members")
-                name = m.name.removeprefix("./").rstrip("/")
-                if m.isdir() or is_ignored(name):
+            members = _file_members(tar)
+            root = _root([name for name, _ in members])
+            for path, m in members:
+                name = path.removeprefix(root)
+                if is_ignored(name):
                     continue
                 if m.type not in (tarfile.REGTYPE, tarfile.AREGTYPE) or m.sparse is not None:
                     raise BundleError(f"archive member {name[:255]!r}: links and special files are refused")
@@ -84,16 +84,26 @@ def read_archive(data: bytes) -> dict[str, bytes]:
                     raise BundleError(f"archive member {name}: size does not match its header")
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         raise BundleError(f"not a valid bundle archive: {e}") from None
-    return _strip_top_folder(files)
+    return files
 
 
-def _strip_top_folder(files: dict[str, bytes]) -> dict[str, bytes]:
-    """`top/manifest.toml` and nothing outside `top/` -> the files of `top/`; anything else is returned unchanged."""
-    tops = {rel.split("/", 1)[0] for rel in files}
+def _file_members(tar: tarfile.TarFile) -> list[tuple[str, tarfile.TarInfo]]:
+    """Every member but directories, with its name as a relative path; headers only (the bundle root, and so what is
+    ignored, is known once all names are)."""
+    out = []
+    for count, m in enumerate(tar, 1):
+        if count > MAX_MEMBERS:
+            raise BundleError(f"archive has more than {MAX_MEMBERS} members")
+        if not m.isdir():
+            out.append((m.name.removeprefix("./").rstrip("/"), m))
+    return out
+
+
+def _root(names: list[str]) -> str:
+    """`top/` when every name is under `top/` and `top/manifest.toml` is one of them; else '' (the archive's root)."""
+    tops = {name.split("/", 1)[0] for name in names}
     top = tops.pop() if len(tops) == 1 else None
-    if top is None or f"{top}/manifest.toml" not in files:
-        return files
-    return {rel.removeprefix(f"{top}/"): data for rel, data in files.items()}
+    return f"{top}/" if top is not None and f"{top}/manifest.toml" in names else ""
 
 
 def _tar_bytes(data: bytes) -> bytes:

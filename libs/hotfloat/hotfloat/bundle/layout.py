@@ -87,9 +87,10 @@ def check_path(rel: str) -> None:
 
 
 def is_ignored(rel: str) -> bool:
-    """A path inside a VCS or bytecode directory, or a VCS control file: left out of every bundle."""
+    """The one rule for what is left out of a bundle, read from a folder or an archive: a path inside a VCS or
+    bytecode directory or the root's OUTPUT_DIR, or a VCS control file (a directory is asked as `rel/`)."""
     *dirs, name = rel.split("/")
-    return name in IGNORED_FILES or any(d in IGNORED_DIRS for d in dirs)
+    return name in IGNORED_FILES or any(d in IGNORED_DIRS for d in dirs) or dirs[:1] == [OUTPUT_DIR]
 
 
 def read_bundle_dir(root: Path, ignored: list[str] | None = None) -> dict[str, bytes]:
@@ -112,14 +113,14 @@ def read_bundle_dir(root: Path, ignored: list[str] | None = None) -> dict[str, b
                 if stat.S_ISLNK(st.st_mode):
                     raise BundleError(f"{rel}: symlinks are refused in bundles")
                 if stat.S_ISDIR(st.st_mode):
-                    if e.name in IGNORED_DIRS or rel == OUTPUT_DIR:
+                    if is_ignored(rel + "/"):
                         skipped.append(rel + "/")
                         continue
                     if e.name.startswith("."):
                         raise BundleError(f"{rel}/: hidden directories are refused")
                     stack.append((Path(e.path), rel + "/"))
                     continue
-                if e.name in IGNORED_FILES:
+                if is_ignored(rel):
                     skipped.append(rel)
                     continue
                 if not stat.S_ISREG(st.st_mode):
