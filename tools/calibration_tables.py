@@ -429,7 +429,7 @@ def ladder() -> str:
     from hotfloat.qualify.gate import LEVELS, divergence
     from hotfloat.qualify.evidence import Evidence
 
-    today = QualifyOptions.for_device("cuda").rule
+    today = QualifyOptions.for_device("cuda", gpu="NVIDIA H200").rule
     rows = []
     for run, (name, what) in LADDER.items():
         ev = Evidence.model_validate_json(

@@ -53,7 +53,7 @@ def trials(rng, count, rounds, effect, sigma=0.004, c_sigma=None, tau=0.001, c_t
 
 def table(draws: int, seed: int) -> list[dict]:
     """One row per case and effect: the PASS rate of each version over the same draws."""
-    v2 = default_rule("cuda")
+    v2 = default_rule("cuda", "NVIDIA H200")
     rules = {1: v2.model_copy(update={"version": 1}), 2: v2}
     rows = []
     for i, (case, noise) in enumerate(CASES.items()):
@@ -75,10 +75,16 @@ def main() -> int:
     args = ap.parse_args()
     rows = table(args.draws, args.seed)
     if args.json:
-        json.dump(dict(rule=default_rule("cuda").model_dump(exclude={"version"}), rows=rows), sys.stdout, indent=1)
+        json.dump(
+            dict(rule=default_rule("cuda", "NVIDIA H200").model_dump(exclude={"version"}), rows=rows),
+            sys.stdout,
+            indent=1,
+        )
         print()
         return 0
-    print(f"PASS rate, v1 -> v2, {args.draws} qualifications per cell (deployed CUDA rule: {default_rule('cuda')})")
+    print(
+        f"PASS rate, v1 -> v2, {args.draws} qualifications per cell (deployed CUDA rule: {default_rule('cuda', 'NVIDIA H200')})"
+    )
     print(f"| {'case':<24} | " + " | ".join(f"{f'effect {e:.1%}':<18}" for e in EFFECTS) + " |")
     print(f"|{'-' * 26}|" + "|".join("-" * 20 for _ in EFFECTS) + "|")
     for case in CASES:

@@ -1,21 +1,26 @@
-"""A stand-in for the GPU watchdog on a machine without a GPU: the real request loop (hotfloat.qualify.watchdog.serve)
+"""A stand-in for the GPU watchdog on a machine without a GPU: the real request loop (hotfloat.qualify.isolation.watchdog.serve)
 over a driver that behaves as the H200's was measured to (../shared/gpu-isolation, docs/device-runs.md):
 
 - locking a stopped process blocks until it runs again (the real lock hangs); a process marked busy returns
   CUDA_ERROR_NOT_READY after the timeout; a process marked as holding a context locks (rc 0); any other process
   returns the driver's code for a process without CUDA;
-- the probe's gap, NVML's context list and utilisation samples are what the test's state file says.
+- the probe's gap, NVML's context list and utilisation samples are what the test's state file says;
+- a process's device memory is its resident memory (a CPU engine's model and buffers live there, so a bundle that
+  hoards memory hoards it there), unless the state names a figure for it; the device is as big as the state says.
 
-The test writes the state file (its path the first argument) as JSON: {"contexts": [pid], "busy": [pid],
-"refuse": [pid], "gap_us": float, "util": [{"pid", "ts", "sm"}]}; the stand-in appends what it was asked to
-`<state>.log` so the test can see the order of locks and unlocks."""
+The test writes the state file (its path the first argument) as JSON: {"contexts": [pid] or "everyone" (every
+process holds a context), "busy": [pid], "refuse": [pid], "stuck": [pid] (unlock fails), "gap_us": float,
+"util": [{"pid", "ts", "sm"}], "device": {"name", "total", "used"}, "memory": {pid: bytes}, "hang": [op]}; the
+stand-in appends what it was asked to `<state>.log` so the test can see the order of locks and unlocks."""
 
 import json
+import os
 import socket
 import sys
 import time
 
-from hotfloat.qualify import hostload, watchdog
+from hotfloat.qualify import hostload
+from hotfloat.qualify.isolation import watchdog
 
 NO_CUDA = 3
 """What the stand-in answers for a process without CUDA (CUDA_ERROR_NOT_INITIALIZED)."""
@@ -27,9 +32,13 @@ class StandinDriver:
     def __init__(self):
         self.path = sys.argv[1]
 
-    def _state(self) -> dict:
+    def _state(self, op: str = "") -> dict:
+        """The test's state; a request the state says hangs never returns (a hung driver call)."""
         with open(self.path) as f:
-            return json.load(f)
+            state = json.load(f)
+        if op in state.get("hang", []):
+            time.sleep(3600)
+        return state
 
     def _log(self, *what) -> None:
         with open(self.path + ".log", "a") as f:
@@ -46,20 +55,37 @@ class StandinDriver:
             return watchdog.CUDA_ERROR_NOT_READY, 1e3 * (time.perf_counter() - t)
         if pid in s.get("refuse", []):
             return 999, 0.1
-        return (0 if pid in s.get("contexts", []) else NO_CUDA), 1e3 * (time.perf_counter() - t)
+        return (0 if pid in self.contexts() else NO_CUDA), 1e3 * (time.perf_counter() - t)
 
     def unlock(self, pid):
         self._log("unlock", pid)
-        return 0, 0.1
+        return (999 if pid in self._state().get("stuck", []) else 0), 0.1
 
     def probe(self, span_us):
-        return {"gap_us": self._state().get("gap_us", 3.0), "span_us": span_us, "wall_us": span_us + 40.0}
+        return {"gap_us": self._state("probe").get("gap_us", 3.0), "span_us": span_us, "wall_us": span_us + 40.0}
 
     def contexts(self):
-        return self._state().get("contexts", [])
+        got = self._state("contexts").get("contexts", [])
+        return (
+            [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()] if got == "everyone" else got
+        )
+
+    def memory(self):
+        s = self._state("memory")
+        dev = {"name": "Stand-in GPU", "total": 80 << 30, "used": 0, **s.get("device", {})}
+        given = s.get("memory", {})
+        return {**dev, "procs": [[p, given.get(str(p), _rss(p))] for p in self.contexts()]}
 
     def util(self, since_us):
-        return [u for u in self._state().get("util", []) if u["ts"] > since_us]
+        return [u for u in self._state("util").get("util", []) if u["ts"] > since_us]
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 if __name__ == "__main__":

@@ -175,7 +175,7 @@ def test_cli_analyse_writes_the_record_with_the_preregistered_rule(tmp_path, cap
 def test_the_committed_record_reproduces_from_the_committed_raw_files_and_sets_the_cuda_default():
     """Every count in docs/calibration-h200.json comes back from its sources, its rule is the pre-registered one,
     and the library's CUDA default is that rule, read from the record the package ships (docs/ links to it)."""
-    from hotfloat.qualify.api import CUDA_RECORD, default_rule
+    from hotfloat.qualify.api import default_rule, recorded_gpus
 
     rec = CalibrationRecord.model_validate_json((DOCS / "calibration-h200.json").read_bytes())
     prereg = load_preregistration(DOCS / "calibration-h200.preregistered.json")
@@ -199,8 +199,8 @@ def test_the_committed_record_reproduces_from_the_committed_raw_files_and_sets_t
         rec.model.tau,
         rec.model.tau_upper_95,
     )
-    assert rec.rule == prereg.rule == default_rule("cuda")
-    assert (DOCS / "calibration-h200.json").resolve() == CUDA_RECORD.resolve()
+    assert rec.rule == prereg.rule == default_rule("cuda", "NVIDIA H200")
+    assert (DOCS / "calibration-h200.json").resolve() == recorded_gpus()["NVIDIA H200"].resolve()
 
 
 def cli(capsys, tmp_path, *args):

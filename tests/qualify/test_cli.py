@@ -76,7 +76,7 @@ def test_rule_from_takes_the_records_timing_rule_under_the_flags_beside_it(bundl
     from pathlib import Path
 
     from hotfloat.qualify import QualifyOptions
-    from hotfloat.qualify.api import CUDA_RECORD
+    from hotfloat.qualify.api import recorded_gpus
     from hotfloat.qualify.calibrate import load_rule
 
     ev = tmp_path / "ev.json"
@@ -86,7 +86,7 @@ def test_rule_from_takes_the_records_timing_rule_under_the_flags_beside_it(bundl
         "--device",
         "cpu",
         "--rule-from",
-        str(CUDA_RECORD),
+        str(recorded_gpus()["NVIDIA H200"]),
         "--look-rounds",
         "3",
         "--max-looks",
@@ -98,7 +98,7 @@ def test_rule_from_takes_the_records_timing_rule_under_the_flags_beside_it(bundl
         "--json",
     )
     assert code == 1 and json.loads(out)["status"] == "FAIL"
-    rule, record = json.loads(Path(ev).read_text())["rule"], load_rule(CUDA_RECORD)
+    rule, record = json.loads(Path(ev).read_text())["rule"], load_rule(recorded_gpus()["NVIDIA H200"])
     assert (rule["look_rounds"], rule["max_looks"]) == (3, 1)
     assert (rule["noise_floor"], rule["process_floor"], rule["carry_bound"]) == (
         record.noise_floor,

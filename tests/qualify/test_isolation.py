@@ -12,8 +12,9 @@ import pytest
 from hotfloat.errors import InfrastructureError
 from hotfloat.qualify import QualifyOptions, hostload
 from hotfloat.qualify.isolation import Isolation
+from hotfloat.qualify.isolation.memory import Ledger, plan
 from hotfloat.qualify.resident import EngineFault, ResidentEngine
-from hotfloat.qualify.watchdog_client import Watchdog
+from hotfloat.qualify.isolation.client import Watchdog
 
 OPTS = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0)
 STANDIN = [sys.executable, str(Path(__file__).with_name("standin_watchdog.py"))]
@@ -132,13 +133,70 @@ def test_nvml_seeing_a_stopped_engine_use_the_gpu_is_its_fault_and_a_foreign_pro
     assert e.value.kind == "host"
 
 
-def test_a_gpu_that_is_not_quiet_before_the_pass_is_named_or_is_the_hosts(engines, standin):
-    b, _ = engines
-    iso, _ = standin(contexts=[], gap_us=2500.0)
+def test_a_gpu_that_is_not_quiet_is_charged_to_whoever_holds_it(engines, standin):
+    """With every engine drained and locked, a gap names its holder: a live process outside every engine (pid 1
+    here) makes the host unfit; with every live context locked it came from a process that has exited since, which
+    only the served engine could have run; a stopped engine's process that holds a context nobody locked is that
+    engine's."""
+    b, c = engines
+    iso, _ = standin(contexts=[1], gap_us=2500.0)
     with pytest.raises(EngineFault, match="not quiet before") as e:
         with iso.alone(engines, b):
             _serve(b)
-    assert e.value.kind == "host" and iso.record().probe_gap_us_max == 2500.0
+    assert e.value.kind == "host" and "process 1 outside every engine" in str(e.value)
+    assert iso.record().probe_gap_us_max == 2500.0
+    iso, _ = standin(contexts=[], gap_us=2500.0)
+    with pytest.raises(EngineFault, match="a process that has exited since held it") as e:
+        with iso.alone(engines, c):
+            _serve(c)
+    assert e.value.kind == "isolation" and e.value.who == c.name
+
+
+def test_an_exited_process_seen_by_nvml_during_the_pass_is_the_served_engines_own_work(engines, standin):
+    b, _ = engines
+    later = int(time.time() * 1e6) + 10_000_000
+    iso, _ = standin(contexts=[], util=[{"pid": (1 << 22) + 7, "ts": later, "sm": 90}])  # no such process
+    with iso.alone(engines, b):
+        _serve(b)
+    assert iso.record().witness_samples == 1
+
+
+def test_an_engine_that_cannot_be_unlocked_is_at_fault(engines, standin):
+    b, c = engines
+    iso, _ = standin(contexts=c.pids(), stuck=[c.pids()[-1]])
+    with pytest.raises(EngineFault, match="could not be unlocked") as e:
+        with iso.alone(engines, b):
+            _serve(b)
+    assert e.value.kind == "isolation" and e.value.who == c.name
+
+
+@pytest.mark.parametrize("op", ["contexts", "probe", "util", "memory"])
+def test_a_watchdog_that_does_not_answer_is_a_fault_with_an_owner(engines, standin, monkeypatch, op):
+    from hotfloat.qualify.isolation import client
+
+    b, c = engines
+    monkeypatch.setattr(client, "REPLY_S", 1.0)
+    iso, _ = standin(contexts=c.pids(), hang=[op])
+    iso.hold(Ledger(plan("Stand-in", 64 << 30, 0, 1 << 30, wanted=3, least=3)))
+    with pytest.raises(EngineFault, match=f"watchdog's {op} did not answer") as e:
+        with iso.alone(engines, b):
+            _serve(b)
+    assert e.value.kind == "isolation" and e.value.who in (b.name, c.name)
+    assert iso.wd.ask("hello")["checkpoint"], "the hung watchdog was replaced"
+
+
+def test_an_engine_over_its_memory_share_is_at_fault_before_the_pass(engines, standin):
+    b, c = engines
+    iso, _ = standin(contexts=[*b.pids(), *c.pids()], memory={str(c.pids()[-1]): 9 << 30})
+    iso.hold(Ledger(plan("Stand-in", 24 << 30, 0, 2 << 30, wanted=3, least=3), trusted=frozenset({b.name})))
+    assert iso.mode.endswith("+memory-shares")
+    with pytest.raises(
+        EngineFault, match=r"engine C held 9\.\d GiB of GPU memory before B's pass, over its share"
+    ) as e:
+        with iso.alone(engines, b):
+            pytest.fail("the pass must not start")
+    assert e.value.kind == "memory" and e.value.who == c.name
+    assert iso.ledger.record().engines["C"].peak_bytes > 9 << 30  # summed over its tree: the launcher too
 
 
 def test_an_engine_that_stopped_itself_is_at_fault_before_any_lock_can_hang_on_it(engines, standin):

@@ -13,7 +13,7 @@ from hotfloat.qualify.records import Decision, RuleConfig
 from hotfloat.qualify.rule import critical_z, decide, look, not_shown, trim_inflation, trimmed_mean
 
 RULE = RuleConfig(look_rounds=10, max_looks=4, noise_floor=0.003, process_floor=0.003)
-CUDA = default_rule("cuda")
+CUDA = default_rule("cuda", "NVIDIA H200")
 CUDA_V1 = CUDA.model_copy(update={"version": 1})
 
 

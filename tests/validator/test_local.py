@@ -106,7 +106,7 @@ def test_a_configured_rule_sets_only_what_it_names_over_the_devices_defaults():
     field; the correctness slacks are never a record's (the committed record says audit_slack 0, from before the
     audit: taken as given it would switch the audit's accuracy check off)."""
     from hotfloat.qualify import QualifyOptions, RuleConfig
-    from hotfloat.qualify.api import CUDA_RECORD
+    from hotfloat.qualify.api import recorded_gpus
     from hotfloat.qualify.calibrate import load_rule
 
     named = RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=3, max_looks=2)
@@ -119,7 +119,7 @@ def test_a_configured_rule_sets_only_what_it_names_over_the_devices_defaults():
     )
     got = StageConfig(qualify_rule=full).qualify_options().rule
     assert got == full.model_copy(update={"gate_slack": cpu.gate_slack, "audit_slack": cpu.audit_slack})
-    record = load_rule(CUDA_RECORD)
+    record = load_rule(recorded_gpus()["NVIDIA H200"])
     assert "audit_slack" in record.model_fields_set and record.audit_slack == 0
     got = StageConfig(qualify_rule=record).qualify_options().rule
     assert (got.gate_slack, got.audit_slack) == (

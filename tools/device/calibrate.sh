@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Raw data for the resident-engine rule's calibration on the H200 (SGLang), in boot waves. A wave boots, on every GPU
+# Raw data for the resident-engine rule's calibration on a GPU model (the H200, the H100; SGLang), in boot waves. A wave boots, on every GPU
 # it uses (CAL_GPUS, default all visible; one collection per GPU, each on its own slice of the CPUs), CAL_STOCK stock
 # engines (default 6), the handicapped stock engines CAL_HANDICAP names ("EFFECT:COUNT ...", e.g. "0.02:2": two
 # engines a stock C is 2% faster than, the positive control) and one engine per CAL_CANDIDATES bundle (default none),
@@ -95,9 +95,11 @@ done
 nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv >> "$DEST/env.txt" 2>&1
 
 mine=$(ls "$DEST"/raw-*.json 2>/dev/null)
-if [ -n "$mine" ]; then
-  timeout 120 python3 -m hotfloat.cli qualify calibrate analyse docs/qualify-runs/calibration-h200-llama8b-*.raw.json $mine \
-    --preregistered docs/calibration-h200.preregistered.json --sims 0 > "$DEST/analyse.txt" 2>&1
+# Each GPU model has its own record (docs/calibration-<model>.json): this call's raws join that model's committed ones.
+model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -o 'H[0-9]\+' | tr 'A-Z' 'a-z')
+if [ -n "$mine" ] && [ -f "docs/calibration-${model:-none}.preregistered.json" ]; then
+  timeout 120 python3 -m hotfloat.cli qualify calibrate analyse $(ls docs/qualify-runs/calibration-$model-llama8b-*.raw.json 2>/dev/null) $mine \
+    --preregistered "docs/calibration-$model.preregistered.json" --sims 0 > "$DEST/analyse.txt" 2>&1
   echo "analyse rc=$?"; tail -n 16 "$DEST/analyse.txt"
 fi
 echo "calibrate total $(( $(date +%s) - T0 ))s" | tee "$DEST/summary.txt"

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from hotfloat.qualify.watchdog_client import Watchdog
+from hotfloat.qualify.isolation.client import Watchdog
 
 HELPER = r"""
 import sys, torch

@@ -7,6 +7,7 @@
 # Needs the SGLang payload: bash tools/device/run_all.sh engine_install:60 qualify_sglang:212
 # Budget ~170 s on the H200 (boots 109-118 s, at most 10 rounds x 3 passes of 1.3 s). Knobs: QS_ROUNDS and QS_LOOKS
 # (override the rule's look rounds and looks), QS_BUNDLE (examples/silu_triton), QS_BOOT (170), QS_TIMEOUT (200),
+# QS_RULE_FROM (a calibration record or pre-registration, for a GPU without a packaged record: the H100's),
 # QS_TAG (results under qualify_sglang-<tag>, for several bundles in one call: tools/device/twin_gate.sh).
 # Falls back to --unsandboxed (printed as NOTE) when the sandbox cannot be built there, or when a sandboxed run fails
 # on infrastructure within 25 s (that attempt kept as *.sandboxed). Writes $OUT/qualify_sglang/{env.txt,run.json,
@@ -34,6 +35,7 @@ run() {  # label limit extra-args...
   echo "=== qualify $label (limit ${lim}s, t=$(( $(date +%s) - T0 ))s) ==="
   timeout -k 10 "$lim" python3 -m hotfloat.cli qualify run "$BUNDLE" --device cuda --engine sglang --seed 7 \
     ${QS_ROUNDS:+--look-rounds "$QS_ROUNDS"} ${QS_LOOKS:+--max-looks "$QS_LOOKS"} --boot-timeout "${QS_BOOT:-170}" \
+    ${QS_RULE_FROM:+--rule-from "$QS_RULE_FROM"} \
     --evidence "$DEST/evidence.json" --json "$@" \
     > "$DEST/run.json" 2> "$DEST/run.stderr"
   local rc=$?
@@ -95,6 +97,7 @@ for name, f in (("C", typed.frames[1]), ("T", typed.twin)):
 print(f"DECISION {d['status']} gate={d['gate']} improvement={d['improvement']} [{d['lower']}, {d['upper']}] "
       f"bias={d['drift']} rounds={d['rounds']}: {d['reason']}")
 print(f"sandboxed={ev['sandboxed']} seconds={ev['seconds']:.1f} fault={d.get('fault')}")
+print("memory:", json.dumps(ev.get("memory")))
 print("isolation:", json.dumps(ev.get("isolation")))
 for a in typed.audit or []:
     for slot, sa in a.slots.items():

@@ -92,6 +92,7 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
                 "bundle_identity": result.evidence.bundle_identity,
                 "sandboxed": result.evidence.sandboxed,
                 "isolation": iso.model_dump(mode="json") if iso else None,
+                "memory": result.evidence.memory.model_dump(mode="json") if result.evidence.memory else None,
                 "evidence": evidence_path,
             }
         )
@@ -99,9 +100,14 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
         sandbox = "on" if result.evidence.sandboxed else "NONE (--unsandboxed)"
         iso = result.evidence.isolation
         isolation = f"  isolation={iso.mode} ({iso.cost_ms_median:.0f} ms/pass)" if iso else ""
+        if mem := result.evidence.memory:
+            p = mem.plan
+            isolation += f"  memory={p.resident}x{p.share_bytes / 2**30:.1f} GiB" + (
+                " twin-after-C" if p.twin_after_candidate else ""
+            )
         table(
             f"qualify {b.manifest.bundle_id}  sandbox={sandbox}{isolation}",
-            ["engine", "role", "ok", "boot s", "median pass ms", "tok/s", "routed"],
+            ["engine", "role", "ok", "boot s", "median pass ms", "tok/s", "routed", "peak GiB"],
             [
                 (
                     f.index,
@@ -111,12 +117,19 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
                     _median_ms(f),
                     f"{f.tokens_per_s:.0f}",
                     sum(f.routed.values()),
+                    _peak_gib(result.evidence.memory, f"{f.index}{f.role}"),
                 )
                 for f in [*result.evidence.frames, *filter(None, [result.evidence.twin])]
             ],
         )
         decision_table(d)
     exit_with(result.status)
+
+
+def _peak_gib(memory, name: str) -> str:
+    """The most GPU memory the engine held at any reading; blank where memory was not read (CPU engines)."""
+    held = memory.engines.get(name) if memory else None
+    return f"{held.peak_bytes / 2**30:.1f}" if held else ""
 
 
 @qualify.command("recompute")

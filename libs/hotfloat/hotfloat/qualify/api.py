@@ -1,7 +1,8 @@
 """What a validator chooses for a qualification (`QualifyOptions`) and the defaults behind it, from one source.
 
-A device's timing rule is `default_rule(device)`: on CUDA the rule the packaged calibration record chose (read, never
-copied), on a CPU box the switched-off bounds of `CPU_RULE`. `for_device` fills in the device's defaults, `rule_given`
+A device's timing rule is `default_rule(device, gpu)`: on CUDA the rule the packaged calibration record of that GPU
+model chose (read, never copied; a model without a record is refused unless a rule is configured), on a CPU box the
+switched-off bounds of `CPU_RULE`. `for_device` fills in the device's defaults, `rule_given`
 lays a configured rule (`--rule-from`) over them. The run itself is hotfloat.qualify.pipeline.
 """
 
@@ -13,7 +14,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .calibrate import load_rule
+from ..devices import gpu_name
+from ..errors import InputError
+from .calibrate import load_calibration, load_rule
 from .presets import PRESETS
 from .records import Decode, EngineKind, EngineSpec, Record, Role, RuleConfig
 from .workload import SHAPES
@@ -31,9 +34,15 @@ docs/qualification.md, "Choosing the slacks")."""
 
 CPU_RULE = dict(look_rounds=4, max_looks=2, drift_bound=5.0, carry_bound=5.0, noise_floor=0.01, process_floor=0.01)
 """The rule on a shared CPU box (CI): its load swings, so the drift and carry-over bounds are switched off."""
-CUDA_RECORD = Path(__file__).with_name("calibration-h200.json")
-"""The H200 calibration record (docs/calibration-h200.json links here), shipped with the package: the CUDA default
-rule is the one it records (pre-registered in docs/calibration-h200.preregistered.json), read, never copied."""
+CUDA_RECORDS = tuple(sorted(Path(__file__).parent.glob("calibration-*.json")))
+"""The calibration records shipped with the package, one per GPU model (docs/calibration-<gpu>.json link here): a
+qualification's rule on CUDA is the one its GPU's record chose (each pre-registered in
+docs/calibration-<gpu>.preregistered.json), read, never copied."""
+NO_RECORD = (
+    "no calibration record for {gpu}: make one on this GPU with `hotfloat qualify calibrate collect --device cuda "
+    "--out raw.json` then `hotfloat qualify calibrate analyse raw.json --preregistered PREREG --out record.json`, and "
+    "qualify with `--rule-from record.json`"
+)
 
 
 class QualifyOptions(Record):
@@ -84,6 +93,9 @@ class QualifyOptions(Record):
     twin: bool = True
     """Boot the gate's twin, whose divergence from B sets how far C may stray; False holds C to `logprob_tol`
     alone (bit-exact kernels only, on a model that amplifies rounding)."""
+    uncalibrated: str | None = None
+    """The GPU model when it has no calibration record and no rule was configured: `qualify_bundle` refuses such
+    options in one line naming the commands that make a record (calibration collection, which needs no rule, runs)."""
     extra_passes: dict[Role, Annotated[int, Field(ge=0, le=1024)]] = {}
     """Calibration only (transformers engine): role -> extra stock activation passes per MLP call, a known speed
     difference injected by the validator (e.g. a slower B to exercise the PASS path where nothing is faster)."""
@@ -107,19 +119,28 @@ class QualifyOptions(Record):
         )
 
     @classmethod
-    def for_device(cls, device: str, engine_kind: str | None = None, **given) -> QualifyOptions:
+    def for_device(
+        cls, device: str, engine_kind: str | None = None, *, gpu: str | None = None, **given
+    ) -> QualifyOptions:
         """Options with the device's defaults for whatever is not given: CPU runs the tiny fp32 stand-in; CUDA runs
         SGLang on the Llama-3-8B shape in bf16 with the decode-heavy `sglang` mix and the rule calibrated for it.
         Why 8B: on the H200 a Qwen2-0.5B decode step is bound by the scheduler's Python (GPU 42-83% busy, passes
         5-15% apart), so a faster kernel cannot show and the noise is the host CPU's; an 8B step keeps the GPU 100%
-        busy and passes repeat within 0.1-0.7% (tools/device/engine_noise.py, docs/qualification.md)."""
+        busy and passes repeat within 0.1-0.7% (tools/device/engine_noise.py, docs/qualification.md). `gpu` names the
+        device model whose calibration record gives the rule (default: the GPU here, as NVML names it); a model
+        without a record is refused unless `rule` configures one."""
         given = {k: v for k, v in given.items() if v is not None}
         kind = engine_kind or ("sglang" if device == "cuda" else "transformers")
         cpu = device == "cpu"
         dtype = given.pop("dtype", "fp32" if cpu else "bf16")
         tol = given.pop("logprob_tol", 1e-3 if dtype == "fp32" else 0.1)
+        if device == "cuda" and gpu is None:
+            gpu = gpu_name()
+        unrecorded = device == "cuda" and gpu not in recorded_gpus()
+        if unrecorded and not TIMING <= set(given.get("rule", {})):
+            given["uncalibrated"] = gpu or "this host (no GPU found)"
         rule = {
-            **default_rule(device).model_dump(),
+            **(RuleConfig() if unrecorded else default_rule(device, gpu)).model_dump(),
             "gate_slack": GATE_SLACK,
             "audit_slack": AUDIT_SLACK,
             **given.pop("rule", {}),
@@ -140,6 +161,9 @@ class QualifyOptions(Record):
 
 CORRECTNESS = ("gate_slack", "audit_slack")
 """Rule fields chosen from the correctness ladder, not by a timing calibration: a configured rule never sets them."""
+TIMING = set(RuleConfig.model_fields) - {*CORRECTNESS, "logprob_tol"}
+"""The fields a configured rule (a record's or a pre-registration's, `rule_given`) sets in full: with them a GPU
+without a packaged record may qualify."""
 
 
 def rule_given(rule: RuleConfig) -> dict:
@@ -152,7 +176,15 @@ def rule_given(rule: RuleConfig) -> dict:
 
 
 @functools.cache
-def default_rule(device: str) -> RuleConfig:
-    """The timing rule a device's qualifications use unless told otherwise (the record is read and validated once
-    per process: it ships with the package and does not change)."""
-    return load_rule(CUDA_RECORD) if device == "cuda" else RuleConfig(**CPU_RULE)
+def recorded_gpus() -> dict[str, Path]:
+    """GPU model -> its packaged calibration record (each read and validated once per process)."""
+    return {load_calibration(p).device: p for p in CUDA_RECORDS}
+
+
+def default_rule(device: str, gpu: str | None = None) -> RuleConfig:
+    """The timing rule a device's qualifications use unless told otherwise: on CUDA, the record of `gpu`."""
+    if device != "cuda":
+        return RuleConfig(**CPU_RULE)
+    if gpu not in recorded_gpus():
+        raise InputError(NO_RECORD.format(gpu=gpu or "this host (no GPU found)"))
+    return load_rule(recorded_gpus()[gpu])

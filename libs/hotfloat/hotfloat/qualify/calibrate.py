@@ -17,6 +17,8 @@ from pydantic import Field, model_validator
 
 from ..bundle.bounded import load_record
 from ..env import EnvIdentity
+from ..errors import InputError
+from .isolation.memory import MemoryRecord
 from .records import EngineSpec, IsolationRecord, Record, RuleConfig, Workload
 
 TARGET_FALSE_PASS = 0.01
@@ -75,6 +77,8 @@ class CalibrationRaw(Record):
     sandboxed: bool
     isolation: IsolationRecord | None = None
     """How idle engines were kept idle around each timed pass, as in a qualification (None: collected before that)."""
+    memory: MemoryRecord | None = None
+    """The device's memory plan and what each engine held (None: collected before engines had shares)."""
     env: EnvIdentity | None = None
     """hotfloat.env.collect() of the device host."""
     command: str = ""
@@ -257,8 +261,19 @@ RAW_BYTES = 64 << 20
 
 
 def load_rule(path: str | os.PathLike) -> RuleConfig:
-    """The rule a calibration record chose, for a service or validator to decide with (`hotfloat serve --rule-from`)."""
-    return load_record(path, CalibrationRecord, max_bytes=RECORD_BYTES, what="a calibration record").rule
+    """The rule a calibration record chose, or a pre-registration fixed before a device's first collection (the record
+    made from it carries the same rule), for a service or validator to decide with (`--rule-from`)."""
+    try:
+        return load_calibration(path).rule
+    except InputError as e:
+        try:
+            return load_preregistration(path).rule
+        except InputError:
+            raise e from None
+
+
+def load_calibration(path: str | os.PathLike) -> CalibrationRecord:
+    return load_record(path, CalibrationRecord, max_bytes=RECORD_BYTES, what="a calibration record")
 
 
 def load_raw(path: str | os.PathLike) -> CalibrationRaw:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import math
 import os
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +22,7 @@ import numpy as np
 from .calibrate import CalibrationRaw, RawRound
 from .calibrate_evidence import KeptRound
 from .fleet import Counts, Fleet, Ready, Served
-from .host import CACHE, staged
+from .host import staged
 from .presets import PRESETS
 from .records import Workload
 from .resident import cpu_sets, harden_self
@@ -112,7 +111,17 @@ def collect(
             }
             for n in names
         }
-        booted = fleet.boot(arms, cpu_sets(len(names)), t0 + options.startup_timeout_s)
+        plan = fleet.plan_memory(wanted=len(names), least=len(names))
+        if plan is not None:
+            say(f"memory: {plan.resident} engines of {plan.share_bytes / (1 << 30):.1f} GiB each on {plan.device}")
+        cpus = dict(zip(names, cpu_sets(len(names)), strict=True))
+        booted: dict = {}
+        for group in ([n for n in names if n not in bundles], [n for n in names if n in bundles]):
+            if group:  # stock engines first: a candidate's boot cannot take their memory
+                got = fleet.boot(
+                    {n: arms[n] for n in group}, [cpus[n] for n in group], time.monotonic() + options.startup_timeout_s
+                )
+                booted.update(got)
         for name, got in booted.items():
             if isinstance(got, Ready):
                 say(f"{name} ready after {got.boot_s:.1f} s")
@@ -182,14 +191,16 @@ def collect(
             if r % 10 == 0:
                 say(f"round {r}: " + " ".join(f"{n} {1e3 * served[n].seconds:.1f}ms" for n in names))
         if export_cache is not None:
-            say(export(fleet["B1"], Path(export_cache), options.sandboxed))
+            say(fleet.seed_caches("B1", Path(export_cache)))
         routed = {}
         for n, got in fleet.stop(names, options.batch_timeout_s).items():
             if isinstance(got, Counts):
                 routed[n] = got.routed
             else:
                 say(f"{n} did not report its seam counts: {got}")
-        raw = raw.model_copy(update={"rounds": rounds, "routed": routed, "isolation": fleet.isolation()})
+        raw = raw.model_copy(
+            update={"rounds": rounds, "routed": routed, "isolation": fleet.isolation(), "memory": fleet.memory()}
+        )
         _write(out, raw)
         return raw
 
@@ -205,21 +216,6 @@ def _kept(r: int, name: str, served: Served) -> KeptRound:
         logprobs=[_r4(o["logprobs"]) for o in outs],
         margins=[_r4(o["margins"]) for o in outs],
     )
-
-
-def export(e, dest: Path, sandboxed: bool) -> str:
-    """Copies a stock engine's JIT caches (its private /tmp/cache, reached through /proc while it lives) to `dest`,
-    so engines booted later (seeded from $HOTFLOAT_ENGINE_ROOT/cache, hotfloat.qualify.host) skip the compilation.
-    Only a stock engine's: no candidate code ever ran in its sandbox, so nothing it wrote can reach another engine."""
-    roots = [Path(f"/proc/{p}/root{CACHE}") for p in reversed(e.pids())] if sandboxed else [e.workdir / "cache"]
-    src = next((r for r in roots if os.path.isdir(r)), None)  # isdir says False where /proc refuses us
-    try:
-        if src is None:
-            return f"cache export: {e.name} has no cache to export"
-        shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)
-    except OSError as err:
-        return f"cache export from {e.name} failed: {err}"
-    return f"cache export: {e.name}'s {sum(1 for _ in dest.rglob('*'))} cache files now in {dest}"
 
 
 def _r4(xs: list[float]) -> list[float]:

@@ -15,6 +15,7 @@ from ..errors import InputError
 from ..record import Record
 from ..verdict import Status
 from .decision import judge
+from .isolation.memory import MemoryRecord
 from .records import AuditRecord, Decision, EngineSpec, IsolationRecord, RuleConfig, RunFrame, Workload
 
 
@@ -56,6 +57,9 @@ class Evidence(Record):
     """How engines were kept apart on the device (evidence v3)."""
     audit: list[AuditRecord] | None = None
     """The in-engine audit of B, C and B' (evidence v3; hotfloat.qualify.audit); None where none ran."""
+    memory: MemoryRecord | None = None
+    """The device's memory plan and what each engine held (hotfloat.qualify.isolation.memory); None where no driver
+    reports per-process memory (the CPU engines)."""
     decision: Decision
     started: str
     """UTC ISO time the qualification started."""

@@ -1,25 +1,32 @@
 """Resident engines booted together, and the one rounds loop over them that qualification (hotfloat.qualify.protocol)
 and calibration collection (hotfloat.qualify.calibrate_collect) both run.
 
-A `Fleet` shows every engine the validator's model, starts each in its own sandbox under one isolation
-(hotfloat.qualify.isolation), waits for them to boot concurrently, serves rounds (each engine's pass of every batch
-timed alone on the round's prompts, within an allowance measured against the reference engines' passes), and stops
-and closes them. A fault is charged to the engine that had it, by name; what that costs is the caller's to say.
+A `Fleet` divides the device's memory among the engines it will hold at once (`plan_memory`), shows every engine the
+validator's model, starts each in its own sandbox under one isolation (hotfloat.qualify.isolation), waits for a group
+of them to boot concurrently (the caller boots trusted engines before untrusted ones), reads every engine's memory
+once a group is ready, serves rounds (each engine's pass of every batch timed alone on the round's prompts, within an
+allowance measured against the reference engines' passes), and stops and closes them. A fault is charged to the engine
+that had it, by name; what that costs is the caller's to say.
 """
 
 from __future__ import annotations
 
+import os
+import secrets
+import shutil
 import time
 from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from ..errors import InfrastructureError
 from .checkpoint import model_dir
-from .host import model_view
+from .host import CACHE, ENV_ROOT, model_view
 from .isolation import Isolation
+from .isolation.memory import Ledger, MemoryPlan, MemoryRecord, need_bytes, plan
 from .records import EngineSpec, IsolationRecord, Workload
 from .resident import Counts, EngineFault, Ready, ResidentEngine, Served
-from .workload import kv_cap, prompts
+from .workload import kv_cap, kv_need, prompts
 
 OnFault = Callable[[str, EngineFault], bool]
 """on_fault(name of the engine at fault, its fault) -> whether the round goes on to the next engine."""
@@ -51,6 +58,26 @@ class Fleet:
         """The slowest reference pass so far, seconds: what a stall is measured against."""
         self.model_dir = model_dir(engine)
         self.iso = Isolation.start(engine.device, required=options.gpu_isolation)
+        self.plan: MemoryPlan | None = None
+
+    def plan_memory(self, wanted: int, least: int) -> MemoryPlan | None:
+        """Divides the device among `wanted` resident engines, or as few as `least` where `wanted` do not fit (the
+        caller then boots the rest once others are gone), and holds every engine to its share from now on; None
+        where no driver reports memory (CPU engines). A device that cannot hold `least` is an InfrastructureError."""
+        try:
+            dev = self.iso.device_memory()
+        except (TimeoutError, InfrastructureError) as e:
+            raise InfrastructureError(f"the watchdog could not read the device's memory: {e}") from None
+        if dev is None:
+            return None
+        e = self.engine
+        need = need_bytes(e.kind, e.preset, e.dtype, kv_cap(self.workload), self.model_dir)
+        self.plan = plan(dev["name"], dev["total"], dev["used"], need, wanted=wanted, least=least)
+        self.iso.hold(Ledger(self.plan, trusted=frozenset(self.reference)))
+        return self.plan
+
+    def memory(self) -> MemoryRecord | None:
+        return self.iso.ledger.record() if self.iso.ledger else None
 
     def __enter__(self) -> Fleet:
         return self
@@ -69,14 +96,16 @@ class Fleet:
     def boot(
         self, arms: dict[str, dict], cpus: list[list[int] | None], deadline: float
     ) -> dict[str, Ready | EngineFault]:
-        """Starts one engine per arm (name -> what its spec adds: bundle, identity, twin, handicap, ...) on its CPU set
-        and waits for every ready message; an engine that could not start or boot gets its fault instead."""
+        """Starts one engine per arm (name -> what its spec adds: bundle, identity, twin, handicap, ...) on its CPU set,
+        waits for every ready message and reads every engine's memory; an engine that could not start or boot, or is
+        over its share, gets its fault instead (an engine booted earlier too, under its own name)."""
         o, w = self.options, self.workload
         base = dict(
             self.engine.model_dump(),
             threads=o.threads,
             mem_fraction=o.mem_fraction,
             kv_tokens=kv_cap(w),
+            kv_need=kv_need(w),
             warmup=[
                 (prompts(w, -1 - p, b), [r.max_new_tokens for r in batch])
                 for p in range(w.warmup_passes)
@@ -108,9 +137,39 @@ class Fleet:
             except EngineFault as f:
                 return EngineFault(f"at boot: {f}", kind=f.kind, who=name)
 
-        with ThreadPoolExecutor(max(1, len(self.engines))) as pool:
-            out.update(zip(self.engines, pool.map(ready, list(self.engines)), strict=True))
-        return {name: out[name] for name in arms}
+        booting = [n for n in arms if n in self.engines and n not in out]
+        with ThreadPoolExecutor(max(1, len(booting))) as pool:
+            out.update(zip(booting, pool.map(ready, booting), strict=True))
+        up = [self.engines[n] for n in self.engines if not isinstance(out.get(n), EngineFault)]
+        if up:
+            try:
+                self.iso.check_memory(up, "at ready", owner=booting[0] if booting else up[0].name, ready=True)
+            except EngineFault as f:
+                out[f.who if f.who in self.engines else up[0].name] = f
+        return {**{name: out[name] for name in arms}, **out}
+
+    def seed_caches(self, name: str, dest: Path | None = None) -> str:
+        """Copies engine `name`'s JIT caches into `dest`, by default the validator's seed ($HOTFLOAT_ENGINE_ROOT/cache,
+        hotfloat.qualify.host), once per machine, so engines booted after it skip the compilation. The caller names a stock engine with no bundle: no
+        candidate code ever ran in its sandbox. Each file lands by rename, so an engine seeding meanwhile copies whole
+        files only."""
+        root = os.environ.get(ENV_ROOT)
+        if dest is None and not root:
+            return "cache seed: no engine root"
+        dest = dest or Path(root) / "cache"
+        if (dest / ".seeded").exists():
+            return "cache seed: already seeded"
+        e = self.engines[name]
+        roots = [Path(f"/proc/{p}/root{CACHE}") for p in reversed(e.pids())] if self.options.sandboxed else []
+        src = next((r for r in roots or [e.workdir / "cache"] if os.path.isdir(r)), None)  # /proc may refuse us
+        if src is None:
+            return f"cache seed: {name} has no cache"
+        try:
+            files = _merge(src, dest)
+            (dest / ".seeded").write_text(f"{name}\n")
+        except OSError as err:
+            return f"cache seed from {name} failed: {err}"
+        return f"cache seed: {files} files of {name}'s in {dest}"
 
     def round(self, r: int, order: list[str], on_fault: OnFault) -> dict[str, Served]:
         """Round r's pass (r < 0: prompts no timed round uses) on each engine in `order` still in the fleet, engine
@@ -183,3 +242,22 @@ class Fleet:
         e = self.engines.pop(name)
         self.lifetimes[name] = e.lifetime_s
         e.close()
+
+
+def _merge(src: Path, dest: Path) -> int:
+    """Copies the tree at `src` into `dest`, each file through a temporary name and a rename; returns files copied."""
+    n = 0
+    for path in sorted(src.rglob("*")):
+        target = dest / path.relative_to(src)
+        if path.is_dir() and not path.is_symlink():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}")
+        if path.is_symlink():
+            os.symlink(os.readlink(path), tmp)
+        else:
+            shutil.copyfile(path, tmp)
+        os.replace(tmp, target)
+        n += 1
+    return n

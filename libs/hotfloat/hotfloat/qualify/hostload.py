@@ -73,6 +73,11 @@ def state(pid: int) -> str | None:
     return fields[0] if fields else None
 
 
+def alive(pid: int) -> bool:
+    """Whether the process still runs or can run again (a zombie has exited and given its GPU context back)."""
+    return state(pid) not in (None, "Z", "X")
+
+
 def _stat(pid: int) -> list[str] | None:
     """/proc/<pid>/stat after the command name (which may hold spaces and parentheses): state, ppid, ...; None once
     the process is gone."""

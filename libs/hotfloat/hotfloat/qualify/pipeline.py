@@ -17,7 +17,8 @@ import time
 
 from ..bundle import Bundle, load_bundle
 from ..sandbox import ensure_available
-from .api import QualifyOptions
+from ..errors import InputError
+from .api import NO_RECORD, QualifyOptions
 from .evidence import Evidence, QualifyResult
 from .host import engine_policy, staged
 from .presets import PRESETS
@@ -39,6 +40,8 @@ def qualify_bundle(
     from ..env import collect as environment
 
     options = options or QualifyOptions()
+    if options.uncalibrated:
+        raise InputError(NO_RECORD.format(gpu=options.uncalibrated))
     engine = options.engine()
     if options.sandboxed:
         ensure_available(engine_policy(options.device, engine.kind))  # fail closed before any engine starts
@@ -78,6 +81,7 @@ def qualify_bundle(
         twin=out.twin,
         isolation=out.isolation,
         audit=out.audit,
+        memory=out.memory,
         decision=out.decision,
         started=started,
         seconds=time.monotonic() - t0,

@@ -1,110 +1,43 @@
 """One qualification's resident-engine protocol: boot, a settling round, timed rounds with looks, the twin after the
 first look, the engines' counts, and the frames `judge` reads.
 
-Engines B, C, B' (and the gate's twin T) boot concurrently, each in its own sandbox. A settling round (one untimed
+The device's memory is divided first (hotfloat.qualify.isolation.memory): four resident engines where they fit, else
+three with the twin booted once C is torn down. B and B' (and T where it is resident) boot concurrently, each in its
+own sandbox, and C boots only once they are ready, so nothing C takes at boot can starve a baseline; every engine's
+memory is read at ready and around every pass, and an engine over its share is at fault. A settling round (one untimed
 pass each, baselines first, on prompts no timed round uses) measures how long a pass takes, so no engine can hold
 the host longer than `stall_factor` times the slowest baseline pass (never less than `stall_floor_s`): a candidate
 that stalls is at fault quickly, instead of after a fixed five minutes. Then rounds: one pass per engine, in an
 order drawn from the secret seed, each timed alone (hotfloat.qualify.isolation keeps every other engine drained,
 locked and stopped, and checks it). After the first look's rounds the validator asks C which slots it routed and
-enables the twin's perturbation on exactly those, T serves the same prompts untimed and leaves; the gate compares
-C's divergence from B with T's. The loop stops at the first decision or when the budget is spent. Then B, C and B'
+enables the twin's perturbation on exactly those, T serves the same prompts untimed and leaves (on a device too small
+for four, after C's teardown, with the slots C reported at its stop); the gate compares C's divergence from B with
+T's. The loop stops at the first decision or when the budget is spent. Then B, C and B'
 hand over their in-engine audits (the same secret sample of slot calls in each, kept in eager code and inside
 CUDA-graph replays; hotfloat.seams.audit), which the validator recomputes with the slots' fp32 references.
 
 Every fault is charged to the engine that had it (records.FaultKind); only faults of the validator's own
-infrastructure are `host`. `judge` then turns a candidate's fault into a FAIL and a baseline's or the twin's into
+infrastructure are `host`. A baseline's or the twin's fault while C holds more than its share is C's (`memory`): C's
+hoarding must never buy a re-roll. `judge` then turns a candidate's fault into a FAIL and a baseline's or the twin's into
 NO_DECISION (hotfloat.qualify.decision).
 """
 
 from __future__ import annotations
 
-import hashlib
-import random
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from .decision import judge
-from .fleet import Fleet, Ready, Served
+from .fleet import Counts, Fleet, Ready
 from .gate import gate
-from .records import AuditRecord, Decision, EngineSpec, IsolationRecord, Role, RuleConfig, RunFrame, Workload
+from .records import AuditRecord, Decision, EngineSpec, Role, RuleConfig, RunFrame, Workload
 from .resident import EngineFault, cpu_sets
 from .rule import decide
+from .tally import Outcome, Tally, round_order
 
 Progress = Callable[[str, int, int], None]
 """progress(description, rounds done, most rounds possible)."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the protocol produced: the raw frames, the decision they support, and how the run was isolated."""
-
-    frames: list[RunFrame]
-    twin: RunFrame | None
-    identity: str | None
-    info: dict[str, str]
-    order: list[list[int]]
-    decision: Decision
-    isolation: IsolationRecord
-    audit: list[AuditRecord] | None
-
-
-def round_order(seed: int, round_index: int, n: int = 3) -> list[int]:
-    """The order the engines serve a round's pass in, drawn from the workload seed (secret until the end)."""
-    digest = hashlib.sha256(f"{seed}:order:{round_index}".encode()).digest()
-    order = list(range(n))
-    random.Random(int.from_bytes(digest[:8], "big")).shuffle(order)
-    return order
-
-
-class _Acc:
-    """What one engine served so far, and its fault if it had one."""
-
-    def __init__(self, index: int, role: Role):
-        self.index, self.role = index, role
-        self.pass_s: list[float] = []
-        self.lat: list[list[float]] = []
-        self.outs: list[list[dict]] = []
-        self.error: str | None = None
-        self.fault: str | None = None
-        self.routed: dict[str, int] = {}
-        self.stock: dict[str, int] = {}
-        self.boot_s = self.wall_s = 0.0
-        self.generated = 0
-
-    def fail(self, message: str, kind: str) -> None:
-        if self.error is None:
-            self.error, self.fault = message[:2000] or kind, kind
-
-    def add(self, served: Served) -> None:
-        self.pass_s.append(served.seconds)
-        self.lat.append(served.latency_s)
-        self.outs.append(served.outputs)
-
-    def frame(self, n: int) -> RunFrame:
-        ok = self.error is None
-        cut = lambda xs: xs[:n] if ok else []  # noqa: E731
-        timed = sum(self.pass_s[:n])
-        return RunFrame(
-            index=self.index,
-            role=self.role,
-            ok=ok,
-            raised=self.fault == "raised",
-            fault=self.fault,
-            error=self.error,
-            pass_s=cut(self.pass_s),
-            latency_s=cut(self.lat),
-            tokens=[[o["tokens"] for o in p] for p in cut(self.outs)],
-            logprobs=[[o["logprobs"] for o in p] for p in cut(self.outs)],
-            margins=[[o["margins"] for o in p] for p in cut(self.outs)],
-            routed=self.routed,
-            stock=self.stock,
-            wall_s=self.wall_s,
-            boot_s=self.boot_s,
-            tokens_per_s=self.generated / timed if ok and timed else 0.0,
-        )
 
 
 class Protocol:
@@ -127,9 +60,14 @@ class Protocol:
         self.rule: RuleConfig = options.rule
         self.roles: list[Role] = ["B", "C", "B", "T"][: len(arms)]
         self.names = [f"{i}{r}" for i, r in enumerate(self.roles)]
-        self.accs = [_Acc(i, r) for i, r in enumerate(self.roles)]
+        self.accs = [Tally(i, r) for i, r in enumerate(self.roles)]
         self.fleet: Fleet
         self.audits: list[AuditRecord] | None = None
+        self.twin_after = False
+        """The twin boots once C is torn down (the memory plan could not hold four engines at once)."""
+        self.boots: dict[str, Ready | EngineFault] = {}
+        self.specs: dict[str, dict] = {}
+        """What each engine's spec adds to the fleet's (its arm, the audit's key and rate, the calibration passes)."""
 
     @property
     def failed(self) -> bool:
@@ -140,8 +78,10 @@ class Protocol:
         ready, order = None, []
         baselines = [n for n, r in zip(self.names, self.roles, strict=True) if r != "C"]
         with Fleet(self.engine, self.workload, self.options, reference=baselines) as self.fleet:
-            self.progress("booting B, C, B'" + (", T" if len(self.arms) > 3 else ""), 0, rule.max_rounds)
-            ready = self._boot(time.monotonic() + self.options.startup_timeout_s)
+            twin = len(self.arms) > 3
+            plan = self.fleet.plan_memory(wanted=len(self.arms), least=3)
+            self.twin_after = twin and plan is not None and plan.twin_after_candidate
+            ready = self._boot()
             self._settle()
             done = 0
             while done < rule.max_rounds and not self.failed:
@@ -149,12 +89,14 @@ class Protocol:
                 self._round(done, order[-1])
                 done += 1
                 self.progress(f"round {done}", done, rule.max_rounds)
-                if done == rule.look_rounds and len(self.arms) > 3:
+                if done == rule.look_rounds and twin and not self.twin_after:
                     self._twin()
                 if done % rule.look_rounds == 0 and not self.failed and self._settled(done):
                     break
             self._audit()
             self._stop()
+            if self.twin_after:
+                self._twin(self.accs[1].routed)
         for acc, name in zip(self.accs, self.names, strict=True):
             acc.wall_s = self.fleet.lifetimes.get(name, 0.0)
         n = min(len(a.pass_s) for a in self.accs[:3])
@@ -173,37 +115,72 @@ class Protocol:
             decision,
             self.fleet.isolation(),
             self.audits,
+            self.fleet.memory(),
         )
 
     def _fault(self, name: str, f: EngineFault) -> bool:
         """A fault is charged to the engine that had it and ends the round (and with it the protocol)."""
-        self.accs[self.names.index(name)].fail(str(f), f.kind)
+        self._charge(name, str(f), f.kind)
         return False
 
-    def _boot(self, deadline: float) -> Ready | None:
-        """Boots every arm (they boot concurrently); B' and T must report B's identity (else NO_DECISION), and C
-        must too (else C misreported itself: its fault). Returns B's report."""
+    def _charge(self, name: str, message: str, kind: str) -> None:
+        """Charges `name`; a baseline's or the twin's fault while C is over its memory share is C's as well, and C's
+        fault decides (hotfloat.qualify.decision)."""
+        self.accs[self.names.index(name)].fail(message, kind)
+        c = self.names[1]
+        if name == c or c not in self.fleet.engines or self.accs[1].error is not None:
+            return
+        try:
+            over = self.fleet.iso.over_share(list(self.fleet.engines.values()), owner=c)
+        except EngineFault as err:
+            over, message = [c], f"{message}; then {err}"
+        if c in over:
+            self.accs[1].fail(
+                f"memory: engine {c} was over its GPU memory share when engine {name} failed: {message}", "memory"
+            )
+
+    def _boot(self) -> Ready | None:
+        """Boots the baselines (and T when resident) concurrently, then C once they are ready; B' and T must report
+        B's identity (else NO_DECISION), and C must too (else C misreported itself: its fault). Returns B's report.
+        A stock B's JIT caches seed C's and T's boots (no candidate code ever ran in its sandbox)."""
         o = self.options
         audit = {"audit_key": secrets.randbits(52), "audit_rate": o.audit_rate} if o.audit_rate else {}
-        arms = {
+        self.specs = arms = {
             name: {**arm, **audit, "extra_passes": o.extra_passes.get(role, 0)}
             for name, role, arm in zip(self.names, self.roles, self.arms, strict=True)
         }
-        cpus = cpu_sets(3)
-        got = self.fleet.boot(arms, [cpus[i % 3] for i in range(len(arms))], deadline)
-        for acc, name in zip(self.accs, self.names, strict=True):
-            if isinstance(got[name], EngineFault):
-                acc.fail(str(got[name]), got[name].kind)
-            else:
-                acc.boot_s = got[name].boot_s
-        b = got[self.names[0]]
+        cpus = dict(zip(self.names, (cpu_sets(3) * 2)[: len(self.names)], strict=True))
+        first = [
+            n for n, r in zip(self.names, self.roles, strict=True) if r == "B" or (r == "T" and not self.twin_after)
+        ]
+        self.progress(f"booting {', '.join(first)}", 0, self.rule.max_rounds)
+        got = self._boot_group({n: arms[n] for n in first}, cpus)
+        b = got.get(self.names[0])
+        if not self.failed and isinstance(b, Ready):
+            if not self.arms[0].get("bundle"):
+                self.progress(self.fleet.seed_caches(self.names[0]), 0, self.rule.max_rounds)
+            self.progress(f"booting {self.names[1]}", 0, self.rule.max_rounds)
+            self._boot_group({self.names[1]: arms[self.names[1]]}, cpus)
         if not isinstance(b, Ready):
             return None
         for k, name in enumerate(self.names[1:], 1):
-            if isinstance(got[name], Ready) and got[name].identity != b.identity:
+            r = self.boots.get(name)
+            if isinstance(r, Ready) and r.identity != b.identity:
                 who = "candidate engine reported identity" if k == 1 else f"engine {k} reported identity"
-                self.accs[k].fail(f"{who} {got[name].identity[:12]}, not the baseline's {b.identity[:12]}", "identity")
+                self.accs[k].fail(f"{who} {r.identity[:12]}, not the baseline's {b.identity[:12]}", "identity")
         return b
+
+    def _boot_group(self, arms: dict[str, dict], cpus: dict[str, list[int] | None]) -> dict[str, Ready | EngineFault]:
+        """Boots `arms` together and records each engine's boot or fault (an earlier engine's fault too: the memory
+        reading at ready covers every engine)."""
+        got = self.fleet.boot(arms, [cpus[n] for n in arms], time.monotonic() + self.options.startup_timeout_s)
+        self.boots.update(got)
+        for name, r in got.items():
+            if isinstance(r, EngineFault):
+                self._charge(name, str(r), r.kind)
+            else:
+                self.accs[self.names.index(name)].boot_s = r.boot_s
+        return got
 
     def _settle(self) -> None:
         """One untimed pass per engine, baselines first, on prompts no timed round uses: the stall reference."""
@@ -218,25 +195,30 @@ class Protocol:
             acc.add(served)
             acc.generated += generated
 
-    def _twin(self) -> None:
-        """T perturbs exactly the slots C routed so far, serves the first look's prompts untimed, then leaves."""
+    def _twin(self, routed: dict[str, int] | None = None) -> None:
+        """T perturbs exactly the slots C routed (so far, asked of C; or as C reported at its stop, when T boots only
+        after C's teardown), serves the first look's prompts untimed, then leaves."""
         t, acc = self.names[3], self.accs[3]
-        if t not in self.fleet.engines or self.failed:
+        if self.failed or (routed is None and t not in self.fleet.engines):
             return
         try:
-            routed = self.fleet[self.names[1]].counts(self.options.batch_timeout_s).routed
+            routed = (
+                routed if routed is not None else self.fleet[self.names[1]].counts(self.options.batch_timeout_s).routed
+            )
         except EngineFault as f:
             self.accs[1].fail(f"reporting its counts: {f}", f.kind)
             return
-        used = {s for s, n in routed.items() if n > 0}
-        if used - self.declared:
+        used = sorted(s for s, n in routed.items() if n > 0)
+        if set(used) - self.declared:
             self.accs[1].fail(
-                f"reported calls routed to slots its manifest does not declare: {sorted(used - self.declared)}",
+                f"reported calls routed to slots its manifest does not declare: {sorted(set(used) - self.declared)}",
                 "protocol",
             )
             return
+        if t not in self.fleet.engines and not self._boot_twin():
+            return
         try:
-            self.fleet[t].twin_slots(sorted(used), self.options.batch_timeout_s)
+            self.fleet[t].twin_slots(used, self.options.batch_timeout_s)
             for r in range(self.rule.look_rounds):
                 served = self.fleet.round(r, [t], self._fault)
                 if t not in served:
@@ -247,7 +229,17 @@ class Protocol:
         except EngineFault as f:
             acc.fail(str(f), f.kind)
         finally:
-            self.fleet.drop(t)
+            if t in self.fleet.engines:
+                self.fleet.drop(t)
+
+    def _boot_twin(self) -> bool:
+        """On a device too small for four, T boots once C is gone and B, B' have stopped; it must report B's identity."""
+        t = self.names[3]
+        self.progress(f"booting {t} after {self.names[1]}'s teardown", self.rule.max_rounds, self.rule.max_rounds)
+        got = self._boot_group({t: self.specs[t]}, {t: cpu_sets(3)[0]}).get(t)
+        if isinstance(got, Ready) and got.identity != self.boots[self.names[0]].identity:
+            self.accs[3].fail(f"engine 3 reported identity {got.identity[:12]}, not the baseline's", "identity")
+        return isinstance(got, Ready) and not self.failed
 
     def _twin_frame(self) -> RunFrame | None:
         """Everything the twin served (it serves untimed, so its passes are not cut to the timed rounds)."""
@@ -256,6 +248,8 @@ class Protocol:
     def _settled(self, n: int) -> bool:
         """Whether the gate or the rule already decides on the first n rounds (counts are not needed to know that)."""
         frames = [a.frame(n) for a in self.accs[:3]]
+        if self.twin_after:  # the gate waits for the twin, after the timing: only the speed rule can stop early
+            return decide(frames[0].pass_s, frames[1].pass_s, frames[2].pass_s, self.rule) is not None
         twin = self._twin_frame()
         if (
             twin is not None
@@ -277,19 +271,25 @@ class Protocol:
             try:
                 parts = self.fleet[self.names[i]].audit(self._stop_timeout())
             except EngineFault as f:
-                self.accs[i].fail(f"handing over its audit: {f}", f.kind)
+                self._charge(self.names[i], f"handing over its audit: {f}", f.kind)
                 return
             audits.append(audit_record(i, self.roles[i], parts))
         self.audits = audits
 
     def _stop(self) -> None:
-        live = [n for n, a in zip(self.names, self.accs, strict=True) if n in self.fleet.engines and a.error is None]
+        """B, C and B' report their seam counts and end (the twin already left, or boots after this)."""
+        live = [
+            n for n, a in zip(self.names[:3], self.accs[:3], strict=True) if n in self.fleet.engines and a.error is None
+        ]
         for name, got in self.fleet.stop(live, self._stop_timeout()).items():
             acc = self.accs[self.names.index(name)]
             if isinstance(got, EngineFault):
-                acc.fail(f"at stop: {got}", got.kind)
-            else:
+                self._charge(name, f"at stop: {got}", got.kind)
+            elif isinstance(got, Counts):
                 acc.routed, acc.stock = got.routed, got.stock
+        for name in self.names[:3]:
+            if name in self.fleet.engines:
+                self.fleet.drop(name)
 
     def _stop_timeout(self) -> float:
         return max(30.0, self.fleet.allowance())

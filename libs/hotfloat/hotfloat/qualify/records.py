@@ -14,10 +14,11 @@ from ..record import Record
 from ..verdict import Status
 
 Role = Literal["B", "C", "T"]
-FaultKind = Literal["raised", "protocol", "died", "stalled", "identity", "isolation", "host"]
+FaultKind = Literal["raised", "protocol", "died", "stalled", "identity", "isolation", "memory", "host"]
 """Why an engine failed: it reported an exception, sent something that is not the protocol, exited or closed its
 channel, missed a deadline, reported another engine's identity, ran GPU work or stopped itself while another engine
-was timed (hotfloat.qualify.isolation), or the validator's own infrastructure failed under it (`host`)."""
+was timed (hotfloat.qualify.isolation), held more GPU memory than its share or squeezed another engine out of its own
+(`memory`), or the validator's own infrastructure failed under it (`host`)."""
 """Baseline, candidate, and the correctness gate's twin (the baseline with the candidate's routed slots
 stochastically rounded to a neighbouring value)."""
 Decode = Literal["eager", "static", "graph"]

@@ -4,9 +4,10 @@ hotfloat_sglang plugin in every SGLang process of this engine, greedy completion
 Settings are the validator's and part of the engine identity: attention on SGLang's Triton backend (no prebuilt
 flashinfer cubins needed), PyTorch sampling, no grammar backend, no radix cache (so B and C do the same prefill work
 on every pass), SGLang's own decode CUDA graphs for the workload's batch sizes (smaller decode batches pad up to the
-next one), piecewise graphs off, and a KV pool capped to what the workload needs: the engines boot concurrently on
-one GPU, and SGLang sizes its pool from the free memory it measures before and after loading the model, so an
-uncapped neighbour allocating in between would starve it. Logits are computed in fp32 (`enable_fp32_lm_head`): in
+next one), piecewise graphs off, and a KV pool capped to what the workload needs: engines share one GPU, and SGLang
+sizes its pool from the free memory it measures before and after loading the model, so an uncapped engine would take
+a neighbour's share. The pool SGLang really built is part of the identity (`kv_pool_tokens`, so it must equal B's),
+and one smaller than the workload's need refuses to serve: a squeezed pool would queue requests, a different work. Logits are computed in fp32 (`enable_fp32_lm_head`): in
 bf16 a logit near 40 is only resolved to 0.25, coarser than the gate's 0.1 logprob tolerance, so on the H200
 (llama-8b) every top-2 gap was a multiple of 0.25 and a non-bit-exact kernel failed the gate on rounding of the
 logits rather than on its own error. The plugin is armed from the environment
@@ -70,6 +71,12 @@ class SglangEngine:
         import torch
 
         self.engine = sglang.Engine(model_path=model, skip_tokenizer_init=True, log_level="error", **self.settings)
+        pool = int(self.engine.get_server_info()["max_total_num_tokens"])
+        if pool < int(spec["kv_need"]):
+            raise RuntimeError(
+                f"SGLang built a KV pool of {pool} tokens, fewer than the {spec['kv_need']} the workload needs: the "
+                "GPU had too little free memory at boot"
+            )
         with open(os.path.join(model, "config.json"), "rb") as f:
             config = f.read()
         self.info = {
@@ -82,6 +89,7 @@ class SglangEngine:
             "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none",
             "model_config_sha256": hashlib.sha256(config).hexdigest(),
             **{k: str(v) for k, v in self.settings.items()},
+            "kv_pool_tokens": str(pool),
             "gc": "frozen after warm-up",
         }
         self.identity = hashlib.sha256(

@@ -68,7 +68,12 @@ def prompts(workload: Workload, pass_index: int, batch_index: int) -> list[list[
     return [rng.integers(1, workload.vocab_size, size=r.prompt_len).tolist() for r in workload.batches[batch_index]]
 
 
+def kv_need(workload: Workload) -> int:
+    """KV-cache tokens the largest batch's prompts and completions take: a pool below this queues requests."""
+    return max(sum(r.prompt_len + r.max_new_tokens for r in b) for b in workload.batches)
+
+
 def kv_cap(workload: Workload) -> int:
-    """KV-cache tokens an SGLang engine is given: the largest batch's prompts and completions with a quarter to
-    spare, plus a few pages. Capped so engines sharing one GPU hold what the workload needs and no more."""
-    return int(1.25 * max(sum(r.prompt_len + r.max_new_tokens for r in b) for b in workload.batches)) + 4096
+    """KV-cache tokens an SGLang engine is given: what the workload needs with a quarter to spare, plus a few pages.
+    Capped so engines sharing one GPU hold what the workload needs and no more."""
+    return int(1.25 * kv_need(workload)) + 4096

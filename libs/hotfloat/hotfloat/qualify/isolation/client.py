@@ -1,4 +1,4 @@
-"""The validator's handle on the GPU watchdog process (hotfloat.qualify.watchdog, which makes the driver calls):
+"""The validator's handle on the GPU watchdog process (hotfloat.qualify.isolation.watchdog, which makes the driver calls):
 started with only the environment it needs, spoken to over a socketpair, every reply under a deadline, so a hung
 driver call costs the validator a timeout and a restart, never a hang of its own."""
 
@@ -10,8 +10,8 @@ import subprocess
 import sys
 import time
 
-from ..errors import InfrastructureError
-from . import wire
+from ...errors import InfrastructureError
+from .. import wire
 
 REPLY_S = 10.0
 """Watchdog replies that take longer than this (plus the lock timeout) mean a hung driver call."""
@@ -22,7 +22,7 @@ class Watchdog:
     runs a stand-in for a GPU host); every reply has a deadline."""
 
     def __init__(self, argv: list[str] | None = None):
-        self.argv = argv or [sys.executable, "-m", "hotfloat.qualify.watchdog"]
+        self.argv = argv or [sys.executable, "-m", "hotfloat.qualify.isolation.watchdog"]
         self.conn, theirs = socket.socketpair()
         env = {
             k: v
@@ -34,10 +34,10 @@ class Watchdog:
         )
         theirs.close()
 
-    def ask(self, op: str, wait_s: float = REPLY_S, **args) -> dict:
+    def ask(self, op: str, wait_s: float | None = None, **args) -> dict:
         try:
             wire.send(self.conn, {"op": op, **args})
-            reply = wire.recv(self.conn, time.monotonic() + wait_s)
+            reply = wire.recv(self.conn, time.monotonic() + (wait_s or REPLY_S))
         except (OSError, wire.WireError) as e:
             raise TimeoutError(f"watchdog {op}: {e}") from None
         if reply.get("error"):

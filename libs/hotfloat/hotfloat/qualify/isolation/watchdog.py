@@ -11,7 +11,9 @@ starts in a fraction of a second) and answers one request at a time over a socke
 - `probe`: one single-thread kernel reads %globaltimer in a loop for a few milliseconds; the longest gap between two
   reads is how long another context held the GPU (contexts are time-sliced, so a busy one shows as a gap);
 - `contexts` / `util`: NVML's processes holding a context on the device, and their SM utilisation samples since a
-  timestamp (a stopped process whose kernel still runs shows SM > 0).
+  timestamp (a stopped process whose kernel still runs shows SM > 0);
+- `memory`: the device's name, total and used memory, and the GPU memory NVML charges to each process holding a
+  context (hotfloat.qualify.isolation.memory holds each engine to its share of the device with it).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import os
 import socket
 import time
 
-from . import wire
+from .. import wire
 
 CUDA_ERROR_NOT_READY = 600
+NVML_VALUE_NOT_AVAILABLE = 2**64 - 1
+"""What NVML puts in `usedGpuMemory` where it cannot tell a process's memory (some virtualised hosts)."""
 PROBE_PTX = rb"""
 .version 7.0
 .target sm_70
@@ -82,6 +86,10 @@ class _ProcInfo(ctypes.Structure):
     ]
 
 
+class _MemInfo(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+
 class Driver:
     """The three capabilities, each None-or-working; `why` says what is missing where one is not."""
 
@@ -135,6 +143,18 @@ class Driver:
             raise RuntimeError(f"NVML does not know the device at {bus.value.decode()}")
         self.nvml, self.handle = nvml, handle
 
+    def _processes(self) -> list[_ProcInfo]:
+        fn = (
+            getattr(self.nvml, "nvmlDeviceGetComputeRunningProcesses_v3", None)
+            or self.nvml.nvmlDeviceGetComputeRunningProcesses_v2
+        )
+        n = ctypes.c_uint(256)
+        infos = (_ProcInfo * 256)()
+        rc = fn(self.handle, ctypes.byref(n), infos)
+        if rc != 0:
+            raise RuntimeError(f"nvmlDeviceGetComputeRunningProcesses failed ({rc})")
+        return [infos[i] for i in range(n.value) if infos[i].pid != os.getpid()]
+
     def lock(self, pid: int, timeout_ms: int) -> tuple[int, float]:
         args = _LockArgs(timeoutMs=timeout_ms)
         t = time.perf_counter()
@@ -162,16 +182,21 @@ class Driver:
 
     def contexts(self) -> list[int]:
         """Pids holding a compute context on the device (NVML), this process left out."""
-        fn = (
-            getattr(self.nvml, "nvmlDeviceGetComputeRunningProcesses_v3", None)
-            or self.nvml.nvmlDeviceGetComputeRunningProcesses_v2
-        )
-        n = ctypes.c_uint(256)
-        infos = (_ProcInfo * 256)()
-        rc = fn(self.handle, ctypes.byref(n), infos)
-        if rc != 0:
-            raise RuntimeError(f"nvmlDeviceGetComputeRunningProcesses failed ({rc})")
-        return [infos[i].pid for i in range(n.value) if infos[i].pid != os.getpid()]
+        return [p.pid for p in self._processes()]
+
+    def memory(self) -> dict:
+        """The device's name, total and used bytes, and each context holder's GPU memory in bytes (None where NVML
+        cannot tell it): what every engine's share is measured against."""
+        info, name = _MemInfo(), ctypes.create_string_buffer(96)
+        if self.nvml.nvmlDeviceGetMemoryInfo(self.handle, ctypes.byref(info)) != 0:
+            raise RuntimeError("nvmlDeviceGetMemoryInfo failed")
+        if self.nvml.nvmlDeviceGetName(self.handle, name, 96) != 0:
+            raise RuntimeError("nvmlDeviceGetName failed")
+        procs = [
+            [p.pid, None if p.usedGpuMemory == NVML_VALUE_NOT_AVAILABLE else int(p.usedGpuMemory)]
+            for p in self._processes()
+        ]
+        return {"name": name.value.decode(errors="replace"), "total": info.total, "used": info.used, "procs": procs}
 
     def util(self, since_us: int) -> list[dict]:
         """NVML per-process utilisation samples newer than `since_us` (its own clock: microseconds since the epoch)."""
@@ -215,6 +240,8 @@ def serve(conn: socket.socket) -> None:
                 reply = drv.probe(int(msg["span_us"]))
             elif op == "contexts":
                 reply = {"pids": drv.contexts()}
+            elif op == "memory":
+                reply = drv.memory()
             elif op == "util":
                 reply = {"samples": drv.util(int(msg["since_us"])), "now_us": int(time.time() * 1e6)}
             else:

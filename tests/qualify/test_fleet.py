@@ -1,0 +1,43 @@
+"""The fleet's own jobs beside the rounds loop (which tests/qualify/test_protocol.py runs): seeding the validator's JIT
+caches from a stock engine, file by file, once per machine."""
+
+from hotfloat.qualify import QualifyOptions
+from hotfloat.qualify.fleet import Fleet
+from hotfloat.qualify.workload import make_workload
+
+OPTS = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0)
+
+
+class _Engine:
+    name = "B1"
+
+    def __init__(self, workdir):
+        self.workdir = workdir
+
+    def pids(self):
+        return [(1 << 22) + 1]  # above any pid_max: no such process
+
+    def close(self):
+        pass
+
+    lifetime_s = 0.0
+
+
+def test_a_stock_engines_caches_seed_the_validators_once_and_a_missing_cache_is_said(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOTFLOAT_ENGINE_ROOT", str(tmp_path / "root"))
+    engine = _Engine(tmp_path / "engine")
+    (engine.workdir / "cache" / "triton" / "k").mkdir(parents=True)
+    (engine.workdir / "cache" / "triton" / "k" / "kernel.cubin").write_bytes(b"x")
+    (engine.workdir / "cache" / "link").symlink_to("triton/k/kernel.cubin")
+    unsandboxed = OPTS.model_copy(update={"sandboxed": False})
+    with Fleet(OPTS.engine(), make_workload("tiny", 512, seed=1), unsandboxed) as fleet:
+        fleet.engines["B1"] = engine
+        said = fleet.seed_caches("B1")
+        seed = tmp_path / "root" / "cache"
+        assert said == f"cache seed: 2 files of B1's in {seed}"
+        assert (seed / "triton" / "k" / "kernel.cubin").read_bytes() == b"x" and (seed / "link").is_symlink()
+        assert not [p for p in seed.rglob(".*") if p.name != ".seeded"], "a temporary name was left behind"
+        assert fleet.seed_caches("B1") == "cache seed: already seeded"
+    with Fleet(OPTS.engine(), make_workload("tiny", 512, seed=1), OPTS) as fleet:
+        fleet.engines["B1"] = engine
+        assert "has no cache" in fleet.seed_caches("B1", tmp_path / "elsewhere")  # sandboxed: only through /proc
