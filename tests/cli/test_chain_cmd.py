@@ -76,3 +76,17 @@ def test_advance_refuses_a_file_that_is_not_a_standin_chain(capsys, tmp_path, te
     chain.write_text(text)
     code, err = hotfloat(capsys, "chain", "standin", "advance", str(chain), "1")
     assert code == 2 and err.startswith(f"error: stand-in chain {chain} is ") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("columns", ["80", "40"])
+def test_package_prints_the_identity_to_commit_whole_at_any_width(capsys, monkeypatch, make_bundle, columns):
+    """The identity is what a miner copies into their commitment: a table cutting it to fit the terminal would hand
+    them a prefix."""
+    from hotfloat.bundle import load_bundle
+
+    bundle = make_bundle()
+    monkeypatch.setenv("COLUMNS", columns)
+    with pytest.raises(SystemExit) as done:
+        main(["chain", "package", str(bundle)])
+    out = capsys.readouterr().out
+    assert done.value.code == 0 and load_bundle(bundle).identity in out.split(), out

@@ -74,8 +74,8 @@ def package_cmd(bundle: str, out: str | None, as_json: bool) -> None:
     info = {"bundle_id": b.manifest.bundle_id, "identity": b.identity, "archive": str(path), "bytes": len(archive)}
     if as_json:
         emit_json(info)
-    else:
-        table("hotfloat chain package", ["bundle", "identity", "archive", "bytes"], [tuple(info.values())])
+    else:  # lines, not a table: the identity to commit prints whole at any terminal width
+        click.echo("\n".join(f"{key:<9} {value}" for key, value in info.items()))
 
 
 @chain.command("submit")
