@@ -47,6 +47,55 @@ def test_deadlock_is_killed_and_reported(world):
     assert not report.rows
 
 
+@pytest.mark.parametrize("world", [2, 4])
+def test_fused_all_reduce_norm_example_passes_on_every_rank(world):
+    """The Triton example (run by the interpreter in every rank) against the fp32 reference of all ranks' inputs."""
+    report = _verify("ar_rmsnorm_triton", world)
+    assert report.status is Status.PASS, report.reasons
+    assert len(report.rows) == 13 and all(r.status is Status.PASS for r in report.rows)
+
+
+AR_MANIFEST = (
+    'bundle_id = "ar"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "collective.ar_residual_rmsnorm"\n'
+    'source = "kernels/k.py"\nentry = "ar"\narchitectures = ["cpu"]\n'
+)
+AR_KERNEL = """\
+import torch
+import torch.distributed as dist
+
+
+def ar(x, residual, weight, eps, out, residual_out, group):
+    if CHECK_REPLICATED:
+        for t in (residual, weight):
+            total = t.to(torch.float32, copy=True)
+            dist.all_reduce(total, group=group)
+            if not torch.equal(total, t.float() * dist.get_world_size(group)):
+                raise RuntimeError("a replicated input differs between ranks")
+    s = x.to(torch.float32, copy=True)
+    if REDUCE:
+        dist.all_reduce(s, group=group)
+    s += residual.float()
+    residual_out.copy_(s)
+    out.copy_(s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * weight.float())
+"""
+
+
+def test_replicated_inputs_are_the_same_on_every_rank(make_bundle):
+    kernel = "CHECK_REPLICATED, REDUCE = True, True\n" + AR_KERNEL
+    bundle = load_bundle(make_bundle(kernel, manifest=AR_MANIFEST))
+    report = verify_collective(bundle, world_size=4, dtypes=["bf16"], seed=2)
+    assert report.status is Status.PASS, report.reasons
+    assert len(report.rows) == 13
+
+
+def test_a_rank_local_norm_fails_on_the_first_case(make_bundle):
+    """Skipping the reduction leaves the other ranks' partials out of both outputs."""
+    kernel = "CHECK_REPLICATED, REDUCE = False, False\n" + AR_KERNEL
+    report = verify_collective(load_bundle(make_bundle(kernel, manifest=AR_MANIFEST)), world_size=2, seed=2)
+    assert report.status is Status.FAIL and len(report.rows) == 1
+    assert "rank 0: out: " in report.reasons[0] and "elements outside atol" in report.reasons[0]
+
+
 def test_scan_gates_before_any_rank_starts(make_bundle):
     source = "import torch\n\n\ndef all_reduce(x, out, group):\n    torch.distributed.os.system('true')\n"
     manifest = (

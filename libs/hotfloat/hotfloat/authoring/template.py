@@ -60,6 +60,17 @@ out.copy_(total * inv_rms * weight.float())""",
 out.copy_(x)                                  # never reduce into the input: inputs are read-only
 dist.all_reduce(out, op=dist.ReduceOp.SUM, group=group)""",
     ),
+    "collective.ar_residual_rmsnorm": Body(
+        "ar_residual_rmsnorm",
+        "import torch\nimport torch.distributed as dist",
+        """\
+total = x.to(torch.float32, copy=True)        # reduce a copy in fp32: inputs are read-only
+dist.all_reduce(total, op=dist.ReduceOp.SUM, group=group)
+total += residual.float()
+residual_out.copy_(total)
+inv_rms = torch.rsqrt(total.pow(2).mean(dim=-1, keepdim=True) + eps)
+out.copy_(total * inv_rms * weight.float())""",
+    ),
     "attention.decode": Body(
         "decode",
         "import torch",

@@ -51,7 +51,7 @@ def _single(bundle, seed) -> tuple[Status, str]:
 def _collective(bundle, seed) -> tuple[Status, str]:
     from ..collective import verify_collective
 
-    result = verify_collective(bundle, world_size=2, seed=seed, timeout_s=20.0)
+    result = verify_collective(bundle, world_size=2, seed=seed)  # its default budget: Triton ranks run interpreted
     return result.status, f"world 2 ({result.backend}): {result.reasons[-1] if result.reasons else ''}"
 
 

@@ -101,7 +101,8 @@ def launch(work: Path, root: str, device: str, timeout_s: float, sandboxed: bool
     )
     tool = TOOL if sandboxed else str(RANK.parent)
     binds = [Bind(work, WORK, writable=True), Bind(RANK.parent, TOOL), Bind(CODEC, f"{CODEC_DIR}/{CODEC.name}")]
-    env = child_env({"OMP_NUM_THREADS": "1"}, home=root)
+    extra = {"OMP_NUM_THREADS": "1"} | ({"TRITON_INTERPRET": "1"} if device == "cpu" else {})  # Triton on CPU
+    env = child_env(extra, home=root)
     argv = [sys.executable, "-I", f"{tool}/{RANK.name}", root, "launch"]
     fds = tuple(fd for pair in rank_fds for fd in pair)
     with open(work / "log.txt", "wb") as log:

@@ -35,7 +35,7 @@ class CaseRow(Record):
 
 
 class CollectiveReport(Record):
-    """PASS only if every rank ran every case of every op and matched the fp32 sum; any fault aborts with a reason."""
+    """PASS only if every rank ran every case of every op and matched the fp32 reference; any fault aborts with a reason."""
 
     bundle_id: str
     identity: str

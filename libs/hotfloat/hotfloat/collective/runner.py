@@ -24,6 +24,7 @@ from ..bundle import Bundle, Op
 from ..errors import InputError
 from ..scan import scan_bundle
 from ..slots import Role, get_slot
+from ..slots.collective import stack_ranks
 from ..verdict import Status
 from ..verify import burst as timing
 from ..verify import wire
@@ -112,8 +113,9 @@ def burst(op: Op, dtypes: list[str], device: str, rng: random.Random) -> list[di
 
 
 def _prepare(slot, i: int, c: dict, world: int, seed: int, settle_s: float) -> list[Prepared]:
-    """Every rank's call for case `i`: its own input (its own generator from the secret) and poisoned output, and the
-    fp32 sum over all ranks as the expected output, with the summed magnitudes as the tolerance's scale."""
+    """Every rank's call for case `i`: its own inputs (its own generator from the secret) and poisoned outputs, the
+    replicated inputs rank 0's on every rank, and the reference over all ranks' inputs as every rank's expected
+    outputs, with the slot's rounding scale for the tolerance."""
     case = Case(i, c["dtype"], {"T": c["T"], "H": c["H"]}, (c["T"],), (0,))
     preps = []
     for r in range(world):
@@ -121,10 +123,16 @@ def _prepare(slot, i: int, c: dict, world: int, seed: int, settle_s: float) -> l
         prep = prepare(slot, case, 0, key, expect=False)
         prep.meta["settle_s"] = settle_s
         preps.append(prep)
-    xs = torch.stack([p.inputs["x"] for p in preps])
-    expected, scale = slot.reference({"x": xs})["out"], xs.float().abs().sum(0)
+    shared = {h.name: (h, data) for h, data in preps[0].sent if h.name in slot.replicated}
+    for p in preps[1:]:
+        p.sent = [shared.get(h.name, (h, data)) for h, data in p.sent]
+        p.inputs |= {n: preps[0].inputs[n] for n in shared}
+    scalars = {a["name"]: a["value"] for a in preps[0].meta["args"] if a["kind"] == "scalar"}
+    ranked = stack_ranks(slot, [p.inputs | scalars for p in preps])
+    expected = slot.reference(ranked)
+    scales = slot.rounding_scale(ranked, expected) if slot.rounding_scale else {}
     for p in preps:
-        p.expected, p.scales = {"out": expected}, {"out": scale}
+        p.expected, p.scales = expected, scales
     return preps
 
 
@@ -174,7 +182,7 @@ def _run_op(
             return (Status.NO_DECISION if e.infrastructure else Status.FAIL), f"aborted: {e}", rows
         finally:
             ranks.close()
-    return Status.PASS, f"{world} ranks x {len(rows)} cases matched the fp32 sum", rows
+    return Status.PASS, f"{world} ranks x {len(rows)} cases matched the fp32 reference", rows
 
 
 def _hello(ranks: Ranks, world: int, op: str, identity: str, deadline: float) -> None:

@@ -3,11 +3,24 @@
 Inputs are drawn per rank (each rank its own seeded generator); the reference sees `x` as the stack of all ranks'
 inputs, shape (world, T, H), and is computed by the validator, never inside a rank."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+
 from . import families
 from .spec import ArgSpec, DimRange, Role, Shape, SlotSpec
 
 MAX_WORLD = 64
 """The largest world a collective is verified on (the CLI's bound)."""
+
+
+def stack_ranks(slot: SlotSpec, ranks: list[Mapping]) -> dict:
+    """What a collective's reference sees of one call made on every rank: each rank's own inputs stacked along a new
+    first dim (rank r at index r), the replicated inputs, the scalars and the group once (every rank got the same)."""
+    import torch
+
+    own = {a.name for a in slot.of_role(Role.INPUT)} - set(slot.replicated)
+    return {k: torch.stack([r[k] for r in ranks]) if k in own else v for k, v in ranks[0].items()}
 
 
 def _reference(t):
@@ -45,4 +58,5 @@ ALL_REDUCE = SlotSpec(
     strided_outputs=False,
     world_size=2,
     ranges={"T": DimRange(1, 8192), "H": DimRange(128, 16384, 16)},
+    rounding_scale=lambda t, expected: {"out": t["x"].float().abs().sum(0)},  # every add of the reduction rounds
 )

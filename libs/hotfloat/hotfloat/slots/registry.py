@@ -2,6 +2,7 @@
 
 from ..errors import UnknownSlotError
 from .activation import SILU_AND_MUL
+from .ar_rmsnorm import AR_RESIDUAL_RMSNORM
 from .attention import ATTENTION_DECODE
 from .collective import ALL_REDUCE
 from .fused_norm import FUSED_ADD_RMSNORM
@@ -9,7 +10,7 @@ from .norm import RMSNORM
 from .spec import SlotSpec
 
 SLOTS: dict[str, SlotSpec] = {
-    s.name: s for s in (SILU_AND_MUL, RMSNORM, FUSED_ADD_RMSNORM, ALL_REDUCE, ATTENTION_DECODE)
+    s.name: s for s in (SILU_AND_MUL, RMSNORM, FUSED_ADD_RMSNORM, ALL_REDUCE, AR_RESIDUAL_RMSNORM, ATTENTION_DECODE)
 }
 
 

@@ -137,6 +137,12 @@ class SlotSpec:
     ranges: Mapping[str, DimRange] = field(default_factory=dict)
     """Every size the slot accepts per dim, for shapes drawn from the secret; a slot without ranges draws from its
     published shapes instead."""
+    replicated: tuple[str, ...] = ()
+    """A collective's inputs that every rank holds alike (the residual stream and norm weight under tensor
+    parallelism); its other inputs are each rank's own, stacked along a new first dim for `reference`."""
+    rounding_scale: Callable[[Tensors, dict[str, torch.Tensor]], dict[str, torch.Tensor]] | None = None
+    """Per output, the magnitude rtol applies to where a correct kernel's rounding follows the addends rather than the
+    result (a sum over ranks), from the reference's inputs and outputs; None: |expected|."""
 
     def arg(self, name: str) -> ArgSpec:
         return next(a for a in self.args if a.name == name)
