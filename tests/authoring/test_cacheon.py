@@ -51,17 +51,6 @@ def test_architectures_are_respelled_and_unknown_ones_dropped(tmp_path):
     assert load_bundle(tmp_path / "out").ops[0].entry.architectures == ["sm_80", "sm_90a"]
 
 
-def test_nothing_importable_is_one_clear_error(tmp_path):
-    src = tmp_path / "src"
-    shutil.copytree(FIXTURE, src)
-    (src / "manifest.toml").write_text(
-        'bundle_id = "x"\nabi_version = "cacheon-op-abi-v0"\n[[ops]]\n'
-        'slot = "moe.fused_experts"\nsource = "kernels/silu_and_mul.py"\nentry = "f"\n'
-    )
-    with pytest.raises(InputError, match="no op of this bundle targets a hotfloat slot"):
-        import_cacheon(src, tmp_path / "out")
-
-
 @pytest.mark.parametrize(
     "manifest, says",
     [
@@ -340,3 +329,98 @@ def test_a_kernel_that_does_not_parse_keeps_its_gpus_and_scan_names_it(tmp_path,
     assert bundle.ops[0].entry.architectures == ["sm_90"]
     report = scan_bundle(bundle)
     assert not report.clean and any("silu.py" in f for o in report.ops for f in o.findings), report
+
+
+def test_an_op_for_a_slot_hotfloat_lacks_is_named_where_it_is_refused(tmp_path):
+    src = write_layout(
+        tmp_path / "teleport",
+        CACHEON_OP.format(id="t", slot="cacheon.fictional_teleport", src="k", entry="k", extra=""),
+        {"kernels/k.py": "def k(x, out):\n    out.copy_(x)\n"},
+    )
+    with pytest.raises(InputError, match="no op of this bundle targets a hotfloat slot") as e:
+        import_cacheon(src, tmp_path / "out")
+    assert "refused: 'cacheon.fictional_teleport'" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_slot_cacheon_spells_otherwise_imports_under_hotfloats_name(tmp_path, monkeypatch):
+    from hotfloat.authoring import cacheon
+
+    monkeypatch.setattr(cacheon, "SLOT_NAMES", cacheon.SLOT_NAMES | {"cacheon.fictional_rmsnorm": "norm.rmsnorm"})
+    src = write_layout(
+        tmp_path / "renamed",
+        CACHEON_OP.format(id="r", slot="cacheon.fictional_rmsnorm", src="k", entry="k", extra=""),
+        {"kernels/k.py": "def k(x, weight, out, eps):\n    out.copy_(x)\n"},
+    )
+    result = import_cacheon(src, tmp_path / "out")
+    assert ("ops[0].slot", "cacheon.fictional_rmsnorm", "norm.rmsnorm") in {
+        (c.field, c.was, c.now) for c in result.changes
+    }
+    assert load_bundle(tmp_path / "out").ops[0].entry.slot == "norm.rmsnorm"
+
+
+def run_import(src: Path, out: Path, capsys) -> tuple[str, str]:
+    """`hotfloat bundle import SRC --out OUT` in this process: (stdout, stderr) flattened to single spaces."""
+    from hotfloat.cli.main import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["bundle", "import", str(src), "--out", str(out)])
+    said = capsys.readouterr()
+    assert done.value.code == 0, said.err
+    return " ".join(said.out.split()), " ".join(said.err.split())
+
+
+def test_the_next_step_for_an_all_reduce_bundle_verifies_it_on_two_ranks(tmp_path, capsys):
+    kernel = (
+        "import torch.distributed as dist\n\n\ndef all_reduce(x, out, group):\n"
+        "    out.copy_(x)\n    dist.all_reduce(out, group=group)\n"
+    )
+    src = write_layout(
+        tmp_path / "allreduce",
+        CACHEON_OP.format(id="ar", slot="collective.all_reduce", src="ar", entry="all_reduce", extra=""),
+        {"kernels/ar.py": kernel},
+    )
+    out, _ = run_import(src, tmp_path / "out", capsys)
+    assert f"hotfloat verify {tmp_path / 'out'} --world-size 2" in out, out
+
+
+RMSNORM_HOST = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def _norm(x_ptr, w_ptr, out_ptr, eps, h, x_row, out_row, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * x_row + cols, mask=cols < h, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=cols < h, other=0.0).to(tl.float32)
+    y = x / tl.sqrt(tl.sum(x * x, axis=0) / h + eps) * w
+    tl.store(out_ptr + row * out_row + cols, y.to(out_ptr.dtype.element_ty), mask=cols < h)
+
+
+def rmsnorm(x, weight, out, eps):
+    rows = x.reshape(-1, x.shape[-1])
+    dest = out.reshape(-1, out.shape[-1])
+    _norm[(rows.shape[0],)](rows, weight, dest, eps, rows.shape[1], rows.stride(0), {out_row},
+                            BLOCK=triton.next_power_of_2(rows.shape[1]))
+"""
+
+
+@pytest.mark.parametrize("out_row, warned", [("rows.stride(0)", True), ("dest.stride(0)", False)])
+def test_an_rmsnorm_writing_out_at_the_inputs_row_stride_imports_with_a_warning(tmp_path, capsys, out_row, warned):
+    """Cacheon hands out an output shaped like x; hotfloat's outputs have their own (padded) row stride, so such a
+    kernel FAILs every row: the import says why before verify does."""
+    src = write_layout(
+        tmp_path / "rmsnorm",
+        CACHEON_OP.format(id="rms", slot="norm.rmsnorm", src="rms", entry="rmsnorm", extra=""),
+        {"kernels/rms.py": RMSNORM_HOST.format(out_row=out_row)},
+    )
+    result = import_cacheon(src, tmp_path / "lib")
+    assert load_bundle(tmp_path / "lib").ops[0].entry.slot == "norm.rmsnorm"
+    assert bool(result.warnings) == warned, result.warnings
+    _, err = run_import(src, tmp_path / "cli", capsys)
+    if warned:
+        [warning] = result.warnings
+        assert "kernels/rms.py" in warning and "row stride" in warning and "'out'" in warning and "'x'" in warning
+        assert f"warning: {' '.join(warning.split())}" in err, err
+    else:
+        assert "warning" not in err, err

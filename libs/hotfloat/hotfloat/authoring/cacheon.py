@@ -21,7 +21,7 @@ from ..bundle.manifest import ARCHITECTURES, MAX_MANIFEST_CHARS
 from ..errors import InputError
 from ..record import Record
 from ..slots import DTYPES, SLOTS
-from .cacheon_sources import check_call, drop_function, on_cpu
+from .cacheon_sources import check_call, drop_function, on_cpu, row_stride_warning
 
 DTYPE_NAMES = {
     "float32": "fp32",
@@ -31,6 +31,9 @@ DTYPE_NAMES = {
     "half": "fp16",
     **{d: d for d in DTYPES},
 }
+SLOT_NAMES = {name: name for name in SLOTS}
+"""Cacheon slot -> the hotfloat slot its ops import as. The slots both have are spelled alike, so the registry is the
+table; a Cacheon slot spelled otherwise is one entry more (`SLOT_NAMES | {"cacheon.name": "hotfloat.name"}`)."""
 KEPT_METADATA = ("graph_safe", "min_num_tokens", "max_num_tokens")
 WHY_DROPPED = {
     "op": "the manifest's slot already names the op",
@@ -56,6 +59,10 @@ class ImportResult(Record):
     out_dir: str
     identity: str
     changes: list[Change]
+    warnings: list[str] = []
+    """What will likely FAIL verification though the bundle imported (an output written at an input's row stride)."""
+    world_size: int = 1
+    """Ranks `hotfloat verify --world-size` needs for the bundle's collective ops; 1 without one."""
 
 
 def import_cacheon(source: str | Path, out_dir: str | Path | None = None) -> ImportResult:
@@ -73,7 +80,7 @@ def import_cacheon(source: str | Path, out_dir: str | Path | None = None) -> Imp
         from ..bundle import bundle_from_files
 
         bundle_from_files(files)
-        notes = {"readme": ""}
+        notes = {"readme": "", "warnings": []}
     else:
         manifest, notes = _convert(doc, files, changes)
         files = {p: d for p, d in files.items() if p not in notes["dropped"]} | notes["metadata"]
@@ -86,7 +93,14 @@ def import_cacheon(source: str | Path, out_dir: str | Path | None = None) -> Imp
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     bundle = load_bundle(out)
-    return ImportResult(source=str(src), out_dir=str(out), identity=bundle.identity, changes=changes)
+    return ImportResult(
+        source=str(src),
+        out_dir=str(out),
+        identity=bundle.identity,
+        changes=changes,
+        warnings=notes["warnings"],
+        world_size=max(SLOTS[op.entry.slot].world_size for op in bundle.ops),
+    )
 
 
 def _read(src: Path) -> dict[str, bytes]:
@@ -121,14 +135,20 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
         note("abi_version", doc.get("abi_version", "(absent)"), ABI_VERSION)
     for key in sorted(set(doc) - {"bundle_id", "abi_version", "ops"}):
         note(key, _show(doc[key]), "(removed: hotfloat has no such table; the slot set is the bundle's ops)")
-    ops, metadata, dropped, readme = [], {}, set(), ""
+    ops, metadata, dropped, readme, warnings, refused = [], {}, set(), "", [], []
     for i, op in enumerate(doc.get("ops") or []):
         where = f"ops[{i}]"
         slot = op.get("slot")
-        if slot not in SLOTS:
+        if (name := SLOT_NAMES.get(slot) if isinstance(slot, str) else None) is None:
             note(f"{where}", f"slot {slot!r}", f"(op removed: no hotfloat slot {slot!r}; slots: {', '.join(SLOTS)})")
+            refused.append(repr(slot))
             continue
+        if name != slot:
+            note(f"{where}.slot", slot, name)
+            op = {**op, "slot": name}
         check_call(files, op, where)
+        if warning := row_stride_warning(files, op):
+            warnings.append(warning)
         entry = {k: op[k] for k in ("slot", "source", "entry", "variant") if k in op}
         if "setup" in op:
             note(
@@ -166,11 +186,14 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
         on_cpu(files, entry, f"{where}.architectures", note)
         ops.append(entry)
     if not ops:
-        raise InputError("no op of this bundle targets a hotfloat slot; nothing to import")
+        raise InputError(
+            f"no op of this bundle targets a hotfloat slot (refused: {', '.join(refused) or 'no ops'}; hotfloat's "
+            f"slots: {', '.join(SLOTS)}); nothing to import"
+        )
     bundle_id = re.sub(r"[^0-9A-Za-z._-]", "-", str(doc.get("bundle_id", "imported")))[:64]
     if bundle_id != doc.get("bundle_id"):
         note("bundle_id", doc.get("bundle_id", "(absent)"), bundle_id)
-    return _toml(bundle_id, ops), {"metadata": metadata, "dropped": dropped, "readme": readme}
+    return _toml(bundle_id, ops), {"metadata": metadata, "dropped": dropped, "readme": readme, "warnings": warnings}
 
 
 def _dtypes(value, where, note) -> list[str]:

@@ -1,13 +1,13 @@
 """What `hotfloat bundle import` reads and edits in a Cacheon bundle's kernel sources, apart from its manifest and
-metadata (cacheon.py): the entry's parameters against the slot's call, the dropped setup hook's function, and whether
-Triton's interpreter can run the kernels so the op may also claim cpu."""
+metadata (cacheon.py): the entry's parameters against the slot's call, the dropped setup hook's function, whether
+Triton's interpreter can run the kernels so the op may also claim cpu, and outputs written at an input's row stride."""
 
 from __future__ import annotations
 
 import ast
 
 from ..errors import InputError
-from ..slots import SLOTS
+from ..slots import SLOTS, Role
 from .interpret import interpreter_blocker, uses_triton
 
 
@@ -62,3 +62,42 @@ def on_cpu(files: dict[str, bytes], entry: dict, where: str, note) -> None:
         return
     entry["architectures"] = ["cpu", *archs]
     note(where, " ".join(archs), f"cpu {' '.join(archs)} (added: runs under TRITON_INTERPRET)")
+
+
+def row_stride_warning(files: dict[str, bytes], op: dict) -> str | None:
+    """An entry that reads an input's row stride but never an output's writes the output at the input's layout (as
+    Cacheon, whose outputs are shaped like x, lets it): hotfloat's outputs carry their own padded row stride, so such
+    a kernel imports cleanly and FAILs every row. Said at import, with the fix, before verify."""
+    slot = SLOTS[op["slot"]]
+    found = _function(files, op.get("source"), op.get("entry"))
+    if found is None or not slot.strided_outputs:
+        return None
+    fn = found[1]
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    role = {p: a.role for p, a in zip(params, slot.args, strict=False)}
+    origin = {p: p for p in role}
+    for node in sorted((n for n in ast.walk(fn) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+        if (source := origin.get(_root(node.value))) is not None:
+            origin.update((t.id, source) for t in node.targets if isinstance(t, ast.Name))
+    read = {
+        origin[name]
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "stride"
+        if (name := _root(n.func.value)) in origin
+    }
+    inputs = [p for p in params if p in read and role[p] is Role.INPUT]
+    unread = [p for p in params if p not in read and role.get(p) is Role.OUTPUT]
+    if not (inputs and unread):
+        return None
+    return (
+        f"{op['source']}: {op['entry']} reads the row stride of {', '.join(map(repr, inputs))} but never of "
+        f"{', '.join(map(repr, unread))}: hotfloat passes outputs with their own padded row stride, so writing them at "
+        f"an input's fails every row; pass {unread[0]}.stride(0) to the kernel for its rows"
+    )
+
+
+def _root(node: ast.AST) -> str | None:
+    """The variable an expression starts from (`out` in `out.reshape(-1, h)[0]`), or None."""
+    while isinstance(node, ast.Attribute | ast.Call | ast.Subscript):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None

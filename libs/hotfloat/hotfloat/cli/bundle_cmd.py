@@ -67,6 +67,9 @@ def import_cmd(source: str, out_dir: str | None, as_json: bool) -> None:
         click.echo(
             textwrap.fill(f"{c.file}: {c.field}: {c.was} {now}", width, initial_indent="  ", subsequent_indent="      ")
         )
+    for warning in result.warnings:
+        click.echo(textwrap.fill(f"warning: {warning}", width, subsequent_indent="  "), err=True)
+    ranks = f" --world-size {result.world_size}" if result.world_size > 1 else ""
     click.echo(
-        f"{len(result.changes)} changes; next: hotfloat scan {result.out_dir} && hotfloat verify {result.out_dir}"
+        f"{len(result.changes)} changes; next: hotfloat scan {result.out_dir} && hotfloat verify {result.out_dir}{ranks}"
     )
