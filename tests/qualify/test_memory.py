@@ -64,7 +64,7 @@ def test_the_h100_holds_three_engines_with_the_twin_after_the_candidate_and_the_
 
 def test_the_ledger_charges_the_untrusted_engine_first_and_keeps_peaks():
     ledger = Ledger(plan("dev", 16 * GiB, 0, 4 * GiB, wanted=3, least=3), trusted=frozenset({"0B", "2B"}))
-    ledger.check({"0B": GiB, "1C": 2 * GiB, "2B": GiB}, "at ready", ready=True)
+    ledger.check({"0B": GiB, "1C": 2 * GiB, "2B": GiB}, "at ready", ready={"0B", "1C", "2B"})
     with pytest.raises(EngineFault, match="engine 1C held 9.0 GiB") as e:
         ledger.check({"0B": 9 * GiB, "1C": 9 * GiB, "2B": GiB}, "after 0B's pass")
     assert e.value.kind == "memory" and e.value.who == "1C"

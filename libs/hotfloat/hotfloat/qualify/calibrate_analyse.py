@@ -43,8 +43,12 @@ from .records import RuleConfig
 from .rule import decide, trimmed_mean
 
 EFFECTS = (0.01, 0.02, 0.05)
-WAVE_ENGINES = 6
-"""Six 8B engines of about 22 GB fit one H200: two disjoint null triples per boot."""
+
+
+def wave_engines(raws: list[CalibrationRaw]) -> int:
+    """Stock engines per boot of the device's collections (the memory plan's: six 8B engines on the H200, three on
+    the H100), in disjoint null triples: what one more wave yields."""
+    return max(3, max((len(r.stock) for r in raws), default=3) // 3 * 3)
 
 
 def gain(x: np.ndarray, trim: float = 0.5) -> float:
@@ -167,12 +171,13 @@ def analyse(
     minutes = (nz["boot_s_max"] + (two.mean_rounds or rule.max_rounds) * 3 * nz["engine_round_s"]) / 60
     upper = clopper_pearson_upper(k, n)
     need = math.ceil(math.log(0.05) / math.log(1 - TARGET_FALSE_PASS))
+    per_wave = wave_engines(raws)
     wave_s = (
         float(np.median([max(r.boot_s.values()) for r in raws]))
-        + rule.max_rounds * WAVE_ENGINES * nz["engine_round_s"]
+        + rule.max_rounds * per_wave * nz["engine_round_s"]
         + 30
     )
-    waves = math.ceil(max(0, need - n) / (WAVE_ENGINES // 3))
+    waves = math.ceil(max(0, need - n) / (per_wave // 3))
     short = []
     if upper > TARGET_FALSE_PASS:
         short.append(
@@ -217,7 +222,7 @@ def analyse(
         path_to_300=dict(
             units_needed=need,
             units_now=n,
-            units_per_wave=WAVE_ENGINES // 3,
+            units_per_wave=per_wave // 3,
             wave_minutes=wave_s / 60,
             waves=waves,
             device_hours=waves * wave_s / 3600,

@@ -143,7 +143,7 @@ class Fleet:
         up = [self.engines[n] for n in self.engines if not isinstance(out.get(n), EngineFault)]
         if up:
             try:
-                self.iso.check_memory(up, "at ready", owner=booting[0] if booting else up[0].name, ready=True)
+                self.iso.check_memory(up, "at ready", owner=booting[0] if booting else up[0].name, ready=booting)
             except EngineFault as f:
                 out[f.who if f.who in self.engines else up[0].name] = f
         return {**{name: out[name] for name in arms}, **out}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
 from ...errors import InfrastructureError
@@ -80,9 +80,9 @@ class Isolation:
         """From now on every engine is held to its share (`ledger`) at ready and around every pass."""
         self.ledger = ledger
 
-    def check_memory(self, engines: list[ResidentEngine], at: str, *, owner: str, ready: bool = False) -> None:
-        """Reads every engine's device memory and charges the first one over its share; `owner` answers for a
-        watchdog that does not reply."""
+    def check_memory(self, engines: list[ResidentEngine], at: str, *, owner: str, ready: Collection[str] = ()) -> None:
+        """Reads every engine's device memory and charges the first one over its share; `ready` names the engines
+        that just booted, `owner` answers for a watchdog that does not reply."""
         if self.ledger is None or not engines:
             return
         got = self.ask("memory", owner)

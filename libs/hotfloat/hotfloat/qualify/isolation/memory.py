@@ -13,6 +13,7 @@ share is at fault whatever else happens, so a candidate that hoards is charged b
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated
 
@@ -116,13 +117,14 @@ class Ledger:
         self.engines: dict[str, EngineMemory] = {}
         self.readings = 0
 
-    def check(self, usage: dict[str, int], at: str, ready: bool = False) -> None:
-        """Records one reading (engine name -> bytes) and charges the first engine over its share."""
+    def check(self, usage: dict[str, int], at: str, ready: Collection[str] = ()) -> None:
+        """Records one reading (engine name -> bytes; `ready`: the engines that just booted) and charges the first
+        engine over its share."""
         self.readings += 1
         for name, used in usage.items():
             e = self.engines.setdefault(name, EngineMemory())
             self.engines[name] = e.model_copy(
-                update={"peak_bytes": max(e.peak_bytes, used), **({"ready_bytes": used} if ready else {})}
+                update={"peak_bytes": max(e.peak_bytes, used), **({"ready_bytes": used} if name in ready else {})}
             )
         for name in sorted(usage, key=lambda n: n in self.trusted):
             if usage[name] > self.plan.share_bytes:
