@@ -7,7 +7,8 @@ on every pass), SGLang's own decode CUDA graphs for the workload's batch sizes (
 next one), piecewise graphs off, and a KV pool capped to what the workload needs: engines share one GPU, and SGLang
 sizes its pool from the free memory it measures before and after loading the model, so an uncapped engine would take
 a neighbour's share. The pool SGLang really built is part of the identity (`kv_pool_tokens`, so it must equal B's),
-and one smaller than the workload's need refuses to serve: a squeezed pool would queue requests, a different work. Logits are computed in fp32 (`enable_fp32_lm_head`): in
+and one smaller than the workload's need refuses to serve: a squeezed pool would queue requests, a different work.
+The pool is read where `Engine.get_server_info` reads it (the scheduler's init info), without that call's round trip. Logits are computed in fp32 (`enable_fp32_lm_head`): in
 bf16 a logit near 40 is only resolved to 0.25, coarser than the gate's 0.1 logprob tolerance, so on the H200
 (llama-8b) every top-2 gap was a multiple of 0.25 and a non-bit-exact kernel failed the gate on rounding of the
 logits rather than on its own error. The plugin is armed from the environment
@@ -71,7 +72,7 @@ class SglangEngine:
         import torch
 
         self.engine = sglang.Engine(model_path=model, skip_tokenizer_init=True, log_level="error", **self.settings)
-        pool = int(self.engine.get_server_info()["max_total_num_tokens"])
+        pool = int(self.engine._scheduler_init_result.scheduler_infos[0]["max_total_num_tokens"])
         if pool < int(spec["kv_need"]):
             raise RuntimeError(
                 f"SGLang built a KV pool of {pool} tokens, fewer than the {spec['kv_need']} the workload needs: the "
