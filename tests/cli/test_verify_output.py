@@ -63,3 +63,20 @@ def test_rows_stream_to_a_terminal_as_they_finish():
     assert len(streamed) == len(report["rows"]) and all(
         ln.startswith("PASS activation.silu_and_mul fp32") for ln in streamed
     ), streamed
+
+
+def test_a_collective_without_ranks_names_the_sandbox_it_did_not_need():
+    """A collective verified on one rank is N/A before any child starts: no bounds held, and the head says so rather
+    than printing `sandbox=` with nothing after it."""
+    p = verify(EXAMPLES / "allreduce_torch")
+    assert p.returncode == 4, p.stdout + p.stderr
+    [field] = [f for f in p.stdout.split() if f.startswith("sandbox=")]
+    assert field != "sandbox=", p.stdout
+
+
+def test_a_collectives_head_breaks_between_fields_never_inside_one():
+    p = verify(EXAMPLES / "allreduce_torch", "--world-size", "2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    assert any("world=2 (gloo on cpu)" in line for line in lines), p.stdout
+    assert max(map(len, lines)) <= 80, max(lines, key=len)

@@ -98,16 +98,19 @@ def _stream(row) -> None:
 
 def render(report, width: int | None = None) -> None:
     """The verdict for people: fits 80 columns, and every non-PASS row's reason is printed whole beneath the table."""
-    width = width or min(shutil.get_terminal_size((80, 24)).columns, 120)
-    sandbox = "+".join(report.bounds) if report.sandboxed else "NONE (--unsandboxed)"
-    head = (
-        f"verify {report.bundle_id} {report.identity[:12]}  device={report.device} ({report.arch})  "
-        f"seed={report.seed}  sandbox={sandbox}"
-    )
+    width = width or _width()
+    # bounds are those the children held: none when no child started (every op N/A or refused by scan)
+    sandbox = ("+".join(report.bounds) or "unused (no kernel ran)") if report.sandboxed else "NONE (--unsandboxed)"
+    head = [
+        f"verify {report.bundle_id} {report.identity[:12]}",
+        f"device={report.device} ({report.arch})",
+        f"seed={report.seed}",
+        f"sandbox={sandbox}",
+    ]
     ops = list(dict.fromkeys(r.slot if r.variant == "default" else f"{r.slot}:{r.variant}" for r in report.rows))
     if len(ops) == 1:  # one op: name it once, so the columns that vary keep the width
-        head += f"  op={ops[0]}"
-    click.echo(textwrap.fill(head, width, subsequent_indent="  "))
+        head.append(f"op={ops[0]}")
+    click.echo(_head(head, width))
     columns = ["#", "op", "dtype", "shape", "tokens", "max err", "status"]
     rows = [
         (
@@ -131,6 +134,22 @@ def render(report, width: int | None = None) -> None:
     click.echo(f"{report.status.value} in {report.seconds:.1f}s (replay with --seed {report.seed})")
 
 
+def _width() -> int:
+    return min(shutil.get_terminal_size((80, 24)).columns, 120)
+
+
+def _head(fields: list[str], width: int) -> str:
+    """A report's first line, wrapped only between its fields, so none is broken mid-phrase (`world=2 (gloo on
+    cpu)`); continuation lines are indented."""
+    lines = [fields[0]]
+    for field in fields[1:]:
+        if len(lines[-1]) + 2 + len(field) <= width:
+            lines[-1] += f"  {field}"
+        else:
+            lines.append(f"  {field}")
+    return "\n".join(lines)
+
+
 def _verify_collective(b, world_size, device, seed, dtypes, timeout_s, sandboxed, as_json) -> None:
     """--world-size N: every collective op on N ranks; the whole run aborts on any rank's fault."""
     from ..collective import verify_collective
@@ -141,9 +160,15 @@ def _verify_collective(b, world_size, device, seed, dtypes, timeout_s, sandboxed
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
+        width = _width()
+        head = [
+            f"verify {report.bundle_id} {report.identity[:12]}",
+            f"world={report.world_size} ({report.backend} on {report.device})",
+            f"seed={report.seed}",
+        ]
+        click.echo(_head(head, width))
         table(
-            f"verify {report.bundle_id} {report.identity[:12]}  world={report.world_size} ({report.backend} on "
-            f"{report.device})  seed={report.seed}",
+            None,
             ["case", "dtype", "shape", "max err", "status", "reason"],
             [
                 (
@@ -156,6 +181,8 @@ def _verify_collective(b, world_size, device, seed, dtypes, timeout_s, sandboxed
                 )
                 for r in report.rows
             ],
+            width=width,
         )
-        click.echo(f"{report.status.value} in {report.seconds:.1f}s: {'; '.join(report.reasons)}")
+        verdict = f"{report.status.value} in {report.seconds:.1f}s: {'; '.join(report.reasons)}"
+        click.echo(textwrap.fill(verdict, width, subsequent_indent="    "))
     exit_with(report.status)
