@@ -115,6 +115,27 @@ def test_a_fused_kernel_that_skips_residual_out_fails_on_that_output(make_bundle
     assert all(i.check == "PASS" for i in r.rows[0].impls[1:])
 
 
+def test_example_ar_rmsnorm_runs_on_a_one_rank_group_beside_the_unfused_path():
+    """A collective is timed on a process group of the child alone; the stock path all-reduces, then fuses."""
+    r = run_bench(str(EXAMPLES / "ar_rmsnorm_triton"), Options(device="cpu", shapes=({"T": 5, "H": 256},)))
+    assert r.status == "PASS" and "one-rank process group" in r.method["group"]
+    (row,) = r.rows
+    assert [i.name for i in row.impls] == ["ours:default", "all_reduce+torch-eager", "all_reduce+torch add+rms_norm"]
+    assert all(i.check == "PASS" for i in row.impls) and row.ratio["all_reduce+torch-eager"] > 0
+
+
+def test_a_fused_collective_that_forgets_the_residual_fails(make_bundle):
+    kernel = (
+        "import torch\n\n\ndef run(x, residual, weight, eps, out, residual_out, group):\n"
+        "    s = x.float()\n    residual_out.copy_(s)\n"
+        "    out.copy_(s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * weight.float())\n"
+    )
+    root = make_bundle(kernel, slot="collective.ar_residual_rmsnorm")
+    r = run_bench(str(root), Options(device="cpu", shapes=({"T": 3, "H": 64},)))
+    ours = r.rows[0].impls[0]
+    assert r.status == "FAIL" and ours.check == "FAIL" and "elements of out out of tolerance" in ours.reason
+
+
 def test_wrong_raising_and_honest_only_when_checked_kernels_fail(make_bundle):
     root = make_bundle(
         LAZY,

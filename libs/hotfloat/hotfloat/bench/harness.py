@@ -13,7 +13,7 @@ import torch
 
 from ..bundle import Op
 from ..errors import InfrastructureError, InputError
-from ..slots import DTYPES, Shape, SlotSpec, get_slot
+from ..slots import DTYPES, Role, Shape, SlotSpec, get_slot
 from . import ceilings as ceil
 from .calls import MAX_SET_BYTES, ours_calls, stock_calls
 from .load import LoadedBundle
@@ -69,6 +69,16 @@ def bench_in_process(path: str, options: Options, progress: Progress | None = No
         loaded.close()
 
 
+def one_rank_group(device: str):
+    """A process group of this process alone (NCCL on CUDA, gloo on CPU, its rendezvous in memory), so a collective's
+    kernel and stock path run on one device: timed for their own work and the collective's launch."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device == "cuda" else "gloo", store=dist.HashStore(), rank=0, world_size=1)
+    return dist.group.WORLD
+
+
 class _Run:
     """One bench run: the device's timer and architecture, and the loaded bundle's ops."""
 
@@ -78,7 +88,9 @@ class _Run:
         self.budget = options.budget_s if options.budget_s is not None else (0.25 if self.cuda else 0.02)
         self.l2 = ceil.l2_bytes() if self.cuda else 0
         self.timer = CudaTimer(self.l2) if self.cuda else None
-        self.measure = Measure(options.device, self.budget, self.timer)
+        collective = any(get_slot(op.entry.slot).of_role(Role.GROUP) for op in loaded.bundle.ops)
+        self.group = one_rank_group(options.device) if collective else None
+        self.measure = Measure(options.device, self.budget, self.timer, self.group)
         self.arch = "cpu"
         self.skipped: dict[tuple[str, str], str] = {}
         """(slot, library) -> why it is left out; filled as slots are met, so a failed build is tried once."""
@@ -92,8 +104,6 @@ class _Run:
         slots = list(dict.fromkeys(op.entry.slot for op in self.loaded.bundle.ops))
         out = []
         for slot in map(get_slot, slots):
-            if slot.world_size > 1:
-                raise InputError(f"{slot.name} needs {slot.world_size} ranks; bench times single-device slots")
             offered = {d for op in self.loaded.bundle.ops if op.entry.slot == slot.name for d in op.dtypes}
             for dtype in (d for d in self.opt.dtypes if d in offered):
                 out += [
@@ -139,6 +149,8 @@ class _Run:
             "stop": "relative standard error < 1% or budget spent",
             "sets": f"rotated input sets: max(2, min({MAX_SETS}, ceil(3 x L2 / bytes per call)))" if self.cuda else "2",
         }
+        if self.group is not None:
+            m["group"] = "collectives on a one-rank process group: their own work and launch, no traffic between GPUs"
         if self.cuda:
             m |= {
                 "graph_calls": str(GRAPH_CALLS),

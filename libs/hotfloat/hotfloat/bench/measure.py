@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from ..slots import DTYPES, Role, SlotSpec
+from ..slots.collective import stack_ranks
 from .check import check
 from .records import Impl
 from .timing import GRAPH_CALLS, CudaTimer, Prepare, cold_cpu
@@ -21,6 +22,8 @@ class Measure:
     device: str
     budget: float
     timer: CudaTimer | None
+    group: object | None = None
+    """The process group a collective slot's calls get (harness.one_rank_group); None when the bundle has none."""
 
     @property
     def cuda(self) -> bool:
@@ -28,10 +31,19 @@ class Measure:
 
     def make_set(self, slot: SlotSpec, dims, dt, gen) -> dict:
         """One input set from the slot's own generator, drawn on the bench device (drawing 8192 x 16384 on the host
-        took seconds per set, and the checks draw every set again), with the slot's scalars."""
+        took seconds per set, and the checks draw every set again), with the slot's scalars and group."""
         with torch.device(self.device):
             t = {k: v.to(self.device) for k, v in slot.make_inputs(dims, dt, gen).items()}
-        return t | {a.name: float(a.default) for a in slot.of_role(Role.SCALAR)}
+        return (
+            t
+            | {a.name: float(a.default) for a in slot.of_role(Role.SCALAR)}
+            | {a.name: self.group for a in slot.of_role(Role.GROUP)}
+        )
+
+    @staticmethod
+    def reference(slot: SlotSpec, s: dict) -> dict:
+        """The reference of one set; a collective's sees it as the only rank of a one-rank group."""
+        return slot.reference(stack_ranks(slot, [s]) if slot.of_role(Role.GROUP) else s)
 
     def time_impl(
         self,
@@ -68,7 +80,7 @@ class Measure:
         """Times one implementation and checks it three times: first call, last timed calls, fresh inputs after.
         With `refill` (a kernel that overwrites its inputs) every call has its own copies, refilled before it runs
         and outside the timed region, and the graph holds one call per copy instead of GRAPH_CALLS."""
-        refs = [slot.reference(s) for s in sets]
+        refs = [self.reference(slot, s) for s in sets]
         refill = refill or (lambda: None)
         refill()
         reason = check(slot, dtype, [c() for c in calls], refs, "first call")
@@ -104,4 +116,4 @@ class Measure:
         for outs in results:
             for o in outs or ():
                 o.fill_(float("nan"))
-        return [slot.reference(s) for s in sets]
+        return [self.reference(slot, s) for s in sets]

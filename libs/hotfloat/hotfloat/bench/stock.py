@@ -7,7 +7,8 @@ Decode attention has no shared convention: SGLang's triton kernel and FlashInfer
 that calls them as SGLang's triton and flashinfer backends do, with the per-step metadata (split counts, plan, int32
 page table) made outside the timed region. A library joins the run when it imports here; FlashInfer builds its
 kernels on the first call (JIT, nvcc), so that first call is the harness's probe. Libraries are called with their
-own defaults, as SGLang calls them (PDL on Hopper)."""
+own defaults, as SGLang calls them (PDL on Hopper). A fused collective's stock path is SGLang's unfused one: the
+all-reduce, then the stock kernels of the slot it fuses (stock_collective)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+
+from .stock_collective import FUSES, after_all_reduce
 
 LIBRARIES = ("sgl_kernel", "flashinfer", "sglang")
 """Stock libraries a bench adds when they load: the convention's modules for the token-row slots, the adapters'
@@ -269,6 +272,9 @@ ADAPTERS: dict[str, dict[str, Callable[[], Stock | str]]] = {
 def stock_kernels(slot: str, libraries: tuple[str, ...]) -> tuple[list[Stock], dict[str, str]]:
     """Every stock kernel that can run the slot here, torch first, and why each named library cannot (a library with
     no kernel for the slot, under the convention or an adapter, is not reported)."""
+    if slot in FUSES:
+        found, skipped = stock_kernels(FUSES[slot], libraries)
+        return [after_all_reduce(s) for s in found], skipped
     found, skipped = list(BUILTIN.get(slot, ())), {}
     for module in libraries:
         if slot in ADAPTERS:
