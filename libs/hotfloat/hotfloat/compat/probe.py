@@ -39,11 +39,17 @@ def version(check):
     return True, f"{found} (pin {check['pin']})"
 
 
+def _params(fn):
+    """A function's parameter names; a torch custom op's from its registered schema (inspect sees only *args)."""
+    schema = getattr(getattr(fn, "default", None), "_schema", None)
+    return [a.name for a in schema.arguments] if schema is not None else list(inspect.signature(fn).parameters)
+
+
 def callable_(check):
     fn = _resolve(check["target"])
     if not callable(fn):
         return False, "not callable"
-    params = list(inspect.signature(fn).parameters)
+    params = _params(fn)
     missing = [p for p in check["params"] if p not in params]
     if check.get("order") and not missing and [p for p in params if p in check["params"]] != check["params"]:
         return False, f"parameters out of order: ({', '.join(params)})"
