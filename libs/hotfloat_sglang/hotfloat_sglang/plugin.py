@@ -34,7 +34,7 @@ from hotfloat.seams.audit import write_dump
 from hotfloat.errors import HotfloatError
 
 from .chokepoints import NORM_TARGETS, SILU_TARGETS, norm_hook, silu_hook
-from . import decode_attention
+from . import decode_attention, prefill_attention
 
 ENV_ENABLE = "HOTFLOAT_SEAMS"
 ENV_REPORT_DIR = "HOTFLOAT_SEAMS_REPORT_DIR"
@@ -75,10 +75,11 @@ def activate() -> None:
     hooks = [(t, silu_hook(_router)) for t in SILU_TARGETS] + [(t, norm_hook(_router)) for t in NORM_TARGETS]
     hooks.append((RANK_CHECK_TARGET, _after_parallel_init))
     after = {RANK_CHECK_TARGET}
-    if decode_attention.SLOT in _router.slots:
-        # only a bundle that offers the slot (or a twin that nudges it) pulls in SGLang's triton backend module here
-        hooks.append((decode_attention.TARGET, decode_attention.backend_init_hook(_router)))
-        after.add(decode_attention.TARGET)
+    for seam in (decode_attention, prefill_attention):
+        if seam.SLOT in _router.slots:
+            # only a bundle that offers the slot (or a twin that nudges it) pulls in SGLang's triton backend module
+            hooks.append((seam.TARGET, seam.backend_init_hook(_router)))
+            after.add(seam.TARGET)
     for target, hook in hooks:
         HookRegistry.register(target, hook, HookType.AFTER if target in after else HookType.AROUND)
     HookRegistry.apply_hooks()

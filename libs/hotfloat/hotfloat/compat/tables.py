@@ -72,26 +72,21 @@ SGLANG: list[dict] = [
         "name": "decode_attention_fwd",
         "kind": "callable",
         "target": "sglang.srt.layers.attention.triton_ops.decode_attention.decode_attention_fwd",
-        "params": [
-            "q",
-            "k_buffer",
-            "v_buffer",
-            "o",
-            "kv_indptr",
-            "kv_indices",
-            "attn_logits",
-            "attn_lse",
-            "num_kv_splits",
-            "max_kv_splits",
-            "sm_scale",
-            "k_scale",
-            "v_scale",
-            "logit_cap",
-            "sinks",
-            "xai_temperature_len",
-            "has_mla",
-            "use_pdl",
-        ],
+        "params": (
+            "q k_buffer v_buffer o kv_indptr kv_indices attn_logits attn_lse num_kv_splits max_kv_splits sm_scale "
+            "k_scale v_scale logit_cap sinks xai_temperature_len has_mla use_pdl"
+        ).split(),
+        "order": True,
+    },
+    {
+        "name": "extend_attention_fwd",
+        "kind": "callable",
+        "target": "sglang.srt.layers.attention.triton_ops.extend_attention.extend_attention_fwd",
+        "params": (
+            "q_extend k_extend v_extend o_extend k_buffer v_buffer qo_indptr kv_indptr kv_indices custom_mask is_causal "
+            "mask_indptr max_len_extend k_scale v_scale sm_scale logit_cap skip_prefix_custom_mask sliding_window_size "
+            "sinks window_kv_offsets xai_temperature_len"
+        ).split(),
         "order": True,
     },
     {

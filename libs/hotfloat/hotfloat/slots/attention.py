@@ -74,8 +74,8 @@ def _inputs(dims, dtype, gen):
     }
 
 
-def _scalars(dims, gen):
-    """The scale, 0.5x-3x D^-0.5: a kernel that assumes 1/sqrt(D) instead of using it fails."""
+def draw_scale(dims, gen):
+    """The scale, 0.5x-3x D^-0.5: a kernel that assumes 1/sqrt(D) instead of using it fails (prefill draws it too)."""
     import torch
 
     return {"sm_scale": (0.5 + 2.5 * float(torch.rand((), generator=gen))) * dims["D"] ** -0.5}
@@ -143,7 +143,7 @@ ATTENTION_DECODE = SlotSpec(
     ),
     reference=_reference,
     make_inputs=_inputs,
-    make_scalars=_scalars,
+    make_scalars=draw_scale,
     bytes_moved=_bytes,
     flops=lambda dims: 4 * _kv_tokens(dims) * dims["Hq"] * dims["D"],
 )
