@@ -94,8 +94,12 @@ def test_the_timeout_default_is_the_librarys():
     assert next(p.default for p in bench.params if p.name == "timeout_s") == TIMEOUT_S
 
 
-def test_the_table_fits_80_columns_and_wide_shows_every_column(capsys):
-    argv = ["bench", str(EXAMPLES / "silu_triton"), "--device", "cpu", "--shape", "T=2,D=256", "--stock", "none"]
+BENCH = ["bench", str(EXAMPLES / "silu_triton"), "--device", "cpu", "--shape", "T=2,D=256", "--stock", "none"]
+
+
+def test_the_table_fits_80_columns_and_wide_shows_every_column(capsys, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    argv = BENCH
     widths = {}
     for wide in (False, True):
         with pytest.raises(SystemExit):
@@ -104,3 +108,15 @@ def test_the_table_fits_80_columns_and_wide_shows_every_column(capsys):
         widths[wide] = max(map(len, out.splitlines()))
         assert ("GB/s" in out) == wide and "ours/best" in out and "PASS" in out, out
     assert widths[False] <= 80 < widths[True], widths
+
+
+@pytest.mark.parametrize("columns", [60, 200])
+def test_the_table_honours_the_terminal_width(capsys, monkeypatch, columns):
+    """COLUMNS is the width people read in: a narrower one folds the table's cells to it (cutting none), a wider one
+    shows every column (the slot name whole), as --wide would."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    with pytest.raises(SystemExit):
+        main(BENCH)
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= columns and "…" not in out and "PASS" in out, out
+    assert ("GB/s" in out and "activation.silu_and_mul " in out) == (columns == 200), out

@@ -12,7 +12,7 @@ from ..errors import ExitCode
 from ..slots import DTYPES
 from ..devices import resolve_device
 from .options import bundle_argument, device_option, open_bundle
-from .output import emit_json, fit, json_option, progress, table, wide_option
+from .output import emit_json, fit, json_option, natural_width, progress, table, wide_option
 
 SETS = ("bench", "decode", "all")
 """hotfloat.bench.shapes.SETS, spelled out so `--help` needs no torch (a test keeps them equal)."""
@@ -147,8 +147,8 @@ def bench(
 
 
 NARROW_COLUMNS = ("slot", "dtype", "shape", "us", "ours/best", "% copy", "check")
-"""Without --wide: what fits 80 columns (the stock kernel's name and time, cold time, GB/s, GEMM and floor need
---wide or --json)."""
+"""Without --wide, in a terminal too narrow for every column: what fits 80 (the stock kernel's name and time, cold
+time, GB/s, GEMM and floor need a wider terminal, --wide or --json)."""
 
 
 def _render(r, wide: bool) -> None:
@@ -198,13 +198,16 @@ def _render(r, wide: bool) -> None:
         "x floor",
         "check",
     ]
-    keep = [i for i, c in enumerate(columns) if wide or c in NARROW_COLUMNS]
+    width = fit(wide)
+    every = wide or natural_width(columns, rows, compact=True) <= width
+    keep = [i for i, c in enumerate(columns) if every or c in NARROW_COLUMNS]
     table(
         f"hotfloat bench {r.bundle_id} ({r.device}, status {r.status})",
         [columns[i] for i in keep],
         [[row[i] for i in keep] for row in rows],
-        width=fit(wide),
+        width=width,
         compact=not wide,
+        fold=True,
     )
-    if not wide:
+    if not every:
         click.echo("more columns (stock kernel, cold, GB/s, GEMM, launch floor): --wide or --json", err=True)

@@ -36,24 +36,27 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-NARROW = 80
-"""Columns a table keeps to without --wide (a terminal's own width when it is narrower)."""
 WIDE = 1000
 
 
 def wide_option(fn):
-    """Adds --wide: every column at full width (default: the table fits 80 columns)."""
+    """Adds --wide: every column at full width (default: the table fits the terminal)."""
     return click.option(
         "--wide",
         is_flag=True,
-        help=f"Show every column at full width (default: fit {NARROW} columns, wrapping long cells).",
+        help="Show every column at full width (default: fit the terminal's width or COLUMNS, wrapping long cells).",
     )(fn)
 
 
 def fit(wide: bool) -> int:
-    """The width a table is laid out in: 80 columns or a narrower terminal's, or unbounded with --wide."""
-    console = Console()
-    return WIDE if wide else min(NARROW, console.width if console.is_terminal else NARROW)
+    """The width a table is laid out in: the terminal's (COLUMNS when set, 80 when neither says), or unbounded with
+    --wide."""
+    return WIDE if wide else Console().width
+
+
+def natural_width(columns: Sequence[str], rows: Iterable[Sequence[Any]], compact: bool = False) -> int:
+    """Columns the table needs to show every cell whole, its title aside: a command may show more where they fit."""
+    return Console(width=WIDE).measure(_table(None, columns, rows, compact)).maximum
 
 
 def table(
@@ -62,18 +65,26 @@ def table(
     rows: Iterable[Sequence[Any]],
     width: int | None = None,
     compact: bool = False,
+    fold: bool = False,
 ) -> None:
     """Prints a table to stdout, colouring status words; `width` fixes the layout (else the terminal's, or 200);
-    `compact` draws only the header rule, leaving the columns their text."""
-    t = Table(title=title, title_justify="left", header_style="bold", **({"box": box.SIMPLE_HEAD} if compact else {}))
-    for c in columns:
-        t.add_column(c)
-    for row in rows:
-        t.add_row(*(_cell(v) for v in row))
+    `compact` draws only the header rule, leaving the columns their text; `fold` breaks a cell too long for its
+    column onto more lines instead of cutting it (numbers a narrow terminal must still show whole)."""
     console = Console(width=width)
     if not console.is_terminal and width is None:
         console = Console(width=int(os.environ.get("COLUMNS") or 200))
-    console.print(t)
+    console.print(_table(title, columns, rows, compact, fold))
+
+
+def _table(
+    title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]], compact: bool, fold: bool = False
+) -> Table:
+    t = Table(title=title, title_justify="left", header_style="bold", **({"box": box.SIMPLE_HEAD} if compact else {}))
+    for c in columns:
+        t.add_column(c, overflow="fold" if fold else "ellipsis")
+    for row in rows:
+        t.add_row(*(_cell(v) for v in row))
+    return t
 
 
 def stderr_is_tty() -> bool:
