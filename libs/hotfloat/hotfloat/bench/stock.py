@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
 from .stock_collective import FUSES, after_all_reduce
+from .stock_records import Prepared, Stock
 
 LIBRARIES = ("sgl_kernel", "flashinfer", "sglang")
 """Stock libraries a bench adds when they load: the convention's modules for the token-row slots, the adapters'
@@ -33,35 +33,6 @@ FUNCTIONS = {
     "norm.fused_add_rmsnorm": ("fused_add_rmsnorm", "norm"),
 }
 """Slot -> (function name, submodule that holds it when the package's top level does not export it)."""
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """What a stock kernel needs beside one input set, made once per set outside the timed region: workspaces, its own
-    output buffers and inputs converted to its layout (`extra`, merged into the set it is called with), and `refresh`,
-    which remakes the converted inputs after the harness draws fresh values into the set (also outside timing)."""
-
-    extra: dict[str, object]
-    refresh: Callable[[], None]
-
-
-@dataclass(frozen=True)
-class Stock:
-    """One stock implementation of a slot. `fn` returns the slot's outputs in ABI order. A kernel that writes over
-    some of its inputs names them in `overwrites`: the harness then gives every call its own copies, refilled from the
-    pristine input set before the call and outside its timed region. A kernel that needs per-set state (`prepare`)
-    writes only its own buffers."""
-
-    name: str
-    fn: Callable[[Mapping[str, object]], "torch.Tensor | tuple[torch.Tensor, ...]"]
-    overwrites: tuple[str, ...] = ()
-    probe: bool = False
-    """True for a library kernel: its first call may build it, and a failure there skips it with the reason."""
-    prepare: Callable[[Mapping[str, object]], Prepared] | None = None
-
-    def __post_init__(self):
-        if self.prepare is not None and self.overwrites:
-            raise ValueError(f"stock {self.name}: a prepared kernel writes only its own buffers, not {self.overwrites}")
 
 
 def _silu_eager(t):
