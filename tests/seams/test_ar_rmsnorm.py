@@ -1,10 +1,9 @@
-"""The SGLang fused all-reduce + residual + RMSNorm seam, on two real gloo ranks in the test venv: SGLang's call
-(keywords, as `_forward_with_allreduce_fusion` makes it) goes to the armed example on the group SGLang's fusion would
-use and returns the pair of the fp32 reference of both ranks' partials, inputs untouched; a one-rank group,
-non-contiguous tensors and a null-armed engine go to SGLang's function (a stand-in here), counted stock.
-
-SGLang is not installed in the test venv; `tests/seams/test_sglang_ar_rmsnorm.py` runs the same seam through SGLang's
-own RMSNorm and tensor-parallel groups in the engine venv."""
+"""The SGLang fused all-reduce + residual + RMSNorm seam on two real gloo ranks. In the test venv (SGLang stood in
+for): SGLang's call, with keywords as `_forward_with_allreduce_fusion` makes it, goes to the armed example on the group
+SGLang's fusion would use and returns the fp32 reference of both ranks' partials, inputs untouched; a one-rank group,
+non-contiguous tensors and a null-armed engine go to SGLang's function, counted stock. In the engine venv
+(sglang_ar_rmsnorm.py): the plugin, loaded by SGLang's own loader, routes SGLang's RMSNorm.forward_with_allreduce_fusion
+on SGLang's own tensor-parallel groups; the hook's parameters are compat's row for the target."""
 
 from __future__ import annotations
 
@@ -16,6 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from hotfloat.compat import engine_python
+from hotfloat.compat.tables import SGLANG
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "libs" / "hotfloat_sglang"))
@@ -124,3 +126,45 @@ def test_one_rank_strided_and_null_armed_calls_are_sglangs(ranks):
 def test_the_hook_takes_the_pinned_parameters():
     params = list(inspect.signature(seam.hook(None)).parameters)
     assert params == ["original", *seam.PARAMS]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    """Both ranks in the engine venv, armed with the example through the environment as in serving."""
+    python = engine_python()
+    assert Path(python).exists(), f"{python} missing: `make engine` builds the engine venv (make test does)"
+    init = f"file://{tmp_path_factory.mktemp('engine')}/store"
+    env = {
+        **os.environ,
+        "HOTFLOAT_SEAMS": "1",
+        "SGLANG_PLUGINS": "hotfloat",
+        "HOTFLOAT_ARMED_BUNDLE": str(REPO / "examples" / "ar_rmsnorm_triton"),
+        "TRITON_INTERPRET": "1",
+        "PYTHONWARNINGS": "ignore",
+    }
+    script = str(Path(__file__).with_name("sglang_ar_rmsnorm.py"))
+    procs = [
+        subprocess.Popen(
+            [python, script, str(r), init], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+        )
+        for r in range(2)
+    ]
+    outs = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=540)
+        assert p.returncode == 0, stderr[-2000:]
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    return outs
+
+
+def test_sglangs_own_fused_norm_runs_the_armed_kernel_on_its_tp_groups(engine):
+    for r in engine:
+        for name in ("attention group, bf16", "moe group, fp32"):
+            assert r[name] == {"matches": True, "untouched": True}, name
+        assert r["strided"].startswith("SGLang's op raised: Could not run 'sglang::flashinfer_allreduce_residual")
+        assert r["counts"] == [2, 1]
+
+
+def test_the_seam_target_and_parameters_are_the_compat_row():
+    [row] = [r for r in SGLANG if r.get("target") == seam.TARGET]
+    assert row["params"] == seam.PARAMS and row["order"]

@@ -34,7 +34,7 @@ from hotfloat.seams.audit import write_dump
 from hotfloat.errors import HotfloatError
 
 from .chokepoints import NORM_TARGETS, SILU_TARGETS, norm_hook, silu_hook
-from . import decode_attention, prefill_attention
+from . import ar_rmsnorm, decode_attention, prefill_attention
 
 ENV_ENABLE = "HOTFLOAT_SEAMS"
 ENV_REPORT_DIR = "HOTFLOAT_SEAMS_REPORT_DIR"
@@ -80,6 +80,8 @@ def activate() -> None:
             # only a bundle that offers the slot (or a twin that nudges it) pulls in SGLang's triton backend module
             hooks.append((seam.TARGET, seam.backend_init_hook(_router)))
             after.add(seam.TARGET)
+    if ar_rmsnorm.SLOT in _router.slots:  # likewise: only then is SGLang's FlashInfer fusion module imported here
+        hooks.append((ar_rmsnorm.TARGET, ar_rmsnorm.hook(_router)))
     for target, hook in hooks:
         HookRegistry.register(target, hook, HookType.AFTER if target in after else HookType.AROUND)
     HookRegistry.apply_hooks()

@@ -100,7 +100,23 @@ SGLANG: list[dict] = [
         "name": "GroupCoordinator.cpu_group",
         "kind": "fields",
         "target": "sglang.srt.distributed.parallel_state.GroupCoordinator",
-        "fields": ["cpu_group", "world_size", "rank_in_group"],
+        "fields": ["cpu_group", "device_group", "world_size", "rank_in_group"],
+    },
+    {
+        "name": "flashinfer_allreduce_residual_rmsnorm",
+        "kind": "callable",
+        "target": "sglang.srt.layers.flashinfer_comm_fusion.flashinfer_allreduce_residual_rmsnorm",
+        "params": (
+            "input_tensor residual weight eps max_token_num use_oneshot trigger_completion_at_end fp32_acc "
+            "use_attn_tp_group"
+        ).split(),
+        "order": True,
+    },
+    {
+        "name": "fusion group getters",
+        "kind": "attrs",
+        "target": "sglang.srt.distributed",
+        "attrs": ["get_attn_tp_group", "get_moe_ep_group", "get_moe_tp_group", "get_moe_expert_parallel_world_size"],
     },
     {
         "name": "get_world_group",
