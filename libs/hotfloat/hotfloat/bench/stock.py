@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from .stock_collective import FUSES, after_all_reduce
+from .stock_prefill import flashinfer_prefill, sglang_triton_extend
 from .stock_records import Prepared, Stock
 
 LIBRARIES = ("sgl_kernel", "flashinfer", "sglang")
@@ -236,6 +237,7 @@ def flashinfer_decode() -> Stock | str:
 
 ADAPTERS: dict[str, dict[str, Callable[[], Stock | str]]] = {
     "attention.decode": {"sglang": sglang_triton_decode, "flashinfer": flashinfer_decode},
+    "attention.prefill": {"sglang": sglang_triton_extend, "flashinfer": flashinfer_prefill},
 }
 """Slot -> module -> adapter, for slots whose libraries share no calling convention."""
 
