@@ -424,3 +424,22 @@ def test_an_rmsnorm_writing_out_at_the_inputs_row_stride_imports_with_a_warning(
         assert f"warning: {' '.join(warning.split())}" in err, err
     else:
         assert "warning" not in err, err
+
+
+def test_a_cacheon_fused_all_reduce_norm_bundle_imports_and_verifies_on_two_ranks(tmp_path):
+    """collective.ar_residual_rmsnorm has Cacheon's name and call order (x, residual, weight, eps, out_norm,
+    out_residual, group): the entry is kept as written and passes the multi-rank verifier."""
+    from hotfloat.collective import verify_collective
+    from hotfloat.verdict import Status
+
+    result = import_cacheon(Path(__file__).parent / "cacheon" / "ar_rmsnorm_torch", tmp_path / "out")
+    changes = {(c.field, c.was): c.now for c in result.changes}
+    assert changes[("ops[0].dtypes", "bfloat16")] == "bf16" and result.world_size == 2
+    bundle = load_bundle(tmp_path / "out")
+    [op] = bundle.ops
+    assert op.entry.slot == "collective.ar_residual_rmsnorm" and op.entry.dtypes == ["bf16", "fp16", "fp32"]
+    assert "def ar_residual_rmsnorm(x, residual, weight, eps, out_norm, out_residual, group):" in (
+        bundle.files[op.entry.source].decode()
+    )
+    report = verify_collective(bundle, world_size=2, dtypes=["bf16"], seed=3)
+    assert report.status is Status.PASS, report.reasons
