@@ -16,6 +16,9 @@ from ..verify import wire
 RANK = Path(__file__).with_name("rank.py")
 CODEC = Path(wire.__file__).resolve()
 WORK, TOOL, CODEC_DIR = "/coll", "/hotfloat-collective", "/hotfloat-codec"
+NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+"""NCCL ranks run without NVLink multicast: verification needs none, and a multicast object left behind can take a
+shared host's GPUs out of service (the sandbox's fresh environment would otherwise drop the host's own setting)."""
 
 
 class Abort(Exception):
@@ -101,7 +104,7 @@ def launch(work: Path, root: str, device: str, timeout_s: float, sandboxed: bool
     )
     tool = TOOL if sandboxed else str(RANK.parent)
     binds = [Bind(work, WORK, writable=True), Bind(RANK.parent, TOOL), Bind(CODEC, f"{CODEC_DIR}/{CODEC.name}")]
-    extra = {"OMP_NUM_THREADS": "1"} | ({"TRITON_INTERPRET": "1"} if device == "cpu" else {})  # Triton on CPU
+    extra = {"OMP_NUM_THREADS": "1"} | (NO_MULTICAST if device == "cuda" else {"TRITON_INTERPRET": "1"})
     env = child_env(extra, home=root)
     argv = [sys.executable, "-I", f"{tool}/{RANK.name}", root, "launch"]
     fds = tuple(fd for pair in rank_fds for fd in pair)
