@@ -209,6 +209,12 @@ SGLANG: list[dict] = [
         "target": "sglang.srt.entrypoints.engine.Engine.freeze_gc",
         "params": ["self"],
     },
+    {
+        "name": "SchedulerInitResult (the KV pool built, in the engine identity)",
+        "kind": "fields",
+        "target": "sglang.srt.entrypoints.engine.SchedulerInitResult",
+        "fields": ["scheduler_infos"],
+    },
 ]
 
 BITTENSOR: list[dict] = [
