@@ -26,6 +26,7 @@ import time
 from .. import wire
 
 CUDA_ERROR_NOT_READY = 600
+NVML_ERROR_INSUFFICIENT_SIZE = 7
 NVML_VALUE_NOT_AVAILABLE = 2**64 - 1
 """What NVML puts in `usedGpuMemory` where it cannot tell a process's memory (some virtualised hosts)."""
 PROBE_PTX = rb"""
@@ -144,16 +145,24 @@ class Driver:
         self.nvml, self.handle = nvml, handle
 
     def _processes(self) -> list[_ProcInfo]:
+        """Every context holder, however many: a list that outgrows the buffer is asked for again, larger (an engine
+        that starts hundreds of CUDA processes must not turn the reading into an error the host is charged with)."""
         fn = (
             getattr(self.nvml, "nvmlDeviceGetComputeRunningProcesses_v3", None)
             or self.nvml.nvmlDeviceGetComputeRunningProcesses_v2
         )
-        n = ctypes.c_uint(256)
-        infos = (_ProcInfo * 256)()
-        rc = fn(self.handle, ctypes.byref(n), infos)
-        if rc != 0:
-            raise RuntimeError(f"nvmlDeviceGetComputeRunningProcesses failed ({rc})")
-        return [infos[i] for i in range(n.value) if infos[i].pid != os.getpid()]
+        size = 256
+        for _ in range(8):
+            n = ctypes.c_uint(size)
+            infos = (_ProcInfo * size)()
+            rc = fn(self.handle, ctypes.byref(n), infos)
+            if rc == NVML_ERROR_INSUFFICIENT_SIZE:
+                size = max(2 * size, n.value + 64)
+                continue
+            if rc != 0:
+                raise RuntimeError(f"nvmlDeviceGetComputeRunningProcesses failed ({rc})")
+            return [infos[i] for i in range(n.value) if infos[i].pid != os.getpid()]
+        raise RuntimeError("nvmlDeviceGetComputeRunningProcesses kept growing")
 
     def lock(self, pid: int, timeout_ms: int) -> tuple[int, float]:
         args = _LockArgs(timeoutMs=timeout_ms)
@@ -199,20 +208,26 @@ class Driver:
         return {"name": name.value.decode(errors="replace"), "total": info.total, "used": info.used, "procs": procs}
 
     def util(self, since_us: int) -> list[dict]:
-        """NVML per-process utilisation samples newer than `since_us` (its own clock: microseconds since the epoch)."""
-        n = ctypes.c_uint(0)
-        rc = self.nvml.nvmlDeviceGetProcessUtilization(self.handle, None, ctypes.byref(n), ctypes.c_ulonglong(since_us))
-        if rc == 6 or n.value == 0:  # NVML_ERROR_NOT_FOUND: no sample since then
-            return []
-        samples = (_UtilSample * n.value)()
-        rc = self.nvml.nvmlDeviceGetProcessUtilization(
-            self.handle, samples, ctypes.byref(n), ctypes.c_ulonglong(since_us)
-        )
-        if rc == 6:
-            return []
-        if rc != 0:
-            raise RuntimeError(f"nvmlDeviceGetProcessUtilization failed ({rc})")
-        return [{"pid": s.pid, "ts": s.timeStamp, "sm": s.smUtil} for s in samples[: n.value] if s.pid != os.getpid()]
+        """NVML per-process utilisation samples newer than `since_us` (its own clock: microseconds since the epoch);
+        asked again, larger, when more samples arrived between the count and the read."""
+        samples, n = None, ctypes.c_uint(0)
+        for _ in range(8):
+            rc = self.nvml.nvmlDeviceGetProcessUtilization(
+                self.handle, samples, ctypes.byref(n), ctypes.c_ulonglong(since_us)
+            )
+            if rc == 6 or (samples is None and n.value == 0):  # NVML_ERROR_NOT_FOUND: no sample since then
+                return []
+            if rc == 0 and samples is not None:
+                return [
+                    {"pid": s.pid, "ts": s.timeStamp, "sm": s.smUtil}
+                    for s in samples[: n.value]
+                    if s.pid != os.getpid()
+                ]
+            if rc not in (0, NVML_ERROR_INSUFFICIENT_SIZE):
+                raise RuntimeError(f"nvmlDeviceGetProcessUtilization failed ({rc})")
+            n = ctypes.c_uint(n.value + 64)
+            samples = (_UtilSample * n.value)()
+        raise RuntimeError("nvmlDeviceGetProcessUtilization kept growing")
 
 
 def serve(conn: socket.socket) -> None:
