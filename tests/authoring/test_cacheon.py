@@ -144,15 +144,15 @@ CACHEON_OP = (
 
 def test_an_entry_written_for_another_call_is_refused_naming_the_difference(tmp_path):
     src = write_layout(
-        tmp_path / "attention_decode_torch",
-        CACHEON_OP.format(id="attn", slot="attention.decode", src="attn", entry="decode", extra=""),
-        {"kernels/attn.py": "import torch\n\n\ndef decode(q, k, v, seq_lens, sm_scale, out):\n    out.zero_()\n"},
-    )
+        tmp_path / "rmsnorm_torch",
+        CACHEON_OP.format(id="norm", slot="norm.rmsnorm", src="norm", entry="rmsnorm", extra=""),
+        {"kernels/norm.py": "import torch\n\n\ndef rmsnorm(x, weight, out):\n    out.zero_()\n"},
+    )  # (Cacheon's unpaged attention.decode call is served through an adapter: test_cacheon_adapters)
     with pytest.raises(InputError) as e:
         import_cacheon(src, tmp_path / "out")
     message = str(e.value)
-    assert "\n" not in message and "decode(q, k, v, seq_lens, sm_scale, out) takes 6 arguments" in message
-    assert "attention.decode(q[B,Hq,D], k_buffer" in message and not (tmp_path / "out").exists()
+    assert "\n" not in message and "rmsnorm(x, weight, out) takes 3 arguments" in message
+    assert "norm.rmsnorm(x[T,H], weight[H], out[T,H], eps=1e-06)" in message and not (tmp_path / "out").exists()
 
 
 def test_a_setup_hook_and_its_engine_patch_are_removed_so_the_import_scans_clean(tmp_path):

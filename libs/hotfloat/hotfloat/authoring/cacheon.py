@@ -3,9 +3,11 @@
 The two formats share the layout (manifest.toml, kernels/, metadata/), the slot names and the write-into-output ABI;
 they differ in spelling and in what a bundle may ask for. Converted: the ABI name, dtype names (float32 -> fp32),
 architecture names (sm90 -> sm_90), metadata keys; a Triton op built for GPUs only gets cpu when Triton's interpreter
-can run it (`interpret`). Dropped, each with a reason: `setup` hooks (hotfloat runs no bundle code in the engine
-outside a slot call), the `[competition]` table, capability predicates and notes. Nothing is dropped silently, and
-the result is validated as a hotfloat bundle before the command succeeds.
+can run it (`interpret`); dtypes the hotfloat slot lacks are dropped. Cacheon calls hotfloat serves through an
+adapter written into the bundle (attention.sdpa as attention.prefill, the unpaged attention.decode) become the
+adapter's op (`cacheon_adapters`). Dropped, each with a reason: `setup` hooks (hotfloat runs no bundle code in the
+engine outside a slot call), the `[competition]` table, capability predicates and notes. Nothing is dropped
+silently, and the result is validated as a hotfloat bundle before the command succeeds.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..bundle.manifest import ARCHITECTURES, MAX_MANIFEST_CHARS
 from ..errors import InputError
 from ..record import Record
 from ..slots import DTYPES, SLOTS
+from .cacheon_adapters import adapt
 from .cacheon_sources import check_call, drop_function, on_cpu, row_stride_warning
 
 DTYPE_NAMES = {
@@ -138,6 +141,8 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
     ops, metadata, dropped, readme, warnings, refused = [], {}, set(), "", [], []
     for i, op in enumerate(doc.get("ops") or []):
         where = f"ops[{i}]"
+        source = op.get("source")  # the Cacheon kernel's file, also when an adapter becomes the op's source
+        op = adapt(files, op, where, note)
         slot = op.get("slot")
         if (name := SLOT_NAMES.get(slot) if isinstance(slot, str) else None) is None:
             note(f"{where}", f"slot {slot!r}", f"(op removed: no hotfloat slot {slot!r}; slots: {', '.join(SLOTS)})")
@@ -157,16 +162,16 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
                 "(removed: hotfloat runs no bundle code in the engine outside a "
                 "slot call; engine patches are not accepted)",
             )
-            drop_function(files, op["source"], op["setup"], note)
+            drop_function(files, source, op["setup"], note)
         for key in sorted(
             set(op) - {"slot", "source", "entry", "variant", "dtypes", "architectures", "metadata", "setup"}
         ):
             note(f"{where}.{key}", _show(op[key]), "(removed: unknown to hotfloat)")
-        entry["dtypes"] = _dtypes(op.get("dtypes"), f"{where}.dtypes", note)
+        entry["dtypes"] = _dtypes(op.get("dtypes"), f"{where}.dtypes", note, SLOTS[name])
         archs = op.get("architectures")
         meta_doc = {}
         if op.get("metadata"):
-            meta_doc, meta_text, text = _metadata(files, op["metadata"], note)
+            meta_doc, meta_text, text = _metadata(files, op["metadata"], note, SLOTS[name])
             readme += text
             if "architectures" in meta_doc and archs is None:
                 archs = meta_doc["architectures"]
@@ -196,20 +201,24 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
     return _toml(bundle_id, ops), {"metadata": metadata, "dropped": dropped, "readme": readme, "warnings": warnings}
 
 
-def _dtypes(value, where, note) -> list[str]:
-    names = list(value) if isinstance(value, list) else list(DTYPES)
+def _dtypes(value, where, note, slot) -> list[str]:
+    """The hotfloat spellings of the dtypes the slot has; absent means all of the slot's."""
+    names = list(value) if isinstance(value, list) else list(slot.dtypes)
     if value is None:
         note(where, "(absent)", " ".join(names))
     out = []
     for d in names:
         if DTYPE_NAMES.get(d) is None:
             note(where, d, "(removed: not a hotfloat dtype)")
+        elif DTYPE_NAMES[d] not in slot.dtypes:
+            note(where, d, f"(removed: {slot.name} has no {DTYPE_NAMES[d]})")
+            continue
         elif DTYPE_NAMES[d] != d:
             note(where, d, DTYPE_NAMES[d])
         if DTYPE_NAMES.get(d) and DTYPE_NAMES[d] not in out:
             out.append(DTYPE_NAMES[d])
     if not out:
-        raise InputError(f"{where}: none of {names} is a hotfloat dtype ({', '.join(DTYPES)})")
+        raise InputError(f"{where}: none of {names} is a dtype of {slot.name} ({', '.join(slot.dtypes)})")
     return out
 
 
@@ -233,7 +242,7 @@ def _architectures(value, where, note) -> list[str]:
     return out
 
 
-def _metadata(files, rel, note) -> tuple[dict, str | None, str]:
+def _metadata(files, rel, note, slot) -> tuple[dict, str | None, str]:
     """(the Cacheon metadata, the hotfloat metadata text or None when nothing is left, notes for the README)."""
     try:
         doc = json.loads(files[rel])
@@ -245,7 +254,7 @@ def _metadata(files, rel, note) -> tuple[dict, str | None, str]:
         raise InputError(f"{rel}: must hold a JSON object")
     kept = {k: doc[k] for k in KEPT_METADATA if k in doc}
     if "dtypes" in doc:
-        kept["dtypes"] = _dtypes(doc["dtypes"], "dtypes", lambda f, w, n="": note(f, w, n, file=rel))
+        kept["dtypes"] = _dtypes(doc["dtypes"], "dtypes", lambda f, w, n="": note(f, w, n, file=rel), slot)
     for key in sorted(set(doc) - set(KEPT_METADATA) - {"dtypes", "architectures"}):
         note(
             key,

@@ -22,8 +22,9 @@ def _function(files: dict[str, bytes], source: str | None, name: str | None) -> 
 
 
 def check_call(files: dict[str, bytes], op: dict, where: str) -> None:
-    """The entry must take the slot's arguments, in order: an entry written for another call (Cacheon's unpaged
-    attention, say) is refused with the difference named, before any verification shape fails on it."""
+    """The entry must take the slot's arguments, in order: an entry written for another call is refused with the
+    difference named, before any verification shape fails on it (Cacheon calls that an adapter can serve were
+    rewritten to the adapter before this: cacheon_adapters)."""
     found = _function(files, op.get("source"), op.get("entry"))
     fn = found[1] if found else None
     if fn is None or fn.args.vararg is not None:
