@@ -32,7 +32,7 @@ from pathlib import Path
 from hotfloat.bundle import bundle_from_files, pack
 from hotfloat.errors import InputError
 from hotfloat.ledger import FINAL, Ledger, State
-from hotfloat.validator.config import QUICK_ADMISSION
+from hotfloat.admission.scope import QUICK_ADMISSION
 from hotfloat_services.common.process import ServiceProcess
 
 MANIFEST = """\

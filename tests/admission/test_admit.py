@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from hotfloat.admission import admit, gpu_missing
+from hotfloat.admission.admit import admit, gpu_missing
 from hotfloat.errors import InputError
 from hotfloat.verdict import Status
 

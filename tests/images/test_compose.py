@@ -22,6 +22,22 @@ def test_without_gpus_up_starts_what_it_always_did():
     assert compose.services(quick=True)[1].extra == compose.QUICK_ADMISSION.flags()
 
 
+def test_the_image_code_loads_neither_the_validator_nor_the_qualification():
+    """`make up` and `make miner` start containers; the quick admission scope they pass lives with admission
+    (hotfloat.admission.scope), so importing them loads a handful of modules, not the validator and the qualification
+    behind it (92 modules when compose took the scope from the validator's configuration)."""
+    import json
+    import subprocess
+    import sys
+
+    probe = "import json, sys, hotfloat.image.compose; print(json.dumps([m for m in sys.modules if m.startswith('hotfloat')]))"
+    loaded = json.loads(
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    )
+    assert not [m for m in loaded if m.startswith(("hotfloat.qualify", "hotfloat.validator"))], sorted(loaded)
+    assert len(loaded) <= 15, sorted(loaded)
+
+
 def test_gpus_add_one_pinned_qualification_service_each_and_the_validator_dials_them_all():
     plan = compose.services(3, quick=True)
     quals = [s for s in plan if s.name.startswith("hotfloat-qualification-")]

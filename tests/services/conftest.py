@@ -17,7 +17,7 @@ from hotfloat.qualify import Decision, EngineSpec, Evidence, QualifyResult, Rule
 from hotfloat.qualify.workload import make_workload
 from hotfloat.scan import ScanReport
 from hotfloat.validator import Admitted, Outcome, Pipeline, local
-from hotfloat.validator.config import QUICK_ADMISSION
+from hotfloat.admission.scope import QUICK_ADMISSION
 from hotfloat.verdict import Status
 from hotfloat.verify import VerifyReport
 from hotfloat_services.serve import start as start_service

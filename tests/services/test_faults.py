@@ -15,7 +15,7 @@ from hotfloat.ledger import Ledger, State
 from hotfloat.validator import Pipeline
 from hotfloat_services.common.process import ServiceProcess
 from hotfloat_services.validator.clients import StageClients
-from hotfloat.validator.config import QUICK_ADMISSION
+from hotfloat.admission.scope import QUICK_ADMISSION
 
 GOOD = """\
 import torch

@@ -1,4 +1,4 @@
-"""`--quick` is one setting (`hotfloat.validator.config.QUICK_ADMISSION`): the flags a spawned or containerised
+"""`--quick` is one setting (`hotfloat.admission.scope.QUICK_ADMISSION`): the flags a spawned or containerised
 admission service is started with give it the very `StageConfig` a validator's in-process stages run with."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from hotfloat.ledger import Ledger, State
 from hotfloat.qualify import Evidence, QualifyResult
 from hotfloat.validator import LocalStages, Outcome, Pipeline, StageConfig, StageEvidence, local
 from hotfloat.scan import ScanReport
-from hotfloat.validator.config import QUICK_ADMISSION
+from hotfloat.admission.scope import QUICK_ADMISSION
 from hotfloat.validator.evidence import EVIDENCE, Admitted, ScoreEvidence
 from hotfloat.validator.standings import scores
 from hotfloat.verdict import Status

@@ -73,7 +73,7 @@ if python3 -c "import pydantic, tomllib" 2>/dev/null; then
 import json, pathlib, sys
 from hotfloat.compiler import load_build
 from hotfloat.bundle import load_bundle
-from hotfloat.admission import admit
+from hotfloat.admission.admit import admit
 d = pathlib.Path(".device-carry/native") / sys.argv[1]
 ev = (d / "index.json").read_text()
 rec = load_build(ev, {k["cubin"]: (d / k["cubin"]).read_bytes() for k in json.loads(ev)["kernels"]})

@@ -231,7 +231,7 @@ def main() -> int:
         if not (built / "index.json").exists():
             return True, "skipped: no .device-carry/native (make device-carry-native)"
         from hotfloat.compiler import load_build
-        from hotfloat.admission import admit
+        from hotfloat.admission.admit import admit
 
         ev = (built / "index.json").read_text()
         rec = load_build(ev, {k["cubin"]: (built / k["cubin"]).read_bytes() for k in json.loads(ev)["kernels"]})

@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 from hotfloat.ledger import Ledger, State
 from hotfloat.validator import LocalStages, Pipeline, StageConfig, Stages
-from hotfloat.validator.config import QUICK_ADMISSION, ValidatorConfig
+from hotfloat.admission.scope import QUICK_ADMISSION
+from hotfloat.validator.config import ValidatorConfig
 from hotfloat.validator.evidence import EVIDENCE
 from hotfloat.validator.pipeline import OnEvent
 

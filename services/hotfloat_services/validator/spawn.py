@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from hotfloat.validator.config import QUICK_ADMISSION
+from hotfloat.admission.scope import QUICK_ADMISSION
 
 from ..common.process import ServiceProcess
 

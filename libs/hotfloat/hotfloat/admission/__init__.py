@@ -1,6 +1,7 @@
-"""Admission of a build's cubins: the deviceless checks, then the Driver-API load, launch and verification."""
+"""Admission of a build's cubins: the deviceless checks, then the Driver-API load, launch and verification
+(`admission.admit`), and how much of verification a worker runs (`admission.scope`). Only the records load here: the
+image code names the scope and the ledger reads the report without pulling the sandbox, compiler and bundle reader."""
 
-from .admit import admit, gpu_missing
 from .records import AdmissionReport
 
-__all__ = ["AdmissionReport", "admit", "gpu_missing"]
+__all__ = ["AdmissionReport"]

@@ -57,7 +57,7 @@ def _collective(bundle, seed) -> tuple[Status, str]:
 
 def _native(bundle, seed, row) -> tuple[Status, str]:
     from ..compiler import build_bundle
-    from ..admission import admit
+    from ..admission.admit import admit
 
     record = build_bundle(bundle)
     row["build"] = f"{len(record.kernels)} cubins" if record.status is Status.PASS else record.status.value

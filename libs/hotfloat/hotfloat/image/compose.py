@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ExitCode, HotfloatError, InfrastructureError, InputError
-from ..validator.config import QUICK_ADMISSION
+from ..admission.scope import QUICK_ADMISSION
 from ..verdict import Status
 from . import runtime
 from .oci import Layout

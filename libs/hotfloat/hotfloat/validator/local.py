@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from ..admission import admit
+from ..admission.admit import admit
 from ..bundle import Bundle, unpack
 from ..compiler import BuildRecord, build_bundle
 from ..errors import InputError
