@@ -52,7 +52,7 @@ SETS = ("bench", "decode", "all")
     multiple=True,
     metavar="MODULE",
     help="Stock library timed beside torch's paths (repeatable; default: sgl_kernel, flashinfer and, for "
-    "attention.decode, sglang's triton kernel, when they load; 'none' for torch only).",
+    "attention.decode and attention.prefill, sglang's triton kernels, when they load; 'none' for torch only).",
 )
 @click.option(
     "--plot",
