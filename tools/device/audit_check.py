@@ -3,7 +3,8 @@ inside CUDA graphs, and what the audit costs per decode step.
 
     . tools/device/pyenv.sh; python3 tools/device/audit_check.py [--out DIR]   (tools/device/audit_check.sh)
 
-Checks (each prints one JSON line; exit 1 when any check fails):
+Checks (each prints one JSON line; exit 1 when any check fails; handicap and cost in audit_cost.py, engine in
+audit_engine.py):
 - twin: a silu nudge captured while disabled replays as stock, enabled as the stochastic one-ulp nudge, and stock
   again once disabled (the flag is a device tensor the captured kernels read);
 - audit: a graph of eight silu calls of the ladder's silu_after_n kernel (exact for its first calls, counting
@@ -20,15 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
+from audit_cost import check_cost, check_handicap
+from audit_engine import check_engine
+from audit_graph import DEV, capture, report, results, stock_fused, stock_silu
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools/device/ladder"))
@@ -37,37 +37,6 @@ import make as ladder  # noqa: E402
 from hotfloat.qualify.audit import audit_record  # noqa: E402
 from hotfloat.qualify.worker import audit_parts  # noqa: E402
 from hotfloat.seams import AuditConfig, arm  # noqa: E402
-
-DEV = torch.device("cuda")
-results: list[dict] = []
-
-
-def report(name: str, ok: bool, **info) -> None:
-    results.append({"check": name, "ok": bool(ok), **info})
-    print(json.dumps(results[-1]), flush=True)
-
-
-def stock_silu(x):
-    d = x.shape[-1] // 2
-    return torch.nn.functional.silu(x[..., :d]) * x[..., d:]
-
-
-def stock_fused(x, residual, weight, eps):
-    s = x.float() + residual.float()
-    return (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype), s.to(x.dtype)
-
-
-def capture(fn):
-    """fn() once eagerly on a side stream (warm-up, as engines do), then captured; returns (graph, static output)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = fn()
-    return g, out
 
 
 def check_twin() -> None:
@@ -125,30 +94,6 @@ def check_audit(root: Path) -> None:
     )
 
 
-def timed(g, n=50) -> float:
-    """Median microseconds per replay."""
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(n):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000)
-    return sorted(times)[n // 2]
-
-
-def check_handicap() -> None:
-    x = torch.randn(32, 2 * 4096, device=DEV).to(torch.bfloat16)
-    base = timed(capture(lambda: [arm(None).silu_and_mul(x, stock=stock_silu) for _ in range(10)])[0])
-    slow_router = arm(None, handicap_us=50)
-    slow = timed(capture(lambda: [slow_router.silu_and_mul(x, stock=stock_silu) for _ in range(10)])[0])
-    per_call = (slow - base) / 10
-    report("handicap", 40 < per_call < 65, us_per_call=round(per_call, 2))
-
-
 def check_ladder(root: Path) -> None:
     bad = []
     for d in ladder.make(root / "ladder", after=10**9):
@@ -171,119 +116,6 @@ def check_ladder(root: Path) -> None:
         except Exception as e:
             bad.append(f"{d.name}: {type(e).__name__}: {e}"[:300])
     report("ladder", not bad, problems=bad)
-
-
-def check_cost() -> None:
-    """A llama-8b decode step at batch 32 through the router, as one graph: audit off against on."""
-    layers, hidden, inter, batch = 32, 4096, 14336, 32
-    gen = torch.Generator(device=DEV).manual_seed(0)
-    mats = [
-        [
-            torch.randn(i, o, device=DEV, generator=gen, dtype=torch.bfloat16) * 0.02
-            for i, o in ((hidden, 6144), (4096, hidden), (hidden, 2 * inter), (inter, hidden))
-        ]
-        for _ in range(layers)
-    ]
-    w = torch.ones(hidden, device=DEV, dtype=torch.bfloat16)
-    h0 = torch.randn(batch, hidden, device=DEV, dtype=torch.bfloat16)
-    out = {}
-    for name, audit in (("off", None), ("on", AuditConfig(99, rate=1 / 16, rows=8))):
-        router = arm(None, audit=audit)
-
-        def step():
-            h, res = h0, torch.zeros_like(h0)
-            for qkv, o, gate_up, down in mats:
-                x, res = router.fused_add_rmsnorm(h, res, w, 1e-6, stock=stock_fused)
-                h = (x @ qkv)[:, :4096] @ o
-                x, res = router.fused_add_rmsnorm(h, res, w, 1e-6, stock=stock_fused)
-                h = router.silu_and_mul(x @ gate_up, stock=stock_silu) @ down
-            return h
-
-        g, _ = capture(step)
-        out[name] = timed(g)
-        if audit:
-            out["audited_sites"] = len(router.audit.captured)
-    report(
-        "cost",
-        True,
-        step_us_off=round(out["off"], 1),
-        step_us_on=round(out["on"], 1),
-        overhead_pct=round(100 * (out["on"] / out["off"] - 1), 3),
-        audited_sites=out["audited_sites"],
-        seam_calls_per_step=3 * layers,
-    )
-
-
-def check_engine(root: Path) -> None:
-    from hotfloat.bundle import load_bundle
-    from hotfloat.qualify import wire
-
-    ours, theirs = socket.socketpair()
-    env = {**os.environ, "HOTFLOAT_WORKER_HOME": str(root)}
-    proc = subprocess.Popen([sys.executable, "-m", "hotfloat.qualify.worker"], stdin=theirs.fileno(), env=env)
-    theirs.close()
-    cand = REPO / "examples/silu_triton"
-    try:
-        wire.send(
-            ours,
-            {
-                "kind": "transformers",
-                "preset": "qwen2-0.5b",
-                "dtype": "bf16",
-                "device": "cuda",
-                "weight_seed": 0,
-                "decode": "graph",
-                "bundle": None,
-                "identity": None,
-                "twin_of": str(cand),
-                "twin_identity": load_bundle(cand).identity,
-                "warmup": [[[[5] * 40] * 4, [8] * 4]],
-                "audit_key": 5,
-                "audit_rate": 0.25,
-                "audit_rows": 8,
-                "handicap_us": 0.0,
-            },
-        )
-        deadline = time.monotonic() + 300
-        ready = wire.recv(ours, deadline)
-        batch = {"op": "batch", "prompts": [[7] * 30, [9] * 50, [11] * 20, [3] * 45], "max_new": [16] * 4}
-
-        def serve():
-            wire.send(ours, batch)
-            return [wire.recv(ours, deadline) for _ in range(4)]
-
-        plain = serve()
-        wire.send(ours, {"op": "twin", "slots": ["activation.silu_and_mul"]})
-        twin = wire.recv(ours, deadline)
-        nudged = serve()
-        wire.send(ours, {"op": "audit"})
-        first = wire.recv(ours, deadline)
-        parts = [first] + [wire.recv(ours, deadline) for _ in range(first.get("parts", 1) - 1)]
-        rec = audit_record(3, "T", parts)
-        wire.send(ours, {"op": "stop"})
-        counts = wire.recv(ours, deadline)
-        differs = [m.get("logprobs") for m in plain] != [m.get("logprobs") for m in nudged]
-        ok = (
-            ready["type"] == "ready"
-            and twin.get("slots") == ["activation.silu_and_mul"]
-            and differs
-            and rec.error is None
-            and rec.calls
-            and not any(s.calls_failed for s in rec.slots.values())
-        )
-        report(
-            "engine",
-            ok,
-            twin=twin,
-            nudged_differs=differs,
-            error=rec.error,
-            slots={k: [v.calls_audited, v.calls_failed, v.worst.ratio] for k, v in rec.slots.items()},
-            executions=max((c.execution for c in rec.calls), default=0),
-            routed=counts.get("routed"),
-        )
-    finally:
-        ours.close()
-        proc.wait(timeout=60)
 
 
 if __name__ == "__main__":
