@@ -1,6 +1,7 @@
 """The dependency direction, derived from the code rather than listed: the library's package graph has no cycle (no
 upward arrow), the library never imports grpc, the services or the CLI except the CLI's one declared edge, and
-record modules import nothing internal beyond the shared vocabulary."""
+record modules import nothing internal beyond the shared vocabulary; inside the qualification, the code that runs
+beside candidate kernels in an engine process and the validator's side import nothing of each other."""
 
 import ast
 import functools
@@ -119,6 +120,70 @@ def test_records_import_only_the_vocabulary():
     }
     assert found - KNOWN_RECORD_IMPORTS == set(), sorted(found - KNOWN_RECORD_IMPORTS)
     assert KNOWN_RECORD_IMPORTS <= found, f"fixed, so remove from KNOWN_RECORD_IMPORTS: {KNOWN_RECORD_IMPORTS - found}"
+
+
+QUALIFY = LIB / "qualify"
+DECISION_SIDE = {"audit", "calibrate", "carryover", "decision", "evidence", "fleet", "gate", "options", "pipeline"}
+DECISION_SIDE |= {"protocol", "rule", "tally"}
+"""The qualification's judging side, by module or package under qualify/: what times, tallies, judges and records.
+Each must exist, so a rename fails here until this set follows it."""
+
+
+def qualify_file(name: str) -> Path | None:
+    """The file an imported hotfloat.qualify name loads: the module, else the package's __init__ (a name imported
+    from a package that is not a module of it, `from .. import X`, loads the package); None outside qualify."""
+    parts = name.split(".")
+    while parts[:2] == ["hotfloat", "qualify"]:
+        path = QUALIFY.joinpath(*parts[2:])
+        if path.with_suffix(".py").is_file() and len(parts) > 2:
+            return path.with_suffix(".py")
+        if (path / "__init__.py").is_file():
+            return path / "__init__.py"
+        parts.pop()
+    return None
+
+
+def reached(start: Path) -> set[Path]:
+    """Every qualify module that importing `start` loads through its own imports and theirs (the packages above a
+    module, which Python runs first, aside: hotfloat.qualify's __init__ is the library's facade, not a dependency)."""
+    seen, todo = set(), [start]
+    while todo:
+        for name in imports(todo.pop()):
+            if (path := qualify_file(name)) and path not in seen:
+                seen.add(path)
+                todo.append(path)
+    return seen
+
+
+def job(path: Path) -> str:
+    return path.relative_to(QUALIFY).parts[0].removesuffix(".py")
+
+
+def test_the_engines_never_import_the_decision_side():
+    """qualify/engines/ runs in the engine process beside the candidate's code: it serves and reports, and nothing
+    of the timing, the rule, the gate, the audit's judging or the evidence may be reachable from it."""
+    assert {n for n in DECISION_SIDE if not qualify_file(f"hotfloat.qualify.{n}")} == set()
+    assert QUALIFY / "decision.py" in reached(QUALIFY / "pipeline.py")  # relative imports resolve, transitively
+    engines = sorted((QUALIFY / "engines").rglob("*.py"))
+    assert QUALIFY / "engines" / "worker.py" in engines
+    found = {
+        str(e.relative_to(QUALIFY)): sorted(str(p.relative_to(QUALIFY)) for p in reached(e) if job(p) in DECISION_SIDE)
+        for e in engines
+    }
+    assert {e: hit for e, hit in found.items() if hit} == {}
+
+
+def test_the_validator_side_never_imports_the_engines():
+    """The validator starts an engine by its module's name in a sandbox (qualify/host.py) and never imports one:
+    engine code, and whatever it imports, stays out of the process that judges."""
+    bad = [
+        f"{path.relative_to(LIB)} imports {name}"
+        for path in modules()
+        if "engines" not in path.relative_to(LIB).parts
+        for name in imports(path)
+        if (hit := qualify_file(name)) and job(hit) == "engines"
+    ]
+    assert bad == []
 
 
 def test_grpc_is_imported_by_the_services_alone():

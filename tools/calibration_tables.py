@@ -6,7 +6,7 @@
 A block sits between `<!-- generated: NAME -->` and `<!-- /generated -->` in docs/qualification.md or
 docs/device-runs.md; the prose around it quotes no number of its own about these files, so none can drift. Sources:
 the raw collections and kept outputs in docs/qualify-runs/, the twin evidence there, the engine-noise table, and
-docs/calibration-h200.json (itself reproduced from the raw files by tests/qualify/test_calibrate.py).
+docs/calibration-h200.json (itself reproduced from the raw files by tests/qualify/calibrate/test_analyse.py).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- /generated -->)"
 
 
 def _raw(name: str):
-    from hotfloat.qualify.calibrate import load_raw
+    from hotfloat.qualify.calibrate.files import load_raw
 
     return load_raw(RUNS / name)
 
@@ -86,7 +86,7 @@ def _table(head: list[str], rows: list[list]) -> str:
 
 def collections() -> str:
     """Per raw file: engines, boots, rounds and pass times."""
-    from hotfloat.qualify.calibrate_noise import series
+    from hotfloat.qualify.calibrate.noise import series
 
     rows = []
     for label, name in RAWS.items():
@@ -123,7 +123,7 @@ def collections() -> str:
 
 def spread() -> str:
     """Per raw file: where the spread sits (within a round, or common to the round) and what the host did meanwhile."""
-    from hotfloat.qualify.calibrate_noise import series
+    from hotfloat.qualify.calibrate.noise import series
 
     rows = []
     for label, name in RAWS.items():
@@ -163,7 +163,7 @@ def spread() -> str:
 
 def pairs() -> str:
     """Per raw file: B against B' over every stock pair, and the carry-over check on honest engines."""
-    from hotfloat.qualify.calibrate_noise import noise
+    from hotfloat.qualify.calibrate.noise import noise
 
     rows = []
     for label, name in RAWS.items():
@@ -206,7 +206,7 @@ def pairs() -> str:
 
 def record() -> str:
     """The headline figures of docs/calibration-h200.json."""
-    from hotfloat.qualify.calibrate import CalibrationRecord
+    from hotfloat.qualify.calibrate.files import CalibrationRecord
 
     r = CalibrationRecord.model_validate_json((ROOT / "docs" / "calibration-h200.json").read_bytes())
     m, p = r.model, r.path_to_300
@@ -281,10 +281,10 @@ def _robust_rows(m) -> list[list[str]]:
 def influence() -> str:
     """How much one boot moves the process model: the moment and robust fits over every stock process of the record's
     sources, and both without each boot in turn, beside that boot's largest stock pass against its round's median."""
-    from hotfloat.qualify.calibrate import CalibrationRecord
-    from hotfloat.qualify.calibrate_model import fit, simulate
-    from hotfloat.qualify.calibrate_noise import series
-    from hotfloat.qualify.calibrate_robust import CUT
+    from hotfloat.qualify.calibrate.files import CalibrationRecord
+    from hotfloat.qualify.calibrate.model import fit, simulate
+    from hotfloat.qualify.calibrate.noise import series
+    from hotfloat.qualify.calibrate.robust import CUT
 
     r = CalibrationRecord.model_validate_json((ROOT / "docs" / "calibration-h200.json").read_bytes())
     label = {v: k for k, v in RAWS.items()}
@@ -329,10 +329,10 @@ def influence() -> str:
 def examples() -> str:
     """The three examples booted beside B1-B3: gate, measured effect, the verdict `calibrate evidence` forms under the
     recorded rule, and where their completions left B1's path."""
-    from hotfloat.qualify.calibrate import load_rule
-    from hotfloat.qualify.calibrate_analyse import gain
-    from hotfloat.qualify.calibrate_noise import series
-    from hotfloat.qualify.calibrate_evidence import KeptRound, evidence_from
+    from hotfloat.qualify.calibrate.files import load_rule
+    from hotfloat.qualify.calibrate.analyse import gain
+    from hotfloat.qualify.calibrate.noise import series
+    from hotfloat.qualify.calibrate.evidence import KeptRound, evidence_from
 
     raw, rule = _raw(CANDIDATES), load_rule(ROOT / "docs" / "calibration-h200.json")
     text = lzma.decompress((RUNS / f"{CANDIDATES}.outputs.jsonl.xz").read_bytes())

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from hotfloat.qualify.api import default_rule
+from hotfloat.qualify.options import default_rule
 from hotfloat.qualify.rule import decide
 
 EFFECTS = (0.0, 0.005, 0.01, 0.02, 0.05)

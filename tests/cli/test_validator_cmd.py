@@ -166,7 +166,7 @@ def test_run_spawns_separate_service_processes(capsys, make_bundle, tmp_path):
 
 
 def test_the_committed_calibration_record_gives_serve_its_rule():
-    from hotfloat.qualify.calibrate import CalibrationRecord, load_rule
+    from hotfloat.qualify.calibrate.files import CalibrationRecord, load_rule
 
     record = Path(__file__).resolve().parents[2] / "docs" / "calibration-h200.json"
     rule = load_rule(record)

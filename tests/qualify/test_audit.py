@@ -9,7 +9,7 @@ import torch
 from hotfloat.qualify.audit import audit_record, judge_audit
 from hotfloat.qualify.gate import furthest
 from hotfloat.qualify.records import AuditRecord
-from hotfloat.qualify.worker import audit_parts
+from hotfloat.qualify.engines.worker import audit_parts
 from hotfloat.seams import AuditConfig, arm
 
 

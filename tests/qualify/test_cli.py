@@ -76,8 +76,8 @@ def test_rule_from_takes_the_records_timing_rule_under_the_flags_beside_it(bundl
     from pathlib import Path
 
     from hotfloat.qualify import QualifyOptions
-    from hotfloat.qualify.api import recorded_gpus
-    from hotfloat.qualify.calibrate import load_rule
+    from hotfloat.qualify.options import recorded_gpus
+    from hotfloat.qualify.calibrate.files import load_rule
 
     ev = tmp_path / "ev.json"
     code, out, _ = run(

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from hotfloat.qualify.api import default_rule
+from hotfloat.qualify.options import default_rule
 from hotfloat.qualify.records import Decision, RuleConfig
 from hotfloat.qualify.rule import critical_z, decide, look, not_shown, trim_inflation, trimmed_mean
 

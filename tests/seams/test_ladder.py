@@ -9,7 +9,7 @@ import torch
 
 from hotfloat.bundle import load_bundle
 from hotfloat.qualify.audit import audit_record
-from hotfloat.qualify.worker import audit_parts
+from hotfloat.qualify.engines.worker import audit_parts
 from hotfloat.scan import scan_bundle
 from hotfloat.seams import AuditConfig, arm
 

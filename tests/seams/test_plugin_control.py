@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 from hotfloat.qualify.audit import audit_record
-from hotfloat.qualify.sglang_engine import SglangEngine
-from hotfloat.qualify.worker import audit_parts
+from hotfloat.qualify.engines.sglang_engine import SglangEngine
+from hotfloat.qualify.engines.worker import audit_parts
 from hotfloat.seams import ENV_TWIN_OF, AuditConfig
 from hotfloat.seams.audit import ENV as ENV_AUDIT
 

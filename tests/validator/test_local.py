@@ -106,8 +106,8 @@ def test_a_configured_rule_sets_only_what_it_names_over_the_devices_defaults():
     field; the correctness slacks are never a record's (the committed record says audit_slack 0, from before the
     audit: taken as given it would switch the audit's accuracy check off)."""
     from hotfloat.qualify import QualifyOptions, RuleConfig
-    from hotfloat.qualify.api import recorded_gpus
-    from hotfloat.qualify.calibrate import load_rule
+    from hotfloat.qualify.options import recorded_gpus
+    from hotfloat.qualify.calibrate.files import load_rule
 
     named = RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=3, max_looks=2)
     rule = StageConfig(qualify_rule=named).qualify_options().rule

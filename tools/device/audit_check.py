@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO / "tools/device/ladder"))
 import make as ladder  # noqa: E402
 
 from hotfloat.qualify.audit import audit_record  # noqa: E402
-from hotfloat.qualify.worker import audit_parts  # noqa: E402
+from hotfloat.qualify.engines.worker import audit_parts  # noqa: E402
 from hotfloat.seams import AuditConfig, arm  # noqa: E402
 
 

@@ -23,7 +23,7 @@ def check_engine(root: Path) -> None:
 
     ours, theirs = socket.socketpair()
     env = {**os.environ, "HOTFLOAT_WORKER_HOME": str(root)}
-    proc = subprocess.Popen([sys.executable, "-m", "hotfloat.qualify.worker"], stdin=theirs.fileno(), env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "hotfloat.qualify.engines.worker"], stdin=theirs.fileno(), env=env)
     theirs.close()
     cand = REPO / "examples/silu_triton"
     try:

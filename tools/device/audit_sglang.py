@@ -33,7 +33,7 @@ def main() -> int:
     ours, theirs = socket.socketpair()
     log = open(home / "engine.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hotfloat.qualify.worker"],
+        [sys.executable, "-m", "hotfloat.qualify.engines.worker"],
         stdin=theirs.fileno(),
         stdout=log,
         stderr=subprocess.STDOUT,

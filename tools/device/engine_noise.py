@@ -1,9 +1,9 @@
 """Where a qualification pass's time and noise come from, on one SGLang engine per model (H200 diagnostics).
 
-For each model preset, boots one SGLang engine the way a qualification does (hotfloat.qualify.sglang_engine, plugin
-loaded, nothing armed, collector frozen after warm-up), then serves rounds in which every request mode is timed once
-in a shuffled order: batch sizes and what the requests ask back (no logprobs, token logprobs, token logprobs plus the
-top-2 the gate's near-tie margins need). Per pass: wall seconds, the engine tree's CPU seconds, and GPU utilisation
+For each model preset, boots one SGLang engine the way a qualification does (hotfloat.qualify.engines.sglang_engine,
+plugin loaded, nothing armed, collector frozen after warm-up), then serves rounds in which every request mode is timed
+once in a shuffled order: batch sizes and what the requests ask back (no logprobs, token logprobs, token logprobs plus
+the top-2 the gate's near-tie margins need). Per pass: wall seconds, the engine tree's CPU seconds, and GPU utilisation
 from NVML right after the pass (is the step bound by the GPU or by the scheduler's Python?). Prints a table of the
 median pass, the robust relative s.d. (MAD) and the per-decode-step milliseconds; writes $OUT/engine_noise/*.json.
 
@@ -65,7 +65,7 @@ def main() -> int:
         tb = time.monotonic()
         model = ensure(preset, "bf16", 0)
         gen_s = time.monotonic() - tb
-        from hotfloat.qualify.sglang_engine import SglangEngine
+        from hotfloat.qualify.engines.sglang_engine import SglangEngine
 
         big = PRESETS[preset]["hidden_size"] >= 2048
         spec = dict(

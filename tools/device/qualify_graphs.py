@@ -18,8 +18,8 @@ from pathlib import Path
 
 import torch
 
-from hotfloat.qualify.engine import build_engine, serve_batch
-from hotfloat.qualify.graphs import GraphCaptureError
+from hotfloat.qualify.engines.transformers_engine import build_engine, serve_batch
+from hotfloat.qualify.engines.graphs import GraphCaptureError
 from hotfloat.qualify.workload import SHAPES
 from hotfloat.seams import arm
 

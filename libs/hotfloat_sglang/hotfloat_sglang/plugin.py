@@ -11,7 +11,7 @@ plugin). HOTFLOAT_ARMED_BUNDLE / HOTFLOAT_ARMED_IDENTITY name the bundle; withou
 the armed identity and the routed/stock counts, written at activation, whenever the counts changed (checked every
 0.5 s: SGLang kills its scheduler processes at shutdown, so an exit hook alone would lose them) and at a clean exit.
 
-The same thread serves the qualification worker's requests (hotfloat.qualify.sglang_engine), since the router
+The same thread serves the qualification worker's requests (hotfloat.qualify.engines.sglang_engine), since the router
 lives in the scheduler process: the worker writes `control.json` ({"seq": n, "twin": [slots]} to enable the gate
 twin's slots, {"seq": n, "audit": true} to dump the audit as `audit-<pid>.json`/`.bin`); the thread applies a new
 seq once, between passes (the engine is idle), and acknowledges it in its report (`applied`, `twin`, `error`).

@@ -65,7 +65,7 @@ class Validator:
         c = self.config
         rule = None
         if c.rule_from:
-            from hotfloat.qualify.calibrate import load_rule
+            from hotfloat.qualify.calibrate.files import load_rule
 
             rule = load_rule(c.rule_from)  # a spawned service reads it the same way: a bad record is refused first
         stages = self._stages(rule)

@@ -47,8 +47,8 @@ def analyse_cmd(raw, prereg_path, out_path, sims, as_json):
 
     from pydantic import ValidationError
 
-    from ..qualify.calibrate import load_preregistration, load_raw
-    from ..qualify.calibrate_analyse import analyse
+    from ..qualify.calibrate.files import load_preregistration, load_raw
+    from ..qualify.calibrate.analyse import analyse
 
     prereg = load_preregistration(prereg_path)
     try:
@@ -148,8 +148,8 @@ def evidence_cmd(raw, candidate, rule_from, out_path, as_json):
     from pydantic import ValidationError
 
     from ..qualify import save_evidence
-    from ..qualify.calibrate import load_raw, load_rule
-    from ..qualify.calibrate_evidence import evidence_from
+    from ..qualify.calibrate.files import load_raw, load_rule
+    from ..qualify.calibrate.evidence import evidence_from
 
     rule = load_rule(rule_from)
     try:

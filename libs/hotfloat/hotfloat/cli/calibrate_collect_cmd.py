@@ -85,8 +85,8 @@ def collect_cmd(
     from pathlib import Path
 
     from ..errors import InfrastructureError
-    from ..qualify.calibrate_collect import collect
-    from ..qualify.resident import EngineFault
+    from ..qualify.calibrate.collect import collect
+    from ..qualify.isolation.resident import EngineFault
 
     opts = qualify_options(**flags)
     handicap: dict[float, int] = {}

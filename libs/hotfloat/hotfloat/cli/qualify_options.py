@@ -138,8 +138,8 @@ def qualify_options(
         if v is not None
     }
     if rule_from:  # the record's timing rule, under the flags given beside it
-        from ..qualify.api import rule_given
-        from ..qualify.calibrate import load_rule
+        from ..qualify.options import rule_given
+        from ..qualify.calibrate.files import load_rule
 
         recorded = rule_given(load_rule(rule_from))
         rule = {**recorded["rule"], **rule}

@@ -101,7 +101,7 @@ def serve(
         click.echo(f"{name} uses only GPU {gpu}: {chosen.uuid} at {chosen.bus}, /dev/nvidia{chosen.minor}", err=True)
     rule = None
     if rule_from:
-        from ..qualify.calibrate import load_rule
+        from ..qualify.calibrate.files import load_rule
 
         rule = load_rule(rule_from)
     config = StageConfig(

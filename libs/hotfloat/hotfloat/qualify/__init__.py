@@ -7,16 +7,20 @@
     from hotfloat.qualify import load_evidence, recompute
     recompute(load_evidence("evidence.json"))      # -> Decision, from the evidence alone
 
-The candidate's code runs only in forked engine processes (hotfloat.qualify.worker); this process never imports it.
+The candidate's code runs only in the engine processes (`engines`, each started by `host` in a sandbox of its own);
+this process never imports it.
 
-The stages, a module each: `api` (the options; their defaults read from the calibration record on CUDA) ->
-`pipeline` (stage the bundles, run the protocol, form the evidence) -> `protocol` (B, C, B' and the twin over rounds,
-on `fleet`: the one rounds loop over resident engines, which calibration collection runs too) -> `rule` and `gate`
-(speed and correctness, combined by `decision`) -> `records` and `evidence` (what is kept, and recomputed) ->
-`calibrate*` (collection through `fleet` on the device; records and statistics anywhere).
+The decision core, a module each: `options` (the options; their defaults read from the calibration record on CUDA)
+-> `pipeline` (stage the bundles, run the protocol, form the evidence) -> `protocol` (B, C, B' and the twin over
+rounds, on `fleet`: the one rounds loop over resident engines, which calibration collection runs too) -> `rule` and
+`gate` (speed and correctness, combined by `decision`) -> `records` and `evidence` (what is kept, and recomputed).
+Beside it, a package each: `engines` (what runs in an engine process, beside the candidate's code; it never imports
+the decision side), `isolation` (the resident engines seen from the validator, and how every idle one is locked and
+stopped while another is timed) and `calibrate` (collection through `fleet` on the device; records and statistics
+anywhere).
 """
 
-from .api import QualifyOptions
+from .options import QualifyOptions
 from .pipeline import qualify_bundle
 from .evidence import Evidence, QualifyResult
 from .evidence import load as load_evidence

@@ -1,5 +1,5 @@
 """Resident engines booted together, and the one rounds loop over them that qualification (hotfloat.qualify.protocol)
-and calibration collection (hotfloat.qualify.calibrate_collect) both run.
+and calibration collection (hotfloat.qualify.calibrate.collect) both run.
 
 A `Fleet` divides the device's memory among the engines it will hold at once (`plan_memory`), shows every engine the
 validator's model, starts each in its own sandbox under one isolation (hotfloat.qualify.isolation), waits for a group
@@ -25,7 +25,7 @@ from .host import CACHE, ENV_ROOT, model_view
 from .isolation import Isolation
 from .isolation.memory import Ledger, MemoryPlan, MemoryRecord, need_bytes, plan
 from .records import EngineSpec, IsolationRecord, Workload
-from .resident import Counts, EngineFault, Ready, ResidentEngine, Served
+from .isolation.resident import Counts, EngineFault, Ready, ResidentEngine, Served
 from .workload import kv_cap, kv_need, prompts
 
 OnFault = Callable[[str, EngineFault], bool]

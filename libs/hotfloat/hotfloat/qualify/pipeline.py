@@ -1,6 +1,6 @@
 """`qualify_bundle`: the complete-engine A/B of one candidate, as the CLI and the Qualification service call it.
 
-The stages in order: the options (hotfloat.qualify.api) fix the engine and the workload; the bundles are staged;
+The stages in order: the options (hotfloat.qualify.options) fix the engine and the workload; the bundles are staged;
 the resident-engine protocol (hotfloat.qualify.protocol: B, C, B' and the gate's twin T, each in its own sandbox,
 timed one at a time with the others locked and stopped) serves rounds until the rule and the gate decide; its frames
 and decision become recomputable evidence. The candidate bundle is armed only in C; without a sandbox,
@@ -18,12 +18,12 @@ import time
 from ..bundle import Bundle, load_bundle
 from ..sandbox import ensure_available
 from ..errors import InputError
-from .api import NO_RECORD, QualifyOptions
+from .options import NO_RECORD, QualifyOptions
 from .evidence import Evidence, QualifyResult
 from .host import engine_policy, staged
 from .presets import PRESETS
 from .protocol import Progress, Protocol
-from .resident import harden_self
+from .isolation.resident import harden_self
 from .workload import make_workload
 
 log = logging.getLogger("hotfloat.qualify")

@@ -32,7 +32,7 @@ from .decision import judge
 from .fleet import Counts, Fleet, Ready
 from .gate import gate
 from .records import AuditRecord, Decision, EngineSpec, Role, RuleConfig, RunFrame, Workload
-from .resident import EngineFault, cpu_sets
+from .isolation.resident import EngineFault, cpu_sets
 from .rule import decide
 from .tally import Outcome, Tally, round_order
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .isolation.memory import MemoryRecord
 from .records import AuditRecord, Decision, IsolationRecord, Role, RunFrame
-from .resident import Served
+from .isolation.resident import Served
 
 
 def round_order(seed: int, round_index: int, n: int = 3) -> list[int]:

@@ -15,7 +15,7 @@ from ..bundle import Bundle, unpack
 from ..compiler import BuildRecord, build_bundle
 from ..errors import InputError
 from ..qualify import QualifyOptions, RuleConfig, qualify_bundle
-from ..qualify.api import rule_given
+from ..qualify.options import rule_given
 from ..record import first_error
 from ..scan import ScanReport, scan_bundle
 from ..verdict import Status, combine

@@ -4,8 +4,8 @@ SIGSTOP stops an idle engine's threads but not a kernel it already put on the GP
 time-slices between contexts: one left-running, one-warp kernel of a stopped process slowed another process's work
 1.85x on the H200 (../shared/gpu-isolation). So before a pass, every other engine is
 
-1. locked through the driver's checkpoint API (by the watchdog process, hotfloat.qualify.watchdog): the lock waits
-   for the engine's submitted GPU work and then blocks its CUDA calls; work still running at the timeout is that
+1. locked through the driver's checkpoint API (by the watchdog process, hotfloat.qualify.isolation.watchdog): the lock
+   waits for the engine's submitted GPU work and then blocks its CUDA calls; work still running at the timeout is that
    engine's fault (the candidate's: FAIL). A process NVML lists with a context must lock, or its engine is at fault;
 2. stopped (SIGSTOP, every process of its tree); a process that was stopped before we stopped it stopped itself,
    which would hang the lock: its engine's fault. Once stopped, no process can make a context, so NVML's list is read
@@ -27,6 +27,10 @@ since is the timed engine's (every other engine was stopped and could neither st
 unlock is the unlocked engine's, and a watchdog reply that does not come (`contexts`, `util`, `probe`, `memory`) is
 charged to the engine it was asked about (the one being locked, else the one being timed), never a crash. Without the checkpoint API (CPU, old drivers) only the stop is in force, and the evidence
 says so; on CUDA that refuses to qualify unless the caller opts out.
+
+A module each: `resident` (an engine seen from the validator: its sandbox, channel, pause and resume), `alone` (the
+isolation around a pass), `checks` (the witnesses that name who held the GPU), `memory` (each engine's share of the
+device), `watchdog` (the process that makes the driver calls) and `client` (the validator's handle on it).
 """
 
 from .alone import Isolation

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from ...errors import InfrastructureError
 from .memory import Ledger, usage
 from ..records import IsolationRecord
-from ..resident import EngineFault, ResidentEngine
+from .resident import EngineFault, ResidentEngine
 from .watchdog import CUDA_ERROR_NOT_READY
 from .checks import PROBE_SPAN_US, all_locked, not_self_stopped, now_us, quiet, witness
 from .client import REPLY_S, Watchdog

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import hostload
-from ..resident import EngineFault, ResidentEngine
+from .resident import EngineFault, ResidentEngine
 
 if TYPE_CHECKING:
     from .alone import Isolation

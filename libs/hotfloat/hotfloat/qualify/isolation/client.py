@@ -18,8 +18,8 @@ REPLY_S = 10.0
 
 
 class Watchdog:
-    """The validator's handle on the watchdog process (`argv`: the program, hotfloat.qualify.watchdog unless a test
-    runs a stand-in for a GPU host); every reply has a deadline."""
+    """The validator's handle on the watchdog process (`argv`: the program, hotfloat.qualify.isolation.watchdog unless a
+    test runs a stand-in for a GPU host); every reply has a deadline."""
 
     def __init__(self, argv: list[str] | None = None):
         self.argv = argv or [sys.executable, "-m", "hotfloat.qualify.isolation.watchdog"]

@@ -22,7 +22,7 @@ from pydantic import Field
 from ...errors import InfrastructureError
 from ...record import Record
 from ..presets import PRESETS
-from ..resident import EngineFault
+from .resident import EngineFault
 
 GiB = 1 << 30
 OVERHEAD = {"sglang": 6 * GiB, "transformers": 1 * GiB}

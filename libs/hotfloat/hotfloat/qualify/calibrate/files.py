@@ -1,10 +1,6 @@
-"""Calibration of the resident-engine rule: what the device collects, what the analysis records, and reading both.
-
-`hotfloat.qualify.calibrate_collect` (on the device) boots stock engines, optionally handicapped stock engines (a
-validator-added GPU delay, the positive control) and candidate engines, as resident engines exactly like a
-qualification's, and writes their pass times round by round (`CalibrationRaw`). `hotfloat.qualify.calibrate_analyse`
-(anywhere) turns raw files into the rule's error rates, counted on independent units (`CalibrationRecord`). Both
-files are read back here as untrusted input; hotfloat.qualify.calibrate_evidence forms qualifications from kept rounds.
+"""The calibration's files, and reading them back as untrusted input: what the device collects (`CalibrationRaw`,
+hotfloat.qualify.calibrate.collect), what the analysis records (`CalibrationRecord`, hotfloat.qualify.calibrate.analyse)
+and the pre-registration that fixes the rule before any collection.
 """
 
 from __future__ import annotations
@@ -15,11 +11,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ..bundle.bounded import load_record
-from ..env import EnvIdentity
-from ..errors import InputError
-from .isolation.memory import MemoryRecord
-from .records import EngineSpec, IsolationRecord, Record, RuleConfig, Workload
+from ...bundle.bounded import load_record
+from ...env import EnvIdentity
+from ...errors import InputError
+from ..isolation.memory import MemoryRecord
+from ..records import EngineSpec, IsolationRecord, Record, RuleConfig, Workload
 
 TARGET_FALSE_PASS = 0.01
 TARGET_POWER = 0.95
@@ -156,7 +152,7 @@ class ProcessModel(Record):
 
 
 class RobustModel(ProcessModel):
-    """The same model fitted with each boot's far passes winsorized (hotfloat.qualify.calibrate_robust), so that one
+    """The same model fitted with each boot's far passes winsorized (hotfloat.qualify.calibrate.robust), so that one
     pass cannot set sigma and tau; its simulation still resamples the raw residuals, far passes included."""
 
     cut: float

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hotfloat.qualify.calibrate_collect import handicap_us
+from hotfloat.qualify.calibrate.collect import handicap_us
 from hotfloat.qualify.records import RuleConfig
 from hotfloat.qualify.workload import make_workload
 
@@ -42,9 +42,9 @@ def test_a_short_real_collection_on_cpu_and_evidence_formed_from_it(tmp_path, bu
     collection (recorded) without ending it, and the kept completions make a qualification whose gate fails the
     broken candidate and which recomputes."""
     from hotfloat.qualify import QualifyOptions, recompute
-    from hotfloat.qualify.calibrate import load_raw
-    from hotfloat.qualify.calibrate_evidence import evidence_from
-    from hotfloat.qualify.calibrate_collect import collect
+    from hotfloat.qualify.calibrate.files import load_raw
+    from hotfloat.qualify.calibrate.evidence import evidence_from
+    from hotfloat.qualify.calibrate.collect import collect
 
     out, said = tmp_path / "raw.json", []
     got = collect(

@@ -19,14 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .calibrate import CalibrationRaw, RawRound
-from .calibrate_evidence import KeptRound
-from .fleet import Counts, Fleet, Ready, Served
-from .host import staged
-from .presets import PRESETS
-from .records import Workload
-from .resident import cpu_sets, harden_self
-from .workload import make_workload
+from .files import CalibrationRaw, RawRound
+from .evidence import KeptRound
+from ..fleet import Counts, Fleet, Ready, Served
+from ..host import staged
+from ..presets import PRESETS
+from ..records import Workload
+from ..isolation.resident import cpu_sets, harden_self
+from ..workload import make_workload
 
 
 def handicap_us(effect: float, pass_s: float, layers: int, workload: Workload) -> float:
@@ -59,8 +59,8 @@ def collect(
     `keep_rounds`, the completions of B1, B2 and the candidates in the first rounds are appended to
     `<out>.outputs.jsonl` (`evidence_from`). With `export_cache`, B1's JIT caches are copied there after the rounds
     (`export`). `options` is a QualifyOptions (engine, workload mix, sandboxing)."""
-    from ..bundle import load_bundle
-    from ..env import collect as environment
+    from ...bundle import load_bundle
+    from ...env import collect as environment
 
     t0 = time.monotonic()
     say = progress or (lambda m: None)

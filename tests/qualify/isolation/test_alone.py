@@ -1,6 +1,6 @@
 """Isolation around timed passes, on two real CPU engines: with the real watchdog (no GPU here: CUDA qualification
 is refused unless opted out), and with a stand-in watchdog whose driver behaves as the H200's was measured to
-(tests/qualify/standin_watchdog.py), so the validator's handling of every lock outcome runs for real."""
+(tests/qualify/isolation/standin_watchdog.py), so the validator's handling of every lock outcome runs for real."""
 
 import json
 import sys
@@ -13,7 +13,7 @@ from hotfloat.errors import InfrastructureError
 from hotfloat.qualify import QualifyOptions, hostload
 from hotfloat.qualify.isolation import Isolation
 from hotfloat.qualify.isolation.memory import Ledger, plan
-from hotfloat.qualify.resident import EngineFault, ResidentEngine
+from hotfloat.qualify.isolation.resident import EngineFault, ResidentEngine
 from hotfloat.qualify.isolation.client import Watchdog
 
 OPTS = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0)

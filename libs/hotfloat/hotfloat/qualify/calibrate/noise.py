@@ -2,7 +2,7 @@
 
 `series` is the [round, engine] table every analysis of a collection reads; `noise` and `carry_null` are the
 per-engine and per-pair spread, the wall time a qualification is built from, and the carry-over check on honest
-engines, reported in the calibration record beside the rule's counts (`calibrate_analyse`).
+engines, reported in the calibration record beside the rule's counts (`analyse`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 
-from .calibrate import CalibrationRaw
+from .files import CalibrationRaw
 
 
 def series(raw: CalibrationRaw, names: list[str]) -> np.ndarray:

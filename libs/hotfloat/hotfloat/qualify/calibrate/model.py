@@ -2,8 +2,8 @@
 
 Round effect + persistent process offset (s.d. tau) + per-pass noise (s.d. sigma), fitted by the method of moments on
 each boot's two-way round x process layout (ANOVA mean squares pooled over boots), and again on the layouts with each
-far pass winsorized (`calibrate_robust`: one pass must not set it). A model, reported beside the counts of
-independent units (`calibrate_analyse`), never for them.
+far pass winsorized (`robust`: one pass must not set it). A model, reported beside the counts of
+independent units (`analyse`), never for them.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibrate import CalibrationRaw, ProcessModel, RobustModel
-from .calibrate_noise import series
-from .calibrate_robust import winsorize
-from .records import RuleConfig
-from .rule import decide
+from .files import CalibrationRaw, ProcessModel, RobustModel
+from .noise import series
+from .robust import winsorize
+from ..records import RuleConfig
+from ..rule import decide
 
 Z95 = 1.6449
 """One-sided 95% normal quantile (tau's upper bound, through the Wilson-Hilferty chi-square approximation)."""
@@ -49,7 +49,7 @@ def fit(raws: list[CalibrationRaw], cut: float | None = None) -> Fit:
     """The hierarchical model on the stock engines' log pass times: sigma, tau and tau's upper 95% bound. Per boot, the
     round means are removed (they cancel in the rule's ratios) and E[SS between processes] = (J - 1)(sigma^2 +
     R tau^2) against the residual mean square sigma^2. With `cut`, the robust fit: the same equations on each boot's
-    table winsorized at `cut` robust s.d. (`calibrate_robust.winsorize`)."""
+    table winsorized at `cut` robust s.d. (`robust.winsorize`)."""
     sse = dfe = ssg = dfg = w = 0.0
     resid, procs, passes, pulled = [], 0, 0, 0
     for raw in (r for r in raws if len(r.stock) > 1):

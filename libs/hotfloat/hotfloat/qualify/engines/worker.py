@@ -20,7 +20,7 @@ import shutil
 import socket
 import traceback
 
-from . import hostload, wire
+from .. import hostload, wire
 
 SEED_CACHE = "/seed-cache"
 PART_BYTES = 5 << 19
@@ -135,7 +135,7 @@ def _build(spec: dict):
         from .sglang_engine import SglangEngine
 
         return SglangEngine(spec)
-    from .engine import TransformersEngine
+    from .transformers_engine import TransformersEngine
 
     return TransformersEngine(spec)
 

@@ -1,6 +1,7 @@
 """GPU memory owned like GPU time (hotfloat.qualify.isolation.memory): the plan on the devices validators own, the
-ledger's charging order, and whole CPU qualifications under a stand-in driver (tests/qualify/standin_watchdog.py)
-whose device memory is each process's resident memory, so a candidate that hoards really hoards.
+ledger's charging order, and whole CPU qualifications under a stand-in driver
+(tests/qualify/isolation/standin_watchdog.py) whose device memory is each process's resident memory, so a candidate that
+hoards really hoards.
 
 Whoever holds more than its share is at fault: a hoarding candidate FAILs with the fault named, never a free
 re-roll; a baseline that runs out of memory while the candidate keeps within its share stays NO_DECISION; and a
@@ -17,7 +18,7 @@ from hotfloat.qualify import QualifyOptions, qualify_bundle, recompute
 from hotfloat.qualify.isolation import Isolation
 from hotfloat.qualify.isolation.client import Watchdog
 from hotfloat.qualify.isolation.memory import GiB, Ledger, need_bytes, plan
-from hotfloat.qualify.resident import EngineFault, ResidentEngine
+from hotfloat.qualify.isolation.resident import EngineFault, ResidentEngine
 from hotfloat.qualify.workload import kv_cap, make_workload
 
 H100, H200 = 81559 << 20, 143771 << 20
@@ -129,7 +130,7 @@ def test_a_baseline_failing_while_the_candidate_is_over_its_share_is_the_candida
     """C hoards while handing over its audit, where no pass is timed; B' then fails handing over its own: C pays."""
     device(int(4.5 * GiB))
     hoards_at_audit = HOARD.format(after=-1) + (
-        "\nimport hotfloat.qualify.engine as _engine\n_audit = _engine.TransformersEngine.audit\n\n\n"
+        "\nimport hotfloat.qualify.engines.transformers_engine as _engine\n_audit = _engine.TransformersEngine.audit\n\n\n"
         "def _hoarding(self):\n    kept.append(bytearray(1200 << 20))\n    return _audit(self)\n\n\n"
         "_engine.TransformersEngine.audit = _hoarding\n"
     )

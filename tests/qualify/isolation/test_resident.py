@@ -13,7 +13,7 @@ from hotfloat.qualify import QualifyOptions, qualify_bundle
 from hotfloat.qualify.host import staged
 from hotfloat.qualify import hostload
 from hotfloat.qualify.isolation import Isolation
-from hotfloat.qualify.resident import EngineFault, ResidentEngine, cpu_sets, is_dumpable
+from hotfloat.qualify.isolation.resident import EngineFault, ResidentEngine, cpu_sets, is_dumpable
 
 OPTS = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0, rule={"look_rounds": 3, "max_looks": 1})
 

@@ -18,7 +18,7 @@ SLOTS = ["activation.silu_and_mul", "norm.fused_add_rmsnorm", "norm.rmsnorm"]
 def test_twin_counts_and_audit_ops(bundles, tmp_path):
     ours, theirs = socket.socketpair()
     env = {**os.environ, "TRITON_INTERPRET": "1", "HOTFLOAT_WORKER_HOME": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "hotfloat.qualify.worker"], stdin=theirs.fileno(), env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "hotfloat.qualify.engines.worker"], stdin=theirs.fileno(), env=env)
     theirs.close()
     cand = bundles["exact"]
     try:

@@ -30,9 +30,9 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from ..seams import ENV_HANDICAP, AuditConfig
-from ..seams.audit import ENV as ENV_AUDIT
-from ..seams.audit import read_dump
+from ...seams import ENV_HANDICAP, AuditConfig
+from ...seams.audit import ENV as ENV_AUDIT
+from ...seams.audit import read_dump
 
 CONTROL_TIMEOUT_S = 120.0
 

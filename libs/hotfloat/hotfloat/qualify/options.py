@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 
 from ..devices import gpu_name
 from ..errors import InputError
-from .calibrate import load_calibration, load_rule
+from .calibrate.files import load_calibration, load_rule
 from .presets import PRESETS
 from .records import Decode, EngineKind, EngineSpec, Record, Role, RuleConfig
 from .workload import SHAPES
@@ -53,7 +53,7 @@ class QualifyOptions(Record):
     engine_kind: EngineKind = "transformers"
     """"sglang" (CUDA) or the transformers stand-in."""
     preset: str = "tiny"
-    """Engine model preset (hotfloat.qualify.engine.PRESETS)."""
+    """Engine model preset (hotfloat.qualify.presets.PRESETS)."""
     model_path: str | None = None
     """SGLang only: a checkpoint directory instead of a generated model."""
     device: Literal["cpu", "cuda"] = "cpu"

@@ -10,7 +10,7 @@ positive controls, a real engine truly faster by a known amount.
 
 Secondary, and labelled so: every role permutation over back-to-back blocks of rounds (`pooled_*`, sharing processes
 and rounds); the null units with C's pass times scaled by (1 - effect) (`injected`, which assumes a faster kernel
-keeps the stock engine's noise); and the hierarchical process model, by moments and robust (`calibrate_model`), under
+keeps the stock engine's noise); and the hierarchical process model, by moments and robust (`model`), under
 which the rule is simulated. The rule is not chosen here: it is pre-registered, and units from the collections it
 was fixed on are also reported apart.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .calibrate import (
+from .files import (
     TARGET_CONTROLS,
     TARGET_FALSE_PASS,
     TARGET_MINUTES,
@@ -36,11 +36,11 @@ from .calibrate import (
     Unit,
     clopper_pearson_upper,
 )
-from .calibrate_model import fit, process_model
-from .calibrate_noise import noise, series
-from .calibrate_robust import CUT
-from .records import RuleConfig
-from .rule import decide, trimmed_mean
+from .model import fit, process_model
+from .noise import noise, series
+from .robust import CUT
+from ..records import RuleConfig
+from ..rule import decide, trimmed_mean
 
 EFFECTS = (0.01, 0.02, 0.05)
 

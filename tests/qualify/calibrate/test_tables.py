@@ -4,7 +4,7 @@
 import importlib.util
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 spec = importlib.util.spec_from_file_location("calibration_tables", ROOT / "tools" / "calibration_tables.py")
 tables = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tables)

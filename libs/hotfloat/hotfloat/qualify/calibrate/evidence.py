@@ -8,12 +8,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..bundle.bounded import read_file
-from ..record import Record, first_error
-from .calibrate import CalibrationRaw
-from .decision import judge
-from .evidence import Evidence
-from .records import RuleConfig, RunFrame
+from ...bundle.bounded import read_file
+from ...record import Record, first_error
+from .files import CalibrationRaw
+from ..decision import judge
+from ..evidence import Evidence
+from ..records import RuleConfig, RunFrame
 
 OUTPUTS_BYTES = 256 << 20
 """Kept completions: the evidence formed from three of the engines must fit in 32 MiB, so a file of B1, B2 and a

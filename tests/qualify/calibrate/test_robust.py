@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hotfloat.qualify.calibrate import (
+from hotfloat.qualify.calibrate.files import (
     CalibrationRaw,
     CalibrationRecord,
     Preregistration,
@@ -14,13 +14,13 @@ from hotfloat.qualify.calibrate import (
     RobustModel,
     load_raw,
 )
-from hotfloat.qualify.calibrate_analyse import analyse
-from hotfloat.qualify.calibrate_model import fit
-from hotfloat.qualify.calibrate_robust import CUT, winsorize
+from hotfloat.qualify.calibrate.analyse import analyse
+from hotfloat.qualify.calibrate.model import fit
+from hotfloat.qualify.calibrate.robust import CUT, winsorize
 from hotfloat.qualify.records import EngineSpec, RuleConfig
 from hotfloat.qualify.workload import make_workload
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 RULE = RuleConfig(look_rounds=5, max_looks=2, process_floor=0.001, logprob_tol=0.1)
 
 

@@ -1,11 +1,11 @@
 """The process model's robust side: no single pass may set sigma and tau.
 
-The moment fit (`calibrate_model.fit`) squares every residual, so one pass a quarter slower than its round (boot
+The moment fit (`model.fit`) squares every residual, so one pass a quarter slower than its round (boot
 418549's B2) doubles sigma and makes a process offset out of one process's one bad pass. Here each boot's round x
 process table of log pass times is first cleaned by winsorizing: the additive fit (round + process) by Huber's
 M-estimator, each pass pulled in to within `CUT` robust s.d. (MAD of the residuals) of that fit, every other pass left
 as it was. The same ANOVA moment equations then run on the cleaned table; what the rule is simulated against still
-resamples the raw residuals (calibrate_model.Fit.resid), since far passes happen and the rule must meet them.
+resamples the raw residuals (model.Fit.resid), since far passes happen and the rule must meet them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .rule import MAD_TO_SD
+from ..rule import MAD_TO_SD
 
 CUT = 3.5
 """Passes are winsorized beyond 3.5 robust s.d. of their boot's residuals. Normal noise puts 1 pass in 2,000 that far

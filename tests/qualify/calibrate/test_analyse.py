@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from hotfloat.qualify.calibrate import (
+from hotfloat.qualify.calibrate.files import (
     CalibrationRaw,
     CalibrationRecord,
     Preregistration,
@@ -19,13 +19,13 @@ from hotfloat.qualify.calibrate import (
     load_preregistration,
     load_raw,
 )
-from hotfloat.qualify.calibrate_analyse import analyse, assignments, units, walk
-from hotfloat.qualify.calibrate_model import fit, simulate
-from hotfloat.qualify.calibrate_noise import noise
+from hotfloat.qualify.calibrate.analyse import analyse, assignments, units, walk
+from hotfloat.qualify.calibrate.model import fit, simulate
+from hotfloat.qualify.calibrate.noise import noise
 from hotfloat.qualify.records import EngineSpec, RuleConfig
 from hotfloat.qualify.workload import make_workload
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 RULE = RuleConfig(look_rounds=10, max_looks=4, process_floor=0.001, logprob_tol=0.1)
 PREREG = Preregistration(fixed="2026-12-04", rule=RULE, selected_on=["seen.raw.json"], why="a test")
 
@@ -175,7 +175,7 @@ def test_cli_analyse_writes_the_record_with_the_preregistered_rule(tmp_path, cap
 def test_the_committed_record_reproduces_from_the_committed_raw_files_and_sets_the_cuda_default():
     """Every count in docs/calibration-h200.json comes back from its sources, its rule is the pre-registered one,
     and the library's CUDA default is that rule, read from the record the package ships (docs/ links to it)."""
-    from hotfloat.qualify.api import default_rule, recorded_gpus
+    from hotfloat.qualify.options import default_rule, recorded_gpus
 
     rec = CalibrationRecord.model_validate_json((DOCS / "calibration-h200.json").read_bytes())
     prereg = load_preregistration(DOCS / "calibration-h200.preregistered.json")
@@ -335,7 +335,7 @@ def test_evidence_refuses_hostile_kept_outputs(tmp_path, capsys, outputs, why):
 
 def test_a_record_that_is_not_one_names_its_first_problem(tmp_path):
     from hotfloat.errors import InputError
-    from hotfloat.qualify.calibrate import load_rule
+    from hotfloat.qualify.calibrate.files import load_rule
 
     record = tmp_path / "cal.json"
     record.write_text(

@@ -26,8 +26,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import hostload, messages, wire
-from .host import spawn_engine
+from .. import hostload, messages, wire
+from ..host import spawn_engine
 
 PR_SET_DUMPABLE = 4
 
@@ -221,7 +221,7 @@ class ResidentEngine:
         return parts
 
     def log_tail(self) -> str:
-        from ..sandbox import log_tail
+        from ...sandbox import log_tail
 
         return log_tail(self.workdir / "engine.log")
 
