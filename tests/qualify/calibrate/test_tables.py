@@ -2,9 +2,11 @@
 (tools/calibration_tables.py regenerates them; here it only checks)."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tools"))  # the script's own folder, as `python tools/calibration_tables.py` has it
 spec = importlib.util.spec_from_file_location("calibration_tables", ROOT / "tools" / "calibration_tables.py")
 tables = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tables)
