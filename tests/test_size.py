@@ -1,17 +1,28 @@
-"""Size guards (as tinygrad keeps one): the library's line budget, printed per package so growth has an address, and
-no module over MAX_MODULE_LINES in libs/ or services/. Growth must be a decision, not drift."""
+"""Size guards (as tinygrad keeps one): the library's line budget and tools/' own, printed per package or folder so
+growth has an address, and no module over MAX_MODULE_LINES in libs/, services/ or tools/. Growth must be a decision,
+not drift."""
 
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 21_300
-"""Raised from 17,400 on 2026-12-05 by `ruff format` (issue 34): the same code laid out one argument per line where a
-call does not fit, 17,139 -> 20,919 counted lines with nothing added (the formatting commit is in
-.git-blame-ignore-revs), plus the ten modules it pushed past MAX_MODULE_LINES split by job into 21, each new module
-with its own docstring and imports (+128, 21,047 counted). Before: 16,400 -> 17,400 by issue 34 (LocalStages, one ValidatorConfig, typed transition
-evidence, the qualify pipeline's one rounds loop, seven modules split) and issue 36's endpoint pool; 14,800 -> 16,400
-for issues 31-33. Raise it in the change that needs it, with the reason."""
+BUDGET = 21_410
+"""Raised from 21,300 on 2026-12-05 by issue 43's rough edges (+110 counted lines, nothing else in that figure): the
+archive reader applies the folder reader's ignore rule from the bundle root (+9), the Cacheon import's slot table,
+refused-slot error, world size and row-stride warning (+61), verify's head wrapped between fields (+22), bench's table
+at the terminal's width (+10), admission.scope apart from the validator's configuration (+8). Before: 17,400 -> 21,300
+by `ruff format` (issue 34): the same code laid out one argument per line where a call does not fit, 17,139 -> 20,919
+counted lines with nothing added (the formatting commit is in .git-blame-ignore-revs), plus the ten modules it pushed
+past MAX_MODULE_LINES split by job into 21, each new module with its own docstring and imports (+128, 21,047 counted).
+Before: 16,400 -> 17,400 by issue 34 (LocalStages, one ValidatorConfig, typed transition evidence, the qualify
+pipeline's one rounds loop, seven modules split) and issue 36's endpoint pool; 14,800 -> 16,400 for issues 31-33. Raise
+it in the change that needs it, with the reason."""
+TOOLS = ROOT / "tools"
+TOOLS_BUDGET = 5_100
+"""Set on 2026-12-05 by issue 43 at 4,864 counted lines (3,567 of Python, 1,297 of shell): developer and device
+scripts had doubled to 5.4k physical lines with no guard. The splits of its five modules over MAX_MODULE_LINES
+(calibration_tables, bench_sweep, attention_proof, audit_check, sandbox_proof) are in that count. Raise it in the
+change that needs it, with the reason."""
 MAX_MODULE_LINES = 300
 """A module is one concept; past this it is two (house style: modules of 50-300 lines)."""
 ALLOWED: dict[str, int] = {}
@@ -38,9 +49,19 @@ def library_lines() -> int:
     return sum(per_package().values())
 
 
+def tools_per_folder() -> dict[str, int]:
+    """Code lines of tools/' Python and shell scripts per folder (tools/device/ladder/ counts as tools/device)."""
+    out: dict[str, int] = {}
+    for p in TOOLS.rglob("*"):
+        if p.suffix in (".py", ".sh") and p.is_file():
+            key = "/".join(p.relative_to(ROOT).parts[:2]) if len(p.relative_to(TOOLS).parts) > 1 else "tools (top)"
+            out[key] = out.get(key, 0) + code_lines(p)
+    return out
+
+
 def modules() -> dict[str, int]:
-    """Physical lines of every Python module in libs/ and services/, generated gRPC stubs aside."""
-    paths = [p for top in ("libs", "services") for p in (ROOT / top).rglob("*.py")]
+    """Physical lines of every Python module in libs/, services/ and tools/, generated gRPC stubs aside."""
+    paths = [p for top in ("libs", "services", "tools") for p in (ROOT / top).rglob("*.py")]
     return {
         str(p.relative_to(ROOT)): len(p.read_text().splitlines())
         for p in paths
@@ -57,6 +78,16 @@ def test_the_library_stays_within_its_line_budget():
         print(f"{name:<{width}}  {lines:5d}  {lines / n:5.1%}")
     print(f"{'libs/hotfloat/hotfloat':<{width}}  {n:5d}  of {BUDGET} ({n / BUDGET:.0%})")
     assert n <= BUDGET, f"the library has {n} lines, over its budget of {BUDGET}"
+
+
+def test_the_tools_stay_within_their_line_budget():
+    sizes = tools_per_folder()
+    n = sum(sizes.values())
+    print(f"\n{'folder':<14}  lines")
+    for name, lines in sorted(sizes.items(), key=lambda kv: -kv[1]):
+        print(f"{name:<14}  {lines:5d}")
+    print(f"{'tools':<14}  {n:5d}  of {TOOLS_BUDGET} ({n / TOOLS_BUDGET:.0%})")
+    assert n <= TOOLS_BUDGET, f"tools/ has {n} lines, over its budget of {TOOLS_BUDGET}"
 
 
 def test_no_module_is_over_the_limit():
