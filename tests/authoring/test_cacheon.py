@@ -28,7 +28,10 @@ def test_import_converts_and_reports_every_change(tmp_path):
     assert (
         "removed" in changes[("manifest.toml", "competition", '{"mode": "slot", "target": "activation.silu_and_mul"}')]
     )
-    assert "no hotfloat slot 'moe.fused_experts'" in changes[("manifest.toml", "ops[1]", "slot 'moe.fused_experts'")]
+    assert (
+        "no hotfloat slot 'cacheon.fictional_teleport'"
+        in changes[("manifest.toml", "ops[1]", "slot 'cacheon.fictional_teleport'")]
+    )
     meta = "metadata/silu_and_mul.json"
     assert {k for (f, k, _) in changes if f == meta} == {"dtypes", "op", "capabilities", "notes"}
     assert changes[("manifest.toml", "ops[0].architectures", "(absent)")].startswith("cpu sm_90")
