@@ -4,6 +4,7 @@ On a shared 2-core CPU the timing noise is far above a GPU's, so an exact bundle
 never PASS; what must hold exactly is the gate: exact bundles match, broken ones FAIL.
 """
 
+import pytest
 from pathlib import Path
 
 
@@ -82,3 +83,27 @@ def test_the_options_class_defaults_are_the_cpu_devices():
 
     assert QualifyOptions() == QualifyOptions.for_device("cpu")
     assert QualifyOptions().rule.audit_slack > 0 and QualifyOptions().rule.gate_slack < 2
+
+
+def test_the_cuda_rule_is_the_record_of_the_gpu_it_runs_on_and_a_gpu_without_one_refuses_to_qualify(bundles):
+    """Records are per device model: the H200's rule comes from its record; a GPU without a record gets options
+    (calibration collection needs no rule) that qualify_bundle refuses in one line naming the commands that make a
+    record; a configured rule (a pre-registration's, through --rule-from) lets it qualify."""
+    from hotfloat.errors import InputError
+    from hotfloat.qualify.calibrate.files import load_rule
+    from hotfloat.qualify.options import NO_RECORD, default_rule, recorded_gpus, rule_given
+
+    h200 = QualifyOptions.for_device("cuda", gpu="NVIDIA H200")
+    assert "NVIDIA H200" in recorded_gpus() and h200.uncalibrated is None
+    assert h200.rule.look_rounds == default_rule("cuda", "NVIDIA H200").look_rounds
+    a100 = QualifyOptions.for_device("cuda", gpu="NVIDIA A100-SXM4-80GB")
+    assert a100.uncalibrated == "NVIDIA A100-SXM4-80GB"
+    with pytest.raises(InputError) as e:
+        qualify_bundle(bundles["exact"], a100)
+    assert str(e.value) == NO_RECORD.format(gpu="NVIDIA A100-SXM4-80GB")
+    assert "hotfloat qualify calibrate collect" in str(e.value) and "\n" not in str(e.value)
+    prereg = load_rule(Path(__file__).parents[2] / "docs" / "calibration-h100.preregistered.json")
+    h100 = QualifyOptions.for_device("cuda", gpu="NVIDIA H100 80GB HBM3", **rule_given(prereg))
+    assert h100.uncalibrated is None and h100.rule.look_rounds == prereg.look_rounds == 5
+    with pytest.raises(InputError, match="no calibration record for NVIDIA A100"):
+        default_rule("cuda", "NVIDIA A100-SXM4-80GB")
