@@ -179,7 +179,7 @@ def test_the_h200_ladder_recomputes_as_recorded_and_todays_slacks_decide_it(name
 
     ev = _h200(name)
     assert recompute(ev) == ev.decision
-    today = QualifyOptions.for_device("cuda").rule
+    today = QualifyOptions.for_device("cuda", gpu="NVIDIA H200").rule
     now = recompute(
         ev.model_copy(
             update={
