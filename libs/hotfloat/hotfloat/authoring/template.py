@@ -84,6 +84,51 @@ for b in range(q.shape[0]):
     out[b].copy_(torch.einsum("hl,lhd->hd", torch.softmax(scores, dim=-1), v))""",
         graph_safe=False,
     ),
+    "attention.prefill": Body(
+        "prefill",
+        "import torch",
+        """\
+group = q.shape[1] // k.shape[1]              # query heads per KV head (GQA)
+for b in range(qo_indptr.shape[0] - 1):
+    start, end = int(qo_indptr[b]), int(qo_indptr[b + 1])                     # this request's new tokens
+    pages = kv_indices[int(kv_indptr[b]):int(kv_indptr[b + 1])].long()        # its cached prefix
+    keys = torch.cat([k_buffer[pages], k[start:end]]).float().repeat_interleave(group, dim=1)
+    vals = torch.cat([v_buffer[pages], v[start:end]]).float().repeat_interleave(group, dim=1)
+    scores = torch.einsum("ehd,nhd->hen", q[start:end].float(), keys) * sm_scale
+    seen = len(pages) + torch.arange(end - start, device=q.device)           # causal: up to its own place
+    scores.masked_fill_(torch.arange(keys.shape[0], device=q.device) > seen[:, None], float("-inf"))
+    out[start:end].copy_(torch.einsum("hen,nhd->ehd", torch.softmax(scores, dim=-1), vals))""",
+        graph_safe=False,
+    ),
+    "moe.fused_experts": Body(
+        "fused_experts",
+        "import torch",
+        """\
+inter = w2.shape[-1]
+total = torch.zeros(out.shape, dtype=torch.float32, device=out.device)
+for e in topk_ids.unique().tolist():          # only the experts some token chose
+    rows, k = (topk_ids == e).nonzero(as_tuple=True)
+    h = x[rows].float() @ w13[e].float().T    # [n, 2I]: the gate rows, then the up rows
+    y = (torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]) @ w2[e].float().T
+    total.index_add_(0, rows, y * topk_weights[rows, k, None])
+out.copy_(total)""",
+        graph_safe=False,
+    ),
+    "moe.fused_experts_reduce": Body(
+        "fused_experts_reduce",
+        "import torch\nimport torch.distributed as dist",
+        """\
+inter = w2.shape[-1]
+total = torch.zeros(out.shape, dtype=torch.float32, device=out.device)
+for e in topk_ids.unique().tolist():          # only the experts some token chose
+    rows, k = (topk_ids == e).nonzero(as_tuple=True)
+    h = x[rows].float() @ w13[e].float().T    # [n, 2I]: the gate rows, then the up rows
+    y = (torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]) @ w2[e].float().T
+    total.index_add_(0, rows, y * topk_weights[rows, k, None])
+dist.all_reduce(total, op=dist.ReduceOp.SUM, group=group)  # this rank's experts' share, summed over ranks
+out.copy_(total)""",
+        graph_safe=False,
+    ),
 }
 """One body per registered slot (a test keeps them in step with the registry and verifies each)."""
 

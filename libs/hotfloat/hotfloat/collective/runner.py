@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from pydantic import ValidationError
 
-from ..bundle import Bundle, Op
+from ..bundle import Bundle
 from ..errors import InputError
 from ..scan import scan_bundle
 from ..slots import Role, get_slot
@@ -30,13 +30,12 @@ from ..verify import burst as timing
 from ..verify import wire
 from ..verify.check import Outcome, judge
 from ..verify.inputs import Prepared, prepare
-from ..verify.plan import Case, corner_shapes, drawn_shape, jitter
+from ..verify.plan import Case
+from .cases import burst, case_dims, case_label
 from .launcher import CODEC, CODEC_DIR, WORK, Abort, Ranks, launch
 from .records import CaseRow, CollectiveReport, RankReport
 
 BACKENDS = {"cpu": "gloo", "cuda": "nccl"}
-CPU_MAX_ELEMENTS = 1 << 18
-"""The drawn shape's budget on CPU, as for single-op verify."""
 SETTLE_S = 0.02
 GRAPH_REPLAYS = 3
 
@@ -94,29 +93,12 @@ def verify_collective(
     return CollectiveReport(**base, status=status, reasons=reasons, rows=rows, seconds=time.monotonic() - started)
 
 
-def burst(op: Op, dtypes: list[str], device: str, rng: random.Random) -> list[dict]:
-    """Per dtype, the published shapes with secretly jittered token counts plus one shape drawn over the slot's whole
-    range and its two corners (`corner_shapes`: top-octave hidden size at an odd step, many tokens beside a small
-    one), largest to smallest then back up: a buffer kept from a bigger call shows up as wrong."""
-    slot = get_slot(op.entry.slot)
-    lo, hi = op.metadata.min_num_tokens, op.metadata.max_num_tokens
-    budget = CPU_MAX_ELEMENTS if device == "cpu" else None
-    public = [s for s in slot.shapes if (device == "cuda" or s.cpu) and (hi is None or s.dims["T"] <= hi)]
-    cases = []
-    for dt in dtypes:
-        shapes = [{"T": jitter(s.dims["T"], rng, lo, hi), "H": s.dims["H"]} for s in public]
-        shapes.append(drawn_shape(slot, rng, 1, lo, hi, list(slot.shapes), budget)[0])
-        shapes += [dims for dims, _ in corner_shapes(slot, rng, 1, lo, hi, budget)]
-        shapes.sort(key=lambda d: d["T"] * d["H"], reverse=True)
-        cases += [{"dtype": dt, "T": d["T"], "H": d["H"]} for d in shapes + shapes[::-1][1:]]
-    return cases
-
-
 def _prepare(slot, i: int, c: dict, world: int, seed: int, settle_s: float) -> list[Prepared]:
     """Every rank's call for case `i`: its own inputs (its own generator from the secret) and poisoned outputs, the
     replicated inputs rank 0's on every rank, and the reference over all ranks' inputs as every rank's expected
     outputs, with the slot's rounding scale for the tolerance."""
-    case = Case(i, c["dtype"], {"T": c["T"], "H": c["H"]}, (c["T"],), (0,))
+    dims = case_dims(c)
+    case = Case(i, c["dtype"], dims, (dims[slot.count_dim],), (0,))
     preps = []
     for r in range(world):
         key = int.from_bytes(hashlib.sha256(f"{seed}:{i}:{r}".encode()).digest()[:8], "big") >> 1
@@ -235,7 +217,7 @@ def _call(
 
 
 def _row(i: int, c: dict, outcomes: dict[int, Outcome], label: str) -> CaseRow:
-    shape = label or f"T={c['T']},H={c['H']}"
+    shape = label or case_label(c)
     errs = [o.max_abs_err for o in outcomes.values() if o.max_abs_err is not None]
     worst = max(errs) if errs else None
     bad = next(((r, o) for r, o in sorted(outcomes.items()) if not o.ok), None)
@@ -265,13 +247,13 @@ def _graphs(
                 ranks.send(r, "capture", prep.meta, prep.sent, deadline)
             ranks.collect({"captured"}, 0, deadline)
         except TimeoutError:
-            raise Abort(f"hang: graph capture of T={c['T']},H={c['H']} gave no answer by the time limit") from None
+            raise Abort(f"hang: graph capture of {case_label(c)} gave no answer by the time limit") from None
         except Abort as e:
             rows.append(
                 CaseRow(
                     index=index,
                     dtype=c["dtype"],
-                    shape=f"graph T={c['T']},H={c['H']}",
+                    shape=f"graph {case_label(c)}",
                     status=Status.FAIL,
                     reason=f"graph capture failed: {e}",
                 )
@@ -291,7 +273,7 @@ def _graphs(
                     replay,
                     GRAPH_REPLAYS,
                     kind="replay",
-                    label=f"graph T={c['T']},H={c['H']}",
+                    label=f"graph {case_label(c)}",
                 )
             )
     return rows

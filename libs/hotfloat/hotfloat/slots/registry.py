@@ -6,11 +6,24 @@ from .ar_rmsnorm import AR_RESIDUAL_RMSNORM
 from .attention import ATTENTION_DECODE
 from .collective import ALL_REDUCE
 from .fused_norm import FUSED_ADD_RMSNORM
+from .moe import MOE_FUSED_EXPERTS, MOE_FUSED_EXPERTS_REDUCE
 from .norm import RMSNORM
+from .prefill import ATTENTION_PREFILL
 from .spec import SlotSpec
 
 SLOTS: dict[str, SlotSpec] = {
-    s.name: s for s in (SILU_AND_MUL, RMSNORM, FUSED_ADD_RMSNORM, ALL_REDUCE, AR_RESIDUAL_RMSNORM, ATTENTION_DECODE)
+    s.name: s
+    for s in (
+        SILU_AND_MUL,
+        RMSNORM,
+        FUSED_ADD_RMSNORM,
+        ALL_REDUCE,
+        AR_RESIDUAL_RMSNORM,
+        ATTENTION_DECODE,
+        ATTENTION_PREFILL,
+        MOE_FUSED_EXPERTS,
+        MOE_FUSED_EXPERTS_REDUCE,
+    )
 }
 
 
