@@ -34,7 +34,7 @@ from hotfloat.seams.audit import write_dump
 from hotfloat.errors import HotfloatError
 
 from .chokepoints import NORM_TARGETS, SILU_TARGETS, norm_hook, silu_hook
-from . import ar_rmsnorm, decode_attention, prefill_attention
+from . import ar_rmsnorm, decode_attention, moe, prefill_attention
 
 ENV_ENABLE = "HOTFLOAT_SEAMS"
 ENV_REPORT_DIR = "HOTFLOAT_SEAMS_REPORT_DIR"
@@ -72,16 +72,9 @@ def activate() -> None:
         abort(f"the armed bundle failed to load in pid {os.getpid()}: {e}")
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
-    hooks = [(t, silu_hook(_router)) for t in SILU_TARGETS] + [(t, norm_hook(_router)) for t in NORM_TARGETS]
+    hooks, after = seam_hooks(_router)
     hooks.append((RANK_CHECK_TARGET, _after_parallel_init))
-    after = {RANK_CHECK_TARGET}
-    for seam in (decode_attention, prefill_attention):
-        if seam.SLOT in _router.slots:
-            # only a bundle that offers the slot (or a twin that nudges it) pulls in SGLang's triton backend module
-            hooks.append((seam.TARGET, seam.backend_init_hook(_router)))
-            after.add(seam.TARGET)
-    if ar_rmsnorm.SLOT in _router.slots:  # likewise: only then is SGLang's FlashInfer fusion module imported here
-        hooks.append((ar_rmsnorm.TARGET, ar_rmsnorm.hook(_router)))
+    after.add(RANK_CHECK_TARGET)
     for target, hook in hooks:
         HookRegistry.register(target, hook, HookType.AFTER if target in after else HookType.AROUND)
     HookRegistry.apply_hooks()
@@ -92,6 +85,23 @@ def activate() -> None:
     atexit.register(_report)
     if os.environ.get(ENV_REPORT_DIR):
         threading.Thread(target=_report_changes, name="hotfloat-seams-report", daemon=True).start()
+
+
+def seam_hooks(router: SeamRouter, every: bool = False) -> tuple[list[tuple[str, object]], set[str]]:
+    """(target, hook) for each chokepoint and the targets hooked AFTER (the rest are AROUND). The row-wise slots are
+    always hooked; any other seam only when the router does something with its slot, since hooking it imports its
+    SGLang module (the triton backend, FlashInfer's fusion, the MoE layer), or when `every` asks for all of them."""
+    hooks = [(t, silu_hook(router)) for t in SILU_TARGETS] + [(t, norm_hook(router)) for t in NORM_TARGETS]
+    after = set()
+    for seam in (decode_attention, prefill_attention):
+        if every or seam.SLOT in router.slots:
+            hooks.append((seam.TARGET, seam.backend_init_hook(router)))
+            after.add(seam.TARGET)
+    if every or ar_rmsnorm.SLOT in router.slots:
+        hooks.append((ar_rmsnorm.TARGET, ar_rmsnorm.hook(router)))
+    if every or {moe.SLOT, moe.REDUCE_SLOT} & router.slots:
+        hooks.append((moe.TARGET, moe.hook(router)))
+    return hooks, after
 
 
 def _after_parallel_init(result, *args, **kwargs):

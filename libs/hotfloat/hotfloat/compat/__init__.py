@@ -2,6 +2,7 @@
 parameter hotfloat hooks or calls? Necessary after an install or upgrade; it proves nothing about numerics."""
 
 from .runner import CompatReport, CompatRow, check, engine_python
-from .tables import BITTENSOR_PIN, SGLANG_PIN
+from .chain_table import BITTENSOR_PIN
+from .tables import SGLANG_PIN
 
 __all__ = ["BITTENSOR_PIN", "SGLANG_PIN", "CompatReport", "CompatRow", "check", "engine_python"]

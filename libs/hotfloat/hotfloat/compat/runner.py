@@ -15,7 +15,8 @@ from pathlib import Path
 from ..errors import InfrastructureError
 from ..record import Record
 from ..verdict import Status, combine
-from .tables import BITTENSOR, SGLANG
+from .chain_table import BITTENSOR
+from .tables import SGLANG
 
 PROBE = Path(__file__).with_name("probe.py")
 ENV_ENGINE_PYTHON = "HOTFLOAT_ENGINE_PYTHON"

@@ -1,14 +1,20 @@
-"""What the engine and chain layers rely on in their pinned third-party packages, as probe checks (data, not code).
+"""What the engine layer relies on in its pinned SGLang, as probe checks (data, not code); the chain layer's table is
+chain_table.py.
 
 Each row names a symbol hotfloat hooks or calls and the parameters it passes; an upgrade that renames or reorders
 them fails here, before a validator arms a bundle against a seam that no longer exists.
 """
 
 SGLANG_PIN = "0.5.13.post1"
-BITTENSOR_PIN = "11.3.0"
 
 _ACT = "sglang.srt.layers.activation.SiluAndMul"
 _NORM = "sglang.srt.layers.layernorm.RMSNorm"
+_MOE = "sglang.srt.layers.moe.fused_moe_triton"
+MOE_CONFIG_FIELDS = (
+    "activation is_gated apply_router_weight_on_input no_combine routed_scaling_factor gemm1_alpha gemm1_clamp_limit "
+    "swiglu_limit"
+).split()
+"""The MoeRunnerConfig fields the MoE seam reads to tell a plain layer (hotfloat_sglang.moe keeps the same list)."""
 
 SGLANG: list[dict] = [
     {"name": "sglang version", "kind": "version", "dist": "sglang", "pin": SGLANG_PIN},
@@ -89,6 +95,49 @@ SGLANG: list[dict] = [
         ).split(),
         "order": True,
     },
+    {
+        "name": "FusedMoE.forward_impl",
+        "kind": "callable",
+        "target": f"{_MOE}.layer.FusedMoE.forward_impl",
+        "params": ["self", "hidden_states", "topk_output"],
+        "order": True,
+    },
+    {
+        "name": "FusedMoE.__init__ (what the MoE seam's plain check reads)",
+        "kind": "callable",
+        "target": f"{_MOE}.layer.FusedMoE.__init__",
+        "params": (
+            "num_experts hidden_size intermediate_size top_k num_fused_shared_experts reduce_results activation "
+            "apply_router_weight_on_input routed_scaling_factor gemm1_alpha gemm1_clamp_limit swiglu_limit with_bias "
+            "is_gated"
+        ).split(),
+    },
+    {
+        "name": "MoeRunnerConfig fields",
+        "kind": "fields",
+        "target": "sglang.srt.layers.moe.moe_runner.base.MoeRunnerConfig",
+        "fields": [*"num_experts num_local_experts inplace".split(), *MOE_CONFIG_FIELDS],
+    },
+    {
+        "name": "StandardTopKOutput fields",
+        "kind": "fields",
+        "target": "sglang.srt.layers.moe.topk.StandardTopKOutput",
+        "fields": ["topk_weights", "topk_ids", "router_logits"],
+    },
+    {
+        "name": "MoeRunnerBackend.is_triton",
+        "kind": "attrs",
+        "target": "sglang.srt.layers.moe.utils.MoeRunnerBackend",
+        "attrs": ["is_triton"],
+    },
+    {
+        "name": "fused_experts (the bench's stock MoE)",
+        "kind": "callable",
+        "target": f"{_MOE}.fused_experts",
+        "params": ["hidden_states", "w1", "w2", "topk_output", "moe_runner_config"],
+        "order": True,
+    },
+    {"name": "get_tp_group", "kind": "attrs", "target": "sglang.srt.distributed", "attrs": ["get_tp_group"]},
     {
         "name": "GroupCoordinator.all_reduce",
         "kind": "callable",
@@ -215,88 +264,4 @@ SGLANG: list[dict] = [
         "target": "sglang.srt.entrypoints.engine.SchedulerInitResult",
         "fields": ["scheduler_infos"],
     },
-]
-
-BITTENSOR: list[dict] = [
-    {"name": "bittensor version", "kind": "version", "dist": "bittensor", "pin": BITTENSOR_PIN},
-    {
-        "name": "Wallet",
-        "kind": "callable",
-        "target": "bittensor.Wallet",
-        "params": ["name", "hotkey", "path"],
-        "order": True,
-    },
-    {"name": "Wallet keys", "kind": "attrs", "target": "bittensor.Wallet", "attrs": ["hotkey", "coldkey"]},
-    {"name": "Subtensor", "kind": "callable", "target": "bittensor.Subtensor", "params": ["network", "substrate"]},
-    {
-        "name": "Subtensor.block",
-        "kind": "attrs",
-        "target": "bittensor.Subtensor",
-        "attrs": ["block", "finalized_block", "close"],
-    },
-    {
-        "name": "Subtensor.query",
-        "kind": "callable",
-        "target": "bittensor.Subtensor.query",
-        "params": ["item", "params", "block"],
-        "order": True,
-    },
-    {"name": "Subtensor.constant", "kind": "callable", "target": "bittensor.Subtensor.constant", "params": ["item"]},
-    {
-        "name": "Subtensor.submit_call",
-        "kind": "callable",
-        "target": "bittensor.Subtensor.submit_call",
-        "params": ["call", "wallet"],
-        "order": True,
-    },
-    {
-        "name": "Subtensor.execute",
-        "kind": "callable",
-        "target": "bittensor.Subtensor.execute",
-        "params": ["intent", "wallet"],
-        "order": True,
-    },
-    {
-        "name": "subnets.commitments",
-        "kind": "callable",
-        "target": "bittensor.namespaces.Subnets.commitments",
-        "params": ["netuid", "block"],
-    },
-    {
-        "name": "subnets.metagraph",
-        "kind": "callable",
-        "target": "bittensor.namespaces.Subnets.metagraph",
-        "params": ["netuid", "block", "commitments"],
-    },
-    {
-        "name": "Commitments.set_commitment",
-        "kind": "callable",
-        "target": "bittensor.calls.Commitments.set_commitment",
-        "params": ["netuid", "info"],
-    },
-    {
-        "name": "SetWeights intent",
-        "kind": "callable",
-        "target": "bittensor.intents.weights.SetWeights",
-        "params": ["netuid", "weights"],
-    },
-    {
-        "name": "weight helpers",
-        "kind": "attrs",
-        "target": "bittensor.intents.weights",
-        "attrs": ["clip_to_max_weight", "normalize"],
-    },
-    {
-        "name": "SDK errors",
-        "kind": "attrs",
-        "target": "bittensor",
-        "attrs": ["ChainError", "RpcConnectionError", "ConnectionNotReady", "BittensorError", "ExtrinsicResult"],
-    },
-    {
-        "name": "ExtrinsicResult fields",
-        "kind": "fields",
-        "target": "bittensor.ExtrinsicResult",
-        "fields": ["extrinsic_id", "block_hash"],
-    },
-    {"name": "error_map.ErrorCode", "kind": "attrs", "target": "bittensor.error_map", "attrs": ["ErrorCode"]},
 ]
