@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from .stock_collective import FUSES, after_all_reduce
+from .stock_moe import REDUCES, sglang_fused_moe, then_all_reduce
 from .stock_prefill import flashinfer_prefill, sglang_triton_extend
 from .stock_records import Prepared, Stock
 
@@ -238,6 +239,7 @@ def flashinfer_decode() -> Stock | str:
 ADAPTERS: dict[str, dict[str, Callable[[], Stock | str]]] = {
     "attention.decode": {"sglang": sglang_triton_decode, "flashinfer": flashinfer_decode},
     "attention.prefill": {"sglang": sglang_triton_extend, "flashinfer": flashinfer_prefill},
+    "moe.fused_experts": {"sglang": sglang_fused_moe},
 }
 """Slot -> module -> adapter, for slots whose libraries share no calling convention."""
 
@@ -248,6 +250,9 @@ def stock_kernels(slot: str, libraries: tuple[str, ...]) -> tuple[list[Stock], d
     if slot in FUSES:
         found, skipped = stock_kernels(FUSES[slot], libraries)
         return [after_all_reduce(s) for s in found], skipped
+    if slot in REDUCES:
+        found, skipped = stock_kernels(REDUCES[slot], libraries)
+        return [then_all_reduce(s) for s in found], skipped
     found, skipped = list(BUILTIN.get(slot, ())), {}
     for module in libraries:
         if slot in ADAPTERS:
