@@ -110,3 +110,64 @@ def test_the_adapter_never_overwrites_a_bundle_file(tmp_path):
     assert bundle.files["kernels/attention_hotfloat.py"] == b"TAKEN = True\n"
     meta = json.loads(bundle.files["metadata/attention.json"])
     assert meta == {"graph_safe": False}
+
+
+def test_a_cacheon_moe_pair_imports_with_its_prepare_run_every_call_and_verifies(tmp_path):
+    result = import_cacheon(FIXTURES / "moe_torch", tmp_path / "out")
+    changes = {(c.file, c.field, c.was): c.now for c in result.changes}
+    assert changes[("manifest.toml", "ops[0].prepare", "layout")].startswith("(removed: kernels/moe_hotfloat.py calls")
+    assert changes[("manifest.toml", "ops[0].source", "kernels/moe.py")] == "kernels/moe_hotfloat.py"
+    bundle = load_bundle(tmp_path / "out")
+    [op] = bundle.ops
+    assert (op.entry.slot, op.entry.entry, op.dtypes) == (
+        "moe.fused_experts",
+        "fused_experts",
+        ["fp32", "bf16", "fp16"],
+    )
+    assert "cacheon.fused_experts(x, topk_ids, topk_weights, cacheon.layout(w13, w2), out)" in (
+        bundle.files["kernels/moe_hotfloat.py"].decode()
+    )
+    assert scan_bundle(bundle).clean
+    assert _verify(tmp_path / "out") is Status.PASS
+
+
+def test_a_moe_pair_that_mixes_up_gate_and_up_imports_and_fails_verify(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "moe_torch", src)
+    kernel = src / "kernels" / "moe.py"
+    kernel.write_text(kernel.read_text().replace('"up": w13[:, inter:]', '"up": w13[:, :inter]'))
+    import_cacheon(src, tmp_path / "out")
+    assert _verify(tmp_path / "out") is Status.FAIL
+
+
+def test_the_reduce_pair_with_cacheons_default_prepare_verifies_on_two_ranks(tmp_path):
+    from hotfloat.collective import verify_collective
+
+    result = import_cacheon(FIXTURES / "moe_reduce_torch", tmp_path / "out")
+    assert result.world_size == 2
+    assert any(c.field == "ops[0].prepare" and c.was.startswith("(absent") for c in result.changes)
+    report = verify_collective(load_bundle(tmp_path / "out"), world_size=2, dtypes=["bf16"], seed=5, timeout_s=120)
+    assert report.status is Status.PASS, report.reasons
+
+
+def test_a_moe_entry_without_its_prepare_is_refused_naming_it(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "moe_torch", src)
+    manifest = src / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('prepare = "layout"', 'prepare = "relayout"'))
+    with pytest.raises(InputError, match="defines no 'relayout'") as e:
+        import_cacheon(src, tmp_path / "out")
+    assert "moe.fused_experts" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_moe_entry_already_on_hotfloats_call_is_kept_as_written(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "moe_torch", src)
+    (src / "kernels" / "moe.py").write_text(
+        "def fused_experts(x, topk_ids, topk_weights, w13, w2, out):\n    out.zero_()\n"
+    )
+    manifest = src / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('prepare = "layout"\n', ""))
+    import_cacheon(src, tmp_path / "out")
+    [op] = load_bundle(tmp_path / "out").ops
+    assert (op.entry.source, op.entry.entry) == ("kernels/moe.py", "fused_experts")

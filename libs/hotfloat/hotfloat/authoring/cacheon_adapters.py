@@ -10,8 +10,14 @@ reference, and timed with the kernel it wraps.
   unpaged, padded cache masked past each length. The adapter gathers those blocks from hotfloat's paged pool (padding
   repeats a request's last token, which the mask hides) and passes the lengths.
 
-Both read lengths on the host, so an adapted op is never graph-safe (the import says so if the metadata claimed it).
-An entry that takes neither Cacheon's call nor the hotfloat slot's is refused in one line naming the slot.
+- Cacheon's `moe.fused_experts(x, topk_ids, topk_weights, prepared, out)` and `moe.fused_experts_reduce(..., out,
+  group)` are (prepare, forward) pairs: the op's `prepare(w13, w2)` lays the expert weights out once at load and the
+  entry reads its result. hotfloat runs no bundle code outside a slot call and passes the weights in SGLang's layout
+  to every call, so the adapter calls prepare on every call, then the entry: correct, and slower by the layout.
+
+The attention adapters read lengths on the host, so those ops are never graph-safe (the import says so if the metadata
+claimed it); the MoE adapter reads nothing on the host and keeps the claim. An entry that takes neither Cacheon's call
+nor the hotfloat slot's is refused in one line naming the slot.
 """
 
 from __future__ import annotations
@@ -64,6 +70,21 @@ def decode(q, k_buffer, v_buffer, kv_indptr, kv_indices, out, sm_scale):
 '''
 
 
+_MOE = '''\
+"""Written by `hotfloat bundle import`: hotfloat's $slot served by a Cacheon (prepare, forward) pair,
+$prepare and $entry in $source.
+Cacheon runs $prepare once at load; hotfloat passes the weights to every call and runs no bundle code outside one,
+so the expert weights are laid out again on every call."""
+
+from . import $module as cacheon
+
+
+def $adapter($params):
+    cacheon.$entry($call)
+'''
+_MOE_ARGS = "x, topk_ids, topk_weights, w13, w2, out"
+
+
 @dataclass(frozen=True)
 class Adapter:
     """How one Cacheon slot's entry is served as a hotfloat slot."""
@@ -75,11 +96,21 @@ class Adapter:
     entry: str
     """The adapter's function, written into the bundle."""
     source: Template
+    prepare: bool = False
+    """The op names a load-time `prepare(w13, w2)` whose result the entry takes (Cacheon's MoE slots)."""
+
+
+def _moe(slot: str, adapter: str, tail: str) -> Adapter:
+    call = f"x, topk_ids, topk_weights, cacheon.$prepare(w13, w2), out{tail}"
+    source = Template(_MOE).safe_substitute(slot=slot, adapter=adapter, params=_MOE_ARGS + tail, call=call)
+    return Adapter(slot, f"(x, topk_ids, topk_weights, prepared, out{tail})", adapter, Template(source), prepare=True)
 
 
 ADAPTERS = {
     "attention.sdpa": Adapter("attention.prefill", "(q, k, v, out, sm_scale, causal)", "prefill", Template(_SDPA)),
     "attention.decode": Adapter("attention.decode", "(q, k, v, seq_lens, sm_scale, out)", "decode", Template(_DECODE)),
+    "moe.fused_experts": _moe("moe.fused_experts", "fused_experts", ""),
+    "moe.fused_experts_reduce": _moe("moe.fused_experts_reduce", "fused_experts_reduce", ", group"),
 }
 """Cacheon slot -> its adapter."""
 
@@ -121,15 +152,33 @@ def adapt(files: dict[str, bytes], op: dict, where: str, note) -> dict:
     path, n = str(module.with_name(f"{module.stem}_hotfloat.py")), 2
     while path in files:
         path, n = str(module.with_name(f"{module.stem}_hotfloat{n}.py")), n + 1
-    text = adapter.source.substitute(module=module.stem, entry=op["entry"], source=op["source"])
+    prepare = _prepare(files, op, where) if adapter.prepare else ""
+    text = adapter.source.substitute(module=module.stem, entry=op["entry"], source=op["source"], prepare=prepare)
     files[path] = text.encode()
     note("adapter", "(absent)", f"hotfloat's {adapter.slot} calls {op['entry']} as Cacheon's {op['slot']}", file=path)
+    if adapter.prepare:
+        was = prepare if "prepare" in op else f"(absent: Cacheon's default, {prepare})"
+        note(f"{where}.prepare", was, f"(removed: {path} calls {prepare}(w13, w2) on every call, then the entry)")
+        op = {k: v for k, v in op.items() if k != "prepare"}
     if op["slot"] != adapter.slot:
         note(f"{where}.slot", op["slot"], f"{adapter.slot} (through the adapter {path})")
     note(f"{where}.source", op["source"], path)
-    note(f"{where}.entry", op["entry"], adapter.entry)
-    _not_graph_safe(files, op.get("metadata"), note)
+    if op["entry"] != adapter.entry:
+        note(f"{where}.entry", op["entry"], adapter.entry)
+    if not adapter.prepare:
+        _not_graph_safe(files, op.get("metadata"), note)
     return {**op, "slot": adapter.slot, "source": path, "entry": adapter.entry}
+
+
+def _prepare(files: dict[str, bytes], op: dict, where: str) -> str:
+    """The op's load-time layout function (Cacheon's default name is `prepare`), which must be in the entry's source."""
+    name = op.get("prepare", "prepare")
+    if not isinstance(name, str) or _positional(files, op["source"], name) is None:
+        raise InputError(
+            f"{where}: {op['slot']}: {op['entry']} takes Cacheon's `prepared` weights, but {op['source']} defines no "
+            f"{name!r} to make them from (w13, w2); name it in the op's `prepare`"
+        )
+    return name
 
 
 def _not_graph_safe(files: dict[str, bytes], rel, note) -> None:
