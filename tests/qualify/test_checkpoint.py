@@ -3,7 +3,7 @@ a sharpened final norm so greedy choices are clear."""
 
 import json
 
-from hotfloat.qualify.checkpoint import FINAL_NORM_SCALE, ensure
+from hotfloat.qualify.checkpoint import FINAL_NORM_SCALE, ensure, write
 
 
 def test_generated_once_cached_and_sharpened(tmp_path, monkeypatch):
@@ -21,3 +21,20 @@ def test_generated_once_cached_and_sharpened(tmp_path, monkeypatch):
     stamp = (out / "done").stat().st_mtime_ns
     assert ensure("tiny", "fp32", 0) == out and (out / "done").stat().st_mtime_ns == stamp  # cached, not rewritten
     assert ensure("tiny", "fp32", 1) != out
+
+
+def test_a_moe_preset_is_written_as_mixtral_and_its_weights_are_what_the_memory_plan_counts(tmp_path, monkeypatch):
+    from hotfloat.qualify import presets
+    from hotfloat.qualify.isolation.memory import _parameters
+
+    small = dict(
+        presets.PRESETS["mixtral-8b"], hidden_size=64, intermediate_size=32, num_hidden_layers=2, vocab_size=256
+    )
+    monkeypatch.setitem(presets.PRESETS, "tiny-mixtral", small)
+    out = tmp_path / "m"
+    write("tiny-mixtral", "fp32", 0, out)  # in this process: the preset is the test's
+    config = json.loads((out / "config.json").read_text())
+    assert config["architectures"] == ["MixtralForCausalLM"] and config["num_local_experts"] == 8
+    weights = sum(f.stat().st_size for f in out.glob("*.safetensors"))
+    router = 2 * 8 * 64  # the experts' gates, beside the experts the plan counts
+    assert abs(weights - 4 * (_parameters(small) + router)) < 16384  # the safetensors header (80 tensors) differs

@@ -25,6 +25,8 @@ from ..errors import InfrastructureError
 from .records import EngineSpec
 
 CACHE_ENV = "HOTFLOAT_MODEL_CACHE"
+ARCHES = {"qwen2": "Qwen2", "llama": "Llama", "mixtral": "Mixtral"}
+"""A preset's `arch` -> the transformers model family its checkpoint is written as (SGLang serves each by name)."""
 FINAL_NORM_SCALE = 8.0
 
 
@@ -76,8 +78,8 @@ def write(preset: str, dtype: str, seed: int, out: Path) -> None:
 
     spec = dict(PRESETS[preset])
     arch = spec.pop("arch")
-    config_cls = transformers.Qwen2Config if arch == "qwen2" else transformers.LlamaConfig
-    model_cls = transformers.Qwen2ForCausalLM if arch == "qwen2" else transformers.LlamaForCausalLM
+    name = ARCHES[arch]
+    config_cls, model_cls = getattr(transformers, f"{name}Config"), getattr(transformers, f"{name}ForCausalLM")
     config = config_cls(**spec, max_position_embeddings=4096, rms_norm_eps=1e-6)
     torch.manual_seed(seed)
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
