@@ -6,8 +6,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 21_410
-"""Raised from 21,300 on 2026-12-05 by issue 43's rough edges (+110 counted lines, nothing else in that figure): the
+BUDGET = 22_800
+"""Raised from 21,410 on 2026-12-05 (session 26) by issues 41 and 42, 22,693 counted: GPU memory owned like time
+(+~560: qualify/isolation/ as a package with the memory plan and ledger, the owned-fault checks, the sequential twin,
+per-GPU calibration records, gpu_name, the CLI's memory column, the compat row) and four slots (+~720: attention.prefill
+and its Cacheon adapters, moe.fused_experts and moe.fused_experts_reduce with their stock rows and import adapter,
+collective.ar_residual_rmsnorm with the runner's replicated inputs, `slots --share`). Before: 21,300 -> 21,410 by
+issue 43's rough edges (+110 counted lines, nothing else in that figure): the
 archive reader applies the folder reader's ignore rule from the bundle root (+9), the Cacheon import's slot table,
 refused-slot error, world size and row-stride warning (+61), verify's head wrapped between fields (+22), bench's table
 at the terminal's width (+10), admission.scope apart from the validator's configuration (+8). Before: 17,400 -> 21,300
@@ -18,8 +23,9 @@ Before: 16,400 -> 17,400 by issue 34 (LocalStages, one ValidatorConfig, typed tr
 pipeline's one rounds loop, seven modules split) and issue 36's endpoint pool; 14,800 -> 16,400 for issues 31-33. Raise
 it in the change that needs it, with the reason."""
 TOOLS = ROOT / "tools"
-TOOLS_BUDGET = 5_100
-"""Set on 2026-12-05 by issue 43 at 4,864 counted lines (3,567 of Python, 1,297 of shell): developer and device
+TOOLS_BUDGET = 5_300
+"""Raised from 5,100 the same day (session 26) to 5,181 counted by the device scripts of issues 41 and 42 (memory_plan,
+the three memory hoarders, ar_rmsnorm, prefill, slot_share). Set on 2026-12-05 by issue 43 at 4,864 counted lines (3,567 of Python, 1,297 of shell): developer and device
 scripts had doubled to 5.4k physical lines with no guard. The splits of its five modules over MAX_MODULE_LINES
 (calibration_tables, bench_sweep, attention_proof, audit_check, sandbox_proof) are in that count. Raise it in the
 change that needs it, with the reason."""
