@@ -66,8 +66,9 @@ def tools_per_folder() -> dict[str, int]:
 
 
 def modules() -> dict[str, int]:
-    """Physical lines of every Python module in libs/, services/ and tools/, generated gRPC stubs aside."""
-    paths = [p for top in ("libs", "services", "tools") for p in (ROOT / top).rglob("*.py")]
+    """Physical lines of every Python module in libs/, services/, tools/ and tests/, generated gRPC stubs aside (a
+    test module past the limit tests two things too)."""
+    paths = [p for top in ("libs", "services", "tools", "tests") for p in (ROOT / top).rglob("*.py")]
     return {
         str(p.relative_to(ROOT)): len(p.read_text().splitlines())
         for p in paths
