@@ -10,7 +10,8 @@ over a driver that behaves as the H200's was measured to (../shared/gpu-isolatio
 
 The test writes the state file (its path the first argument) as JSON: {"contexts": [pid] or "everyone" (every
 process holds a context), "busy": [pid], "refuse": [pid], "stuck": [pid] (unlock fails), "gap_us": float,
-"util": [{"pid", "ts", "sm"}], "device": {"name", "total", "used"}, "memory": {pid: bytes}, "hang": [op]}; the
+"util": [{"pid", "ts", "sm"}], "device": {"name", "total", "used"}, "memory": {pid: bytes}, "hang": [op], "fail":
+[op] (an error reply)}; the
 stand-in appends what it was asked to `<state>.log` so the test can see the order of locks and unlocks."""
 
 import json
@@ -38,6 +39,8 @@ class StandinDriver:
             state = json.load(f)
         if op in state.get("hang", []):
             time.sleep(3600)
+        if op in state.get("fail", []):
+            raise RuntimeError(f"the stand-in's {op} failed")
         return state
 
     def _log(self, *what) -> None:

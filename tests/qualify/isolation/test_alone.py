@@ -175,7 +175,7 @@ def test_a_watchdog_that_does_not_answer_is_a_fault_with_an_owner(engines, stand
     from hotfloat.qualify.isolation import client
 
     b, c = engines
-    monkeypatch.setattr(client, "REPLY_S", 1.0)
+    monkeypatch.setattr(client, "REPLY_S", 5.0)  # short, yet long enough for every other reply on a loaded host
     iso, _ = standin(contexts=c.pids(), hang=[op])
     iso.hold(Ledger(plan("Stand-in", 64 << 30, 0, 1 << 30, wanted=3, least=3)))
     with pytest.raises(EngineFault, match=f"watchdog's {op} did not answer") as e:
@@ -247,3 +247,15 @@ def _wait_stopped(pid: int, timeout_s: float = 10.0) -> None:
                 return
         time.sleep(0.005)
     raise AssertionError(f"pid {pid} did not stop within {timeout_s} s")
+
+
+def test_a_memory_reading_the_host_cannot_give_is_the_hosts_and_never_the_candidates(engines, standin):
+    """After a baseline's fault the validator asks whether C is over its share: a watchdog that answers with an error
+    there is the host's, so C is not charged (a hung reply is another matter: test_a_watchdog_that_does_not_answer)."""
+    b, c = engines
+    iso, _ = standin(contexts=[*b.pids(), *c.pids()], fail=["memory"])
+    iso.hold(Ledger(plan("Stand-in", 24 << 30, 0, 2 << 30, wanted=3, least=3), trusted=frozenset({b.name})))
+    assert iso.over_share(engines, owner=c.name) == []
+    with pytest.raises(EngineFault, match="host: watchdog memory") as e:
+        iso.check_memory({c.name: c.pids()}, "at ready", owner=c.name)
+    assert e.value.kind == "host"

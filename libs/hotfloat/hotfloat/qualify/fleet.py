@@ -58,7 +58,6 @@ class Fleet:
         """The slowest reference pass so far, seconds: what a stall is measured against."""
         self.model_dir = model_dir(engine)
         self.iso = Isolation.start(engine.device, required=options.gpu_isolation)
-        self.plan: MemoryPlan | None = None
 
     def plan_memory(self, wanted: int, least: int) -> MemoryPlan | None:
         """Divides the device among `wanted` resident engines, or as few as `least` where `wanted` do not fit (the
@@ -72,9 +71,9 @@ class Fleet:
             return None
         e = self.engine
         need = need_bytes(e.kind, e.preset, e.dtype, kv_cap(self.workload), self.model_dir)
-        self.plan = plan(dev["name"], dev["total"], dev["used"], need, wanted=wanted, least=least)
-        self.iso.hold(Ledger(self.plan, trusted=frozenset(self.reference)))
-        return self.plan
+        divided = plan(dev["name"], dev["total"], dev["used"], need, wanted=wanted, least=least)
+        self.iso.hold(Ledger(divided, trusted=frozenset(self.reference)))
+        return divided
 
     def memory(self) -> MemoryRecord | None:
         return self.iso.ledger.record() if self.iso.ledger else None
@@ -143,16 +142,17 @@ class Fleet:
         up = [self.engines[n] for n in self.engines if not isinstance(out.get(n), EngineFault)]
         if up:
             try:
-                self.iso.check_memory(up, "at ready", owner=booting[0] if booting else up[0].name, ready=booting)
+                trees = {e.name: e.pids() for e in up}
+                self.iso.check_memory(trees, "at ready", owner=booting[0] if booting else up[0].name, ready=booting)
             except EngineFault as f:
                 out[f.who if f.who in self.engines else up[0].name] = f
         return {**{name: out[name] for name in arms}, **out}
 
     def seed_caches(self, name: str, dest: Path | None = None) -> str:
         """Copies engine `name`'s JIT caches into `dest`, by default the validator's seed ($HOTFLOAT_ENGINE_ROOT/cache,
-        hotfloat.qualify.host), once per machine, so engines booted after it skip the compilation. The caller names a stock engine with no bundle: no
-        candidate code ever ran in its sandbox. Each file lands by rename, so an engine seeding meanwhile copies whole
-        files only."""
+        hotfloat.qualify.host), once per machine, so engines booted after it skip the compilation. The caller names a
+        stock engine with no bundle: no candidate code ever ran in its sandbox. Each file lands by rename, so an engine
+        seeding meanwhile copies whole files only."""
         root = os.environ.get(ENV_ROOT)
         if dest is None and not root:
             return "cache seed: no engine root"

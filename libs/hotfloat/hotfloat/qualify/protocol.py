@@ -132,7 +132,7 @@ class Protocol:
             return
         try:
             over = self.fleet.iso.over_share(list(self.fleet.engines.values()), owner=c)
-        except EngineFault as err:
+        except EngineFault as err:  # the reading itself went unanswered while C ran: C's, like any silent reply
             over, message = [c], f"{message}; then {err}"
         if c in over:
             self.accs[1].fail(
@@ -163,12 +163,16 @@ class Protocol:
             self._boot_group({self.names[1]: arms[self.names[1]]}, cpus)
         if not isinstance(b, Ready):
             return None
-        for k, name in enumerate(self.names[1:], 1):
-            r = self.boots.get(name)
-            if isinstance(r, Ready) and r.identity != b.identity:
-                who = "candidate engine reported identity" if k == 1 else f"engine {k} reported identity"
-                self.accs[k].fail(f"{who} {r.identity[:12]}, not the baseline's {b.identity[:12]}", "identity")
+        for name in self.names[1:]:
+            self._same_identity(name)
         return b
+
+    def _same_identity(self, name: str) -> None:
+        """An engine that booted must report B's identity (C that does not misreported itself: its fault)."""
+        k, b, r = self.names.index(name), self.boots[self.names[0]], self.boots.get(name)
+        if isinstance(r, Ready) and r.identity != b.identity:
+            who = "candidate engine reported identity" if k == 1 else f"engine {k} reported identity"
+            self.accs[k].fail(f"{who} {r.identity[:12]}, not the baseline's {b.identity[:12]}", "identity")
 
     def _boot_group(self, arms: dict[str, dict], cpus: dict[str, list[int] | None]) -> dict[str, Ready | EngineFault]:
         """Boots `arms` together and records each engine's boot or fault (an earlier engine's fault too: the memory
@@ -237,8 +241,7 @@ class Protocol:
         t = self.names[3]
         self.progress(f"booting {t} after {self.names[1]}'s teardown", self.rule.max_rounds, self.rule.max_rounds)
         got = self._boot_group({t: self.specs[t]}, {t: cpu_sets(3)[0]}).get(t)
-        if isinstance(got, Ready) and got.identity != self.boots[self.names[0]].identity:
-            self.accs[3].fail(f"engine 3 reported identity {got.identity[:12]}, not the baseline's", "identity")
+        self._same_identity(t)
         return isinstance(got, Ready) and not self.failed
 
     def _twin_frame(self) -> RunFrame | None:

@@ -80,27 +80,31 @@ class Isolation:
         """From now on every engine is held to its share (`ledger`) at ready and around every pass."""
         self.ledger = ledger
 
-    def check_memory(self, engines: list[ResidentEngine], at: str, *, owner: str, ready: Collection[str] = ()) -> None:
-        """Reads every engine's device memory and charges the first one over its share; `ready` names the engines
-        that just booted, `owner` answers for a watchdog that does not reply."""
-        if self.ledger is None or not engines:
-            return
-        got = self.ask("memory", owner)
-        try:
-            held = usage(got["procs"], {e.name: e.pids() for e in engines})
-        except InfrastructureError as err:
-            raise EngineFault(f"host: {err}", kind="host", who=owner) from None
-        self.ledger.check(held, at, ready=ready)
+    def check_memory(self, trees: dict[str, list[int]], at: str, *, owner: str, ready: Collection[str] = ()) -> None:
+        """Reads the device memory of every engine (name -> the processes of its tree, walked by the caller) and
+        charges the first one over its share; `ready` names the engines that just booted, `owner` answers for a
+        watchdog that does not reply."""
+        if self.ledger is not None and trees:
+            self.ledger.check(self._held(trees, owner), at, ready=ready)
 
     def over_share(self, engines: list[ResidentEngine], owner: str) -> list[str]:
-        """The engines over their share right now (none without a plan)."""
+        """The engines over their share right now (none without a plan, or where the host cannot tell)."""
         if self.ledger is None:
             return []
+        try:
+            return self.ledger.over(self._held({e.name: e.pids() for e in engines}, owner))
+        except EngineFault as f:
+            if f.kind == "host":
+                return []
+            raise
+
+    def _held(self, trees: dict[str, list[int]], owner: str) -> dict[str, int]:
+        """Bytes each engine holds; a host whose NVML cannot tell per-process memory is the host's fault."""
         got = self.ask("memory", owner)
         try:
-            return self.ledger.over(usage(got["procs"], {e.name: e.pids() for e in engines}))
-        except InfrastructureError:
-            return []
+            return usage(got["procs"], trees)
+        except InfrastructureError as err:
+            raise EngineFault(f"host: {err}", kind="host", who=owner) from None
 
     @contextmanager
     def alone(self, engines: list[ResidentEngine | None], serving: ResidentEngine) -> Iterator[None]:
@@ -128,8 +132,11 @@ class Isolation:
             owner = {p: e.name for e in others for p in e.pids()} if self.witness else {}
             if self.locking and self.witness:
                 all_locked(self, owner, locked, serving)
-            everyone = [*others, serving]
-            self.check_memory(everyone, f"before {serving.name}'s pass", owner=serving.name)
+            # the stopped engines' trees as walked after the stop; the served engine's afresh (it may have forked)
+            trees = {e.name: [p for p, n in owner.items() if n == e.name] for e in others}
+            self.check_memory(
+                {**trees, serving.name: serving.pids()}, f"before {serving.name}'s pass", owner=serving.name
+            )
             if self.probing:
                 quiet(self, serving, owner, {p for ps in (*locked.values(), mine) for p in ps})
             held, mine = mine, []
@@ -142,7 +149,9 @@ class Isolation:
                 self.gaps_us.append(self.ask("probe", serving.name, span_us=PROBE_SPAN_US)["gap_us"])
             if self.witness:
                 witness(self, owner, serving, since + int(NVML_GUARD_S * 1e6))
-            self.check_memory(everyone, f"after {serving.name}'s pass", owner=serving.name)
+            self.check_memory(
+                {**trees, serving.name: serving.pids()}, f"after {serving.name}'s pass", owner=serving.name
+            )
             self.cost_ms.append(1e3 * (setup + time.perf_counter() - t1))
         finally:
             if mine:
