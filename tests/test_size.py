@@ -6,8 +6,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 22_800
-"""Raised from 21,410 on 2026-12-05 (session 26) by issues 41 and 42, 22,693 counted: GPU memory owned like time
+BUDGET = 22_900
+"""Raised from 22,800 on 2026-12-05 (session 27) to 22,847 counted: the twin serving before the candidate boots on a
+device too small for four (qualify/twin.py, +~60 net: one sequential boot fewer on the H100), progress as timestamped
+lines in a log (+~30), the engine worker's boot line with what the JIT compiled beside the seed (+~25). Before: raised
+from 21,410 on 2026-12-05 (session 26) by issues 41 and 42, 22,693 counted: GPU memory owned like time
 (+~560: qualify/isolation/ as a package with the memory plan and ledger, the owned-fault checks, the sequential twin,
 per-GPU calibration records, gpu_name, the CLI's memory column, the compat row) and four slots (+~720: attention.prefill
 and its Cacheon adapters, moe.fused_experts and moe.fused_experts_reduce with their stock rows and import adapter,

@@ -54,10 +54,10 @@ def test_an_8b_engine_needs_its_weights_kv_and_overhead():
 def test_the_h100_holds_three_engines_with_the_twin_after_the_candidate_and_the_h200_four():
     need = 22 * GiB
     h100 = plan("NVIDIA H100 80GB HBM3", H100, 600 << 20, need, wanted=4, least=3)
-    assert h100.resident == 3 and h100.twin_after_candidate and h100.share_bytes > need
+    assert h100.resident == 3 and h100.twin_apart and h100.share_bytes > need
     assert 3 * h100.share_bytes + h100.in_use_bytes + h100.headroom_bytes <= H100
     h200 = plan("NVIDIA H200", H200, 600 << 20, need, wanted=4, least=3)
-    assert h200.resident == 4 and not h200.twin_after_candidate and h200.share_bytes > 33 * GiB
+    assert h200.resident == 4 and not h200.twin_apart and h200.share_bytes > 33 * GiB
     assert plan("NVIDIA H200", H200, 600 << 20, need, wanted=6, least=6).share_bytes > need
     with pytest.raises(InfrastructureError, match=r"holds 3 engine\(s\) of 22.0 GiB; this run needs 6"):
         plan("NVIDIA H100 80GB HBM3", H100, 600 << 20, need, wanted=6, least=6)
@@ -147,10 +147,34 @@ def test_a_baseline_failing_while_the_candidate_is_over_its_share_is_the_candida
     assert "when engine 2B failed" in r.evidence.frames[1].error
 
 
-def test_on_a_device_too_small_for_four_the_twin_boots_after_the_candidates_teardown(device, bundles):
+def test_on_a_device_too_small_for_four_the_twin_serves_and_leaves_before_the_candidate_boots(device, bundles):
     device(int(4.5 * GiB))
-    r = _qualify(bundles["exact"])
+    said: list[str] = []
+    r = qualify_bundle(bundles["exact"], OPTS, progress=lambda d, i, n: said.append(d))
     mem, twin = r.evidence.memory, r.evidence.twin
-    assert mem.plan.resident == 3 and mem.plan.twin_after_candidate
+    assert mem.plan.resident == 3 and mem.plan.twin_apart
+    steps = [
+        said.index(s)
+        for s in (
+            "booting 0B, 2B, 3T",
+            "twin 3T serves with no slot nudged",
+            "twin 3T serves with activation.silu_and_mul nudged",
+            "booting 1C",
+        )
+    ]
+    assert steps == sorted(steps), said
     assert twin.ok and len(twin.pass_s) == OPTS.rule.look_rounds and r.evidence.decision.gate == "PASS", r.reason
     assert set(mem.engines) == {"0B", "1C", "2B", "3T"}
+    assert recompute(r.evidence) == r.evidence.decision
+
+
+def test_with_more_declared_slots_than_the_twin_serves_first_it_boots_after_the_candidates_teardown(
+    device, bundles, monkeypatch
+):
+    device(int(4.5 * GiB))
+    monkeypatch.setattr("hotfloat.qualify.twin.FIRST_MOST", 0)
+    said: list[str] = []
+    r = qualify_bundle(bundles["exact"], OPTS, progress=lambda d, i, n: said.append(d))
+    assert said.index("booting 0B, 2B") < said.index("booting 1C") < said.index("booting 3T after 1C's teardown")
+    twin = r.evidence.twin
+    assert twin.ok and len(twin.pass_s) == OPTS.rule.look_rounds and r.evidence.decision.gate == "PASS", r.reason

@@ -1,10 +1,12 @@
-"""Shared output: `--json` for machines, rich tables for people on stdout, progress on stderr only for a TTY."""
+"""Shared output: `--json` for machines, rich tables for people on stdout, progress on stderr (a bar on a TTY, a
+timestamped line per step in a log)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -111,15 +113,44 @@ def _cell(v: Any) -> str:
     return f"[{style}]{s}[/]" if style else s.replace("[", r"\[")
 
 
-def progress() -> Progress:
-    """A progress bar on stderr that stays silent when stderr is not a terminal."""
+def progress() -> Progress | StepLines:
+    """A progress bar on stderr; where stderr is not a terminal (a log, a CI job), one timestamped line per step."""
     console = Console(file=sys.stderr)
+    if not console.is_terminal:
+        return StepLines()
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
-        disable=not console.is_terminal,
         transient=True,
     )
+
+
+class StepLines:
+    """The progress bar's calls as log lines: each new step's description once, with the seconds since the start, so a run
+    cut short by a time limit still says how far it got and where its time went."""
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self.said: dict[int, str] = {}
+
+    def __enter__(self) -> StepLines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, description: str, total: float | None = None) -> int:
+        task = len(self.said)
+        self.said[task] = description  # the task's name: said once work under it starts, so an error stays one line
+        return task
+
+    def update(self, task: int, *, description: str | None = None, **_: object) -> None:
+        if description is not None and description != self.said[task]:
+            self.said[task] = description
+            print(f"[{time.monotonic() - self.t0:7.1f} s] {description}", file=sys.stderr, flush=True)
+
+    def advance(self, task: int, advance: float = 1) -> None:
+        return None

@@ -103,7 +103,7 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
         if mem := result.evidence.memory:
             p = mem.plan
             isolation += f"  memory={p.resident}x{p.share_bytes / 2**30:.1f} GiB" + (
-                " twin-after-C" if p.twin_after_candidate else ""
+                " twin-apart-from-C" if p.twin_apart else ""
             )
         table(
             f"qualify {b.manifest.bundle_id}  sandbox={sandbox}{isolation}",

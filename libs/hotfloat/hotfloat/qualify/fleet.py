@@ -28,6 +28,9 @@ from .records import EngineSpec, IsolationRecord, Workload
 from .isolation.resident import Counts, EngineFault, Ready, ResidentEngine, Served
 from .workload import kv_cap, kv_need, prompts
 
+RELEASE_S = 30.0
+"""How long a dropped engine's device memory may take to come back before the host is at fault."""
+
 OnFault = Callable[[str, EngineFault], bool]
 """on_fault(name of the engine at fault, its fault) -> whether the round goes on to the next engine."""
 
@@ -242,6 +245,20 @@ class Fleet:
         e = self.engines.pop(name)
         self.lifetimes[name] = e.lifetime_s
         e.close()
+
+    def release(self, name: str, timeout_s: float = RELEASE_S) -> bool:
+        """Drops engine `name` and waits until the device charges no memory to its processes, so an engine booted
+        into its share finds it free; False when the memory is still held at the timeout (the host's fault)."""
+        pids = set(self.engines[name].pids())
+        self.drop(name)
+        deadline = time.monotonic() + timeout_s
+        while (dev := self.iso.device_memory()) is not None:
+            if not pids & {int(pid) for pid, _ in dev["procs"]}:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
 
 
 def _merge(src: Path, dest: Path) -> int:

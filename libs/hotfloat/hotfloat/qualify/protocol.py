@@ -2,8 +2,9 @@
 first look, the engines' counts, and the frames `judge` reads.
 
 The device's memory is divided first (hotfloat.qualify.isolation.memory): four resident engines where they fit, else
-three with the twin booted once C is torn down. B and B' (and T where it is resident) boot concurrently, each in its
-own sandbox, and C boots only once they are ready, so nothing C takes at boot can starve a baseline; every engine's
+three, with the twin serving before C boots or after C is torn down (hotfloat.qualify.twin). B and B' (and T) boot
+concurrently, each in its own sandbox, and C boots only once they are ready (and T is gone, where T and C cannot be
+resident together), so nothing C takes at boot can starve a baseline; every engine's
 memory is read at ready and around every pass, and an engine over its share is at fault. A settling round (one untimed
 pass each, baselines first, on prompts no timed round uses) measures how long a pass takes, so no engine can hold
 the host longer than `stall_factor` times the slowest baseline pass (never less than `stall_floor_s`): a candidate
@@ -11,8 +12,8 @@ that stalls is at fault quickly, instead of after a fixed five minutes. Then rou
 order drawn from the secret seed, each timed alone (hotfloat.qualify.isolation keeps every other engine drained,
 locked and stopped, and checks it). After the first look's rounds the validator asks C which slots it routed and
 enables the twin's perturbation on exactly those, T serves the same prompts untimed and leaves (on a device too small
-for four, after C's teardown, with the slots C reported at its stop); the gate compares C's divergence from B with
-T's. The loop stops at the first decision or when the budget is spent. Then B, C and B'
+for four, T served them before C booted, once per subset of C's declared slots); the gate compares C's divergence
+from B with T's. The loop stops at the first decision or when the budget is spent. Then B, C and B'
 hand over their in-engine audits (the same secret sample of slot calls in each, kept in eager code and inside
 CUDA-graph replays; hotfloat.seams.audit), which the validator recomputes with the slots' fp32 references.
 
@@ -31,16 +32,17 @@ from collections.abc import Callable
 from .decision import judge
 from .fleet import Counts, Fleet, Ready
 from .gate import gate
-from .records import AuditRecord, Decision, EngineSpec, Role, RuleConfig, RunFrame, Workload
+from .records import AuditRecord, Decision, EngineSpec, Role, RuleConfig, Workload
 from .isolation.resident import EngineFault, cpu_sets
 from .rule import decide
 from .tally import Outcome, Tally, round_order
+from .twin import Mode, TwinSteps, twin_mode
 
 Progress = Callable[[str, int, int], None]
 """progress(description, rounds done, most rounds possible)."""
 
 
-class Protocol:
+class Protocol(TwinSteps):
     """Runs once: `run()` boots the arms (B, C, B' and optionally T) as a Fleet, serves rounds and returns the
     Outcome. Engine i is named `f"{i}{role}"` in the fleet."""
 
@@ -63,8 +65,8 @@ class Protocol:
         self.accs = [Tally(i, r) for i, r in enumerate(self.roles)]
         self.fleet: Fleet
         self.audits: list[AuditRecord] | None = None
-        self.twin_after = False
-        """The twin boots once C is torn down (the memory plan could not hold four engines at once)."""
+        self.twin: Mode = "none"
+        """How the gate's twin runs: beside C, before C or after C (hotfloat.qualify.twin)."""
         self.boots: dict[str, Ready | EngineFault] = {}
         self.specs: dict[str, dict] = {}
         """What each engine's spec adds to the fleet's (its arm, the audit's key and rate, the calibration passes)."""
@@ -78,9 +80,8 @@ class Protocol:
         ready, order = None, []
         baselines = [n for n, r in zip(self.names, self.roles, strict=True) if r != "C"]
         with Fleet(self.engine, self.workload, self.options, reference=baselines) as self.fleet:
-            twin = len(self.arms) > 3
             plan = self.fleet.plan_memory(wanted=len(self.arms), least=3)
-            self.twin_after = twin and plan is not None and plan.twin_after_candidate
+            self.twin = twin_mode(len(self.arms) > 3, plan is not None and plan.twin_apart, set(self.declared))
             ready = self._boot()
             self._settle()
             done = 0
@@ -89,13 +90,13 @@ class Protocol:
                 self._round(done, order[-1])
                 done += 1
                 self.progress(f"round {done}", done, rule.max_rounds)
-                if done == rule.look_rounds and twin and not self.twin_after:
+                if done == rule.look_rounds and self.twin in ("resident", "first"):
                     self._twin()
                 if done % rule.look_rounds == 0 and not self.failed and self._settled(done):
                     break
             self._audit()
             self._stop()
-            if self.twin_after:
+            if self.twin == "after":
                 self._twin(self.accs[1].routed)
         for acc, name in zip(self.accs, self.names, strict=True):
             acc.wall_s = self.fleet.lifetimes.get(name, 0.0)
@@ -140,9 +141,10 @@ class Protocol:
             )
 
     def _boot(self) -> Ready | None:
-        """Boots the baselines (and T when resident) concurrently, then C once they are ready; B' and T must report
-        B's identity (else NO_DECISION), and C must too (else C misreported itself: its fault). Returns B's report.
-        A stock B's JIT caches seed C's and T's boots (no candidate code ever ran in its sandbox)."""
+        """Boots the baselines (and T, unless it waits for C's teardown) concurrently, then C once they are ready (and
+        T has served and left, where the two cannot be resident together); B' and T must report B's identity (else
+        NO_DECISION), and C must too (else C misreported itself: its fault). Returns B's report. A stock B's JIT
+        caches seed the later boots (no candidate code ever ran in its sandbox)."""
         o = self.options
         audit = {"audit_key": secrets.randbits(52), "audit_rate": o.audit_rate} if o.audit_rate else {}
         self.specs = arms = {
@@ -151,11 +153,15 @@ class Protocol:
         }
         cpus = dict(zip(self.names, (cpu_sets(3) * 2)[: len(self.names)], strict=True))
         first = [
-            n for n, r in zip(self.names, self.roles, strict=True) if r == "B" or (r == "T" and not self.twin_after)
+            n for n, r in zip(self.names, self.roles, strict=True) if r == "B" or (r == "T" and self.twin != "after")
         ]
         self.progress(f"booting {', '.join(first)}", 0, self.rule.max_rounds)
         got = self._boot_group({n: arms[n] for n in first}, cpus)
         b = got.get(self.names[0])
+        for name in self.names[2:] if isinstance(b, Ready) else []:
+            self._same_identity(name)
+        if self.twin == "first":
+            self._twin_first()
         if not self.failed and isinstance(b, Ready):
             if not self.arms[0].get("bundle"):
                 self.progress(self.fleet.seed_caches(self.names[0]), 0, self.rule.max_rounds)
@@ -163,8 +169,7 @@ class Protocol:
             self._boot_group({self.names[1]: arms[self.names[1]]}, cpus)
         if not isinstance(b, Ready):
             return None
-        for name in self.names[1:]:
-            self._same_identity(name)
+        self._same_identity(self.names[1])
         return b
 
     def _same_identity(self, name: str) -> None:
@@ -199,59 +204,10 @@ class Protocol:
             acc.add(served)
             acc.generated += generated
 
-    def _twin(self, routed: dict[str, int] | None = None) -> None:
-        """T perturbs exactly the slots C routed (so far, asked of C; or as C reported at its stop, when T boots only
-        after C's teardown), serves the first look's prompts untimed, then leaves."""
-        t, acc = self.names[3], self.accs[3]
-        if self.failed or (routed is None and t not in self.fleet.engines):
-            return
-        try:
-            routed = (
-                routed if routed is not None else self.fleet[self.names[1]].counts(self.options.batch_timeout_s).routed
-            )
-        except EngineFault as f:
-            self.accs[1].fail(f"reporting its counts: {f}", f.kind)
-            return
-        used = sorted(s for s, n in routed.items() if n > 0)
-        if set(used) - self.declared:
-            self.accs[1].fail(
-                f"reported calls routed to slots its manifest does not declare: {sorted(set(used) - self.declared)}",
-                "protocol",
-            )
-            return
-        if t not in self.fleet.engines and not self._boot_twin():
-            return
-        try:
-            self.fleet[t].twin_slots(used, self.options.batch_timeout_s)
-            for r in range(self.rule.look_rounds):
-                served = self.fleet.round(r, [t], self._fault)
-                if t not in served:
-                    return
-                acc.add(served[t])
-            counts = self.fleet[t].stop(self.options.batch_timeout_s)
-            acc.routed, acc.stock = counts.routed, counts.stock
-        except EngineFault as f:
-            acc.fail(str(f), f.kind)
-        finally:
-            if t in self.fleet.engines:
-                self.fleet.drop(t)
-
-    def _boot_twin(self) -> bool:
-        """On a device too small for four, T boots once C is gone and B, B' have stopped; it must report B's identity."""
-        t = self.names[3]
-        self.progress(f"booting {t} after {self.names[1]}'s teardown", self.rule.max_rounds, self.rule.max_rounds)
-        got = self._boot_group({t: self.specs[t]}, {t: cpu_sets(3)[0]}).get(t)
-        self._same_identity(t)
-        return isinstance(got, Ready) and not self.failed
-
-    def _twin_frame(self) -> RunFrame | None:
-        """Everything the twin served (it serves untimed, so its passes are not cut to the timed rounds)."""
-        return self.accs[3].frame(len(self.accs[3].pass_s)) if len(self.accs) > 3 else None
-
     def _settled(self, n: int) -> bool:
         """Whether the gate or the rule already decides on the first n rounds (counts are not needed to know that)."""
         frames = [a.frame(n) for a in self.accs[:3]]
-        if self.twin_after:  # the gate waits for the twin, after the timing: only the speed rule can stop early
+        if self.twin == "after":  # the gate waits for the twin, after the timing: only the speed rule can stop early
             return decide(frames[0].pass_s, frames[1].pass_s, frames[2].pass_s, self.rule) is not None
         twin = self._twin_frame()
         if (

@@ -18,6 +18,8 @@ import os
 import resource
 import shutil
 import socket
+import sys
+import time
 import traceback
 
 from .. import hostload, wire
@@ -33,10 +35,14 @@ def main(conn) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     try:
         spec = wire.recv(conn)
-        _seed_caches()
+        t0 = time.monotonic()
+        seeded = _seed_caches()
+        t1 = time.monotonic()
         engine = _build(spec)
+        t2 = time.monotonic()
         for prompts, max_new in spec["warmup"]:
             engine.serve(prompts, max_new, lambda *a: None)
+        _say_boot(seeded, [t1 - t0, t2 - t1, time.monotonic() - t2])
         if spec.get("cpus"):
             _pin(spec["cpus"])
         engine.reset_counts()
@@ -123,11 +129,36 @@ def _pin(cpus: list[int]) -> None:
                 pass
 
 
-def _seed_caches() -> None:
-    """Copies the validator's read-only JIT caches into this engine's private cache, before candidate code runs."""
+def _seed_caches() -> dict[str, int]:
+    """Copies the validator's read-only JIT caches into this engine's private cache, before candidate code runs;
+    returns the files per cache it seeded."""
     home = os.environ.get("HOTFLOAT_WORKER_HOME", "/tmp")
     if os.path.isdir(SEED_CACHE):
         shutil.copytree(SEED_CACHE, os.path.join(home, "cache"), dirs_exist_ok=True, symlinks=True)
+    return _cache_files()
+
+
+def _cache_files() -> dict[str, int]:
+    """Files under each of this engine's JIT caches (triton, tvm-ffi, ...)."""
+    root = os.path.join(os.environ.get("HOTFLOAT_WORKER_HOME", "/tmp"), "cache")
+    out: dict[str, int] = {}
+    for top in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        out[top] = sum(len(files) for _, _, files in os.walk(os.path.join(root, top)))
+    return out
+
+
+def _say_boot(seeded: dict[str, int], phases: list[float]) -> None:
+    """One line in the engine's log: where the boot went, and what the JIT compiled that the seed did not hold (a
+    boot that compiles beside a full seed points at a cache the seed misses)."""
+    now = _cache_files()
+    caches = ", ".join(f"{k} {seeded.get(k, 0)}+{now[k] - seeded.get(k, 0)}" for k in now) or "none"
+    seed, build, warm = phases
+    print(
+        f"hotfloat worker: boot seed {seed:.1f} s, engine {build:.1f} s, warm-up {warm:.1f} s; "
+        f"cache files seeded+compiled: {caches}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _build(spec: dict):

@@ -49,8 +49,9 @@ class MemoryPlan(Record):
     """Engines on the device at once."""
     share_bytes: Annotated[int, Field(gt=0)]
     """Each engine's ceiling: the usable memory divided evenly among the resident engines."""
-    twin_after_candidate: bool = False
-    """The gate's twin boots only once the candidate is torn down (a device too small for four)."""
+    twin_apart: bool = False
+    """The gate's twin and the candidate are never resident together (a device too small for four): T serves before
+    C boots, or after C's teardown (hotfloat.qualify.twin)."""
 
 
 class EngineMemory(Record):
@@ -103,7 +104,7 @@ def plan(device: str, total: int, in_use: int, need: int, *, wanted: int, least:
         need_bytes=need,
         resident=resident,
         share_bytes=usable // resident,
-        twin_after_candidate=resident < wanted,
+        twin_apart=resident < wanted,
     )
 
 
