@@ -218,6 +218,22 @@ def test_the_twins_nudge_is_unbiased_and_the_size_of_an_accurate_kernels_roundin
     assert torch.equal(stochastic_ulp(t, torch.tensor(False))[3:], t[3:])
 
 
+def test_the_twins_nudge_in_pieces_is_the_nudge_in_one_and_keeps_the_shape():
+    """The hash runs piece by piece to bound its temporaries; every element still gets the hash of its own index."""
+    from hotfloat.seams.twin import stochastic_ulp
+
+    t = torch.randn(37, 41, generator=torch.Generator().manual_seed(1)).to(torch.bfloat16)
+    whole = stochastic_ulp(t, torch.tensor(True), chunk=t.numel())
+    for chunk in (1, 100, 1000):
+        got = stochastic_ulp(t, torch.tensor(True), chunk=chunk)
+        assert got.shape == t.shape and torch.equal(got.view(torch.int16), whole.view(torch.int16))
+    strided = t.t()  # a transposed view: the index is the logical one
+    assert torch.equal(
+        stochastic_ulp(strided, torch.tensor(True), chunk=50).view(torch.int16),
+        stochastic_ulp(strided.contiguous(), torch.tensor(True)).view(torch.int16),
+    )
+
+
 def test_the_twin_leaves_the_residual_stream_alone():
     path = FIXTURES / "engine_exact"
     router = arm(None, twin_of=path)
