@@ -105,9 +105,5 @@ def test_the_cuda_rule_is_the_record_of_the_gpu_it_runs_on_and_a_gpu_without_one
     prereg = load_rule(Path(__file__).parents[2] / "docs" / "calibration-h100.preregistered.json")
     h100 = QualifyOptions.for_device("cuda", gpu="NVIDIA H100 80GB HBM3", **rule_given(prereg))
     assert h100.uncalibrated is None and h100.rule.look_rounds == prereg.look_rounds == 5
-    recorded = default_rule("cuda", "NVIDIA H100 80GB HBM3")  # its record applies the pre-registration unchanged
-    assert recorded.model_dump(exclude={"gate_slack", "audit_slack"}) == prereg.model_dump(
-        exclude={"gate_slack", "audit_slack"}
-    )
     with pytest.raises(InputError, match="no calibration record for NVIDIA A100"):
         default_rule("cuda", "NVIDIA A100-SXM4-80GB")
