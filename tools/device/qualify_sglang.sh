@@ -8,7 +8,8 @@
 # Budget ~170 s on the H200 (boots 109-118 s, at most 10 rounds x 3 passes of 1.3 s). Knobs: QS_ROUNDS and QS_LOOKS
 # (override the rule's look rounds and looks), QS_BUNDLE (examples/silu_triton), QS_BOOT (170), QS_TIMEOUT (200),
 # QS_RULE_FROM (a calibration record or pre-registration, for a GPU without a packaged record: the H100's),
-# QS_TAG (results under qualify_sglang-<tag>, for several bundles in one call: tools/device/twin_gate.sh).
+# QS_TAG (results under qualify_sglang-<tag>, for several bundles in one call: tools/device/twin_gate.sh), QS_STACKS
+# (INTERVAL:SECONDS: every SGLang process samples its main thread's stack into its engine log, counted into stacks.txt).
 # Falls back to --unsandboxed (printed as NOTE) when the sandbox cannot be built there, or when a sandboxed run fails
 # on infrastructure within 25 s (that attempt kept as *.sandboxed). Writes $OUT/qualify_sglang/{env.txt,run.json,
 # evidence.json,recompute.txt,rounds.txt,engine-*.log,summary.txt}.
@@ -21,6 +22,7 @@ T0=$(date +%s)
 export HOTFLOAT_ENGINE_LOG_DIR="$DEST" HOTFLOAT_MODEL_CACHE=/tmp/hotfloat-models PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 BUNDLE=${QS_BUNDLE:-examples/silu_triton}
+[ -n "${QS_STACKS:-}" ] && export HOTFLOAT_STACK_SAMPLES="$QS_STACKS"
 { date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,memory.used,memory.total --format=csv; nproc; } > "$DEST/env.txt" 2>&1
 
 SANDBOX=()
@@ -58,6 +60,7 @@ if [ "$infra" = 1 ] && [ ${#SANDBOX[@]} -eq 0 ] && (( $(date +%s) - T0 < 25 )); 
   rc=$?
 fi
 
+[ -n "${QS_STACKS:-}" ] && python3 tools/device/stacks.py "$DEST"/engine-*.log > "$DEST/stacks.txt" 2>&1
 if [ -s "$DEST/evidence.json" ]; then
   python3 -m hotfloat.cli qualify recompute "$DEST/evidence.json" > "$DEST/recompute.txt" 2>&1
   echo "recompute rc=$? ($(tail -n 1 "$DEST/recompute.txt"))"

@@ -15,6 +15,7 @@ The same thread serves the qualification worker's requests (hotfloat.qualify.eng
 lives in the scheduler process: the worker writes `control.json` ({"seq": n, "twin": [slots]} to enable the gate
 twin's slots, {"seq": n, "audit": true} to dump the audit as `audit-<pid>.json`/`.bin`); the thread applies a new
 seq once, between passes (the engine is idle), and acknowledges it in its report (`applied`, `twin`, `error`).
+HOTFLOAT_STACK_SAMPLES starts the boot sampler (hotfloat_sglang.stacks), a device diagnostic.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from hotfloat.seams.audit import write_dump
 from hotfloat.errors import HotfloatError
 
 from .chokepoints import NORM_TARGETS, SILU_TARGETS, norm_hook, silu_hook
-from . import ar_rmsnorm, decode_attention, moe, prefill_attention
+from . import ar_rmsnorm, decode_attention, moe, prefill_attention, stacks
 
 ENV_ENABLE = "HOTFLOAT_SEAMS"
 ENV_REPORT_DIR = "HOTFLOAT_SEAMS_REPORT_DIR"
@@ -66,6 +67,7 @@ def activate() -> None:
     global _router
     if os.environ.get(ENV_ENABLE) != "1" or _router is not None:
         return
+    stacks.start()
     try:
         _router = arm_from_env()
     except HotfloatError as e:

@@ -55,6 +55,7 @@ PASSTHROUGH = (
     "NCCL_CUMEM_ENABLE",
     "NCCL_NVLS_ENABLE",
     "DO_NOT_TRACK",
+    "HOTFLOAT_STACK_SAMPLES",
 )
 PREFIXES = ("FLASHINFER_", "SGLANG_", "SGL_")
 """Environment the engine runtime needs from the validator's (set by tools/device/sglang_env.sh on the device)."""
