@@ -7,15 +7,17 @@
 # with 2+ GPUs the ranks verify on NCCL, bf16 and fp32, with CUDA-graph capture and replays. Writes $OUT/ar_rmsnorm/:
 # verify.json, verify.txt, bench.txt, bench.json. AR_BUDGET (s per measurement, default 0.1) trades precision for
 # time. Needs `.whl` carried (pydantic and its deps for the device's Python).
-# Standalone: OUT=/tmp/o bash tools/device/ar_rmsnorm.sh; in one lease with others: tools/device/run_all.sh ar_rmsnorm:100.
+# Standalone: OUT=/tmp/o bash tools/device/ar_rmsnorm.sh; in one lease with others: tools/device/run_all.sh ar_rmsnorm:120.
+# Dry run on a CPU box (verify on gloo; the bench then fails, no GPU): PYTHON=.venv/bin/python OUT=/tmp/o bash tools/device/ar_rmsnorm.sh
 set -x
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 OUT=${OUT:-/tmp/out}
 O="$OUT/ar_rmsnorm"
+PY=${PYTHON:-python3}
 mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
-python3 -c 'import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__)'
+$PY -c 'import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__)'
 . tools/device/pyenv.sh
 EX=examples/ar_rmsnorm_triton
 SANDBOX=""
@@ -26,17 +28,17 @@ fi
 BENCH='import sys; from hotfloat.cli.bench_cmd import bench; bench.main(sys.argv[1:], prog_name="hotfloat bench")'
 VERIFY='import sys; from hotfloat.cli.verify_cmd import verify; verify.main(sys.argv[1:], prog_name="hotfloat verify")'
 
-GPUS=$(python3 -c 'import torch; print(torch.cuda.device_count())')
+GPUS=$($PY -c 'import torch; print(torch.cuda.device_count())')
 if [ "${GPUS:-0}" -ge 2 ]; then
   WHERE=(--device cuda --dtype bf16 --dtype fp32)
 else
   echo "NOTE: $GPUS GPU: the two ranks verify on gloo (CPU); NCCL needs a GPU per rank"
   WHERE=(--device cpu --dtype bf16)
 fi
-timeout 35 python3 -c "$VERIFY" "$EX" --world-size 2 "${WHERE[@]}" --timeout 30 $SANDBOX --json \
+timeout 50 $PY -c "$VERIFY" "$EX" --world-size 2 "${WHERE[@]}" --timeout 45 $SANDBOX --json \
   > "$O/verify.json" 2> "$O/verify.stderr"
 echo "verify exit=$? (expected 0)" | tee "$O/verify.txt"
-python3 - "$O/verify.json" <<'PY' 2>&1 | tee -a "$O/verify.txt"
+$PY - "$O/verify.json" <<'PY' 2>&1 | tee -a "$O/verify.txt"
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(f"{r['status']} in {r['seconds']:.1f}s world={r['world_size']} backend={r['backend']} seed={r['seed']}")
@@ -46,7 +48,7 @@ for row in r["rows"]:
     print(f"{row['dtype']:5} {row['shape']:28} {row['status']:5} {err:9} {row['reason'][:100]}")
 PY
 
-timeout 55 python3 -c "$BENCH" "$EX" --device cuda --shapes bench --budget "${AR_BUDGET:-0.1}" \
+timeout 55 $PY -c "$BENCH" "$EX" --device cuda --shapes bench --budget "${AR_BUDGET:-0.1}" \
   --save "$O/bench.json" 2>&1 | tee "$O/bench.txt"
 echo "bench exit=${PIPESTATUS[0]} (expected 0)"
 ls -la "$O"

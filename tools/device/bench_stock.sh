@@ -7,9 +7,11 @@
 #   3. with the time left, the variant sweep (tools/device/bench_sweep.py), most informative shapes first.
 # Every file is written straight into $OUT/bench_stock/ as it is produced, so a run cut short keeps what finished.
 # Needs the SGLang payload (tools/device/engine_install.sh earlier in the same call).
-# Run: BENCH_STOCK_S=100 tools/device/run_all.sh ... bench_stock:100   (BENCH_STOCK_S = the area's limit; the sweep
-# gets what the benches leave). Knobs: BENCH_BUDGET (s per measurement, default 0.02), BENCH_EXAMPLES, SWEEP_OPS,
-# NCU_TARGETS ("op:T:H:impl ..." profiles with Nsight Compute; costs ~15 s each).
+# Run: tools/device/run_all.sh ... bench_stock:100   (the limit: BENCH_STOCK_S, else run_all's AREA_S, else 100; the
+# sweep gets what the benches leave). Knobs: BENCH_BUDGET (s per measurement, default 0.02), BENCH_EXAMPLES, SWEEP
+# (default 1, 0 when BENCH_EXAMPLES is set: step 1's builds and step 3 serve only the three examples), SWEEP_OPS,
+# NCU_TARGETS ("op:T:H:impl ..." profiles with Nsight Compute; costs ~15 s each). MoE (issue 42):
+#   BENCH_EXAMPLES="moe_triton moe_reduce_triton" bash tools/device/run_all.sh engine_install:90 bench_stock:300
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
@@ -18,7 +20,8 @@ mkdir -p "$D"
 cd "$(dirname "$0")/../.."
 . tools/device/sglang_env.sh || exit 1
 t0=$(date +%s)
-LIMIT=${BENCH_STOCK_S:-100}
+LIMIT=${BENCH_STOCK_S:-${AREA_S:-100}}
+SWEEP=${SWEEP:-$([ -n "${BENCH_EXAMPLES:-}" ] && echo 0 || echo 1)}
 left() { echo $(( LIMIT - ($(date +%s) - t0) )); }
 stamp() { echo "[bench_stock +$(( $(date +%s) - t0 ))s] $*"; }
 
@@ -30,24 +33,25 @@ fi_build() {  # NAME PYTHON-STATEMENTS
   timeout 90 python3 tools/device/flashinfer_build.py "$1" "$2" > "$D/flashinfer_build_$1.txt" 2>&1
   echo "rc=$?" >> "$D/flashinfer_build_$1.txt"
 }
-fi_build act "import flashinfer.activation as a; a.silu_and_mul(x)" &
-fi_build norm "import flashinfer.norm as n; a, b = x[:, :512].contiguous(), x[:, 512:].contiguous(); n.rmsnorm(a, w); n.fused_add_rmsnorm(a, b, w)" &
-SWEEP_DEADLINE=0 SWEEP_WORKERS=8 timeout 80 python3 tools/device/bench_sweep.py "$D" > "$D/precompile.txt" 2>&1 &
+[ "$SWEEP" = 1 ] && fi_build act "import flashinfer.activation as a; a.silu_and_mul(x)" &
+[ "$SWEEP" = 1 ] && fi_build norm "import flashinfer.norm as n; a, b = x[:, :512].contiguous(), x[:, 512:].contiguous(); n.rmsnorm(a, w); n.fused_add_rmsnorm(a, b, w)" &
+[ "$SWEEP" = 1 ] && SWEEP_DEADLINE=0 SWEEP_WORKERS=8 timeout 80 python3 tools/device/bench_sweep.py "$D" > "$D/precompile.txt" 2>&1 &
 
 # 2. hotfloat bench, one run per slot, every stock kernel in the same run.
 BENCH='import sys; from hotfloat.cli.bench_cmd import bench; bench.main(sys.argv[1:], prog_name="hotfloat bench")'
+python3 -c 'import matplotlib' 2>/dev/null && PLOT=1 || stamp "no matplotlib here: no --plot"
 for ex in ${BENCH_EXAMPLES:-silu_triton rmsnorm_triton fused_add_rmsnorm_triton}; do
   limit=$(( $(left) - 2 ))
   [ "$limit" -gt 10 ] || { stamp "no time left for $ex"; continue; }
   stamp "bench $ex (${limit}s left)"
   timeout "$limit" python3 -c "$BENCH" "examples/$ex" --device cuda --shapes all \
-    --budget "${BENCH_BUDGET:-0.02}" --save "$D/$ex.json" --plot "$D/$ex.png" > "$D/$ex.txt" 2>&1
+    --budget "${BENCH_BUDGET:-0.02}" --save "$D/$ex.json" ${PLOT:+--plot "$D/$ex.png"} > "$D/$ex.txt" 2>&1
   stamp "bench $ex rc=$?"
 done
-stamp "builds: $(grep -hE 'built|rc=|Error' "$D"/flashinfer_build_*.txt | tr '\n' ' ' | cut -c1-200) | $(tail -n 1 "$D/precompile.txt")"
+[ "$SWEEP" = 1 ] && stamp "builds: $(grep -hE 'built|rc=|Error' "$D"/flashinfer_build_*.txt | tr '\n' ' ' | cut -c1-200) | $(tail -n 1 "$D/precompile.txt")"
 
 # 3. The variant sweep with the time left (10 s kept for the summary).
-if [ "$(left)" -gt 25 ] && [ "${SWEEP:-1}" = 1 ]; then
+if [ "$(left)" -gt 25 ] && [ "$SWEEP" = 1 ]; then
   stamp "sweep ($(left)s left)"
   SWEEP_PRECOMPILE=0 SWEEP_DEADLINE=$(( $(left) - 20 )) timeout $(( $(left) - 6 )) \
     python3 tools/device/bench_sweep.py "$D" > "$D/sweep.log" 2>&1
@@ -78,7 +82,7 @@ d = sys.argv[1]
 for name in sorted(f for f in os.listdir(d) if f.endswith("_triton.json")):
     r = json.load(open(os.path.join(d, name)))
     c = r["ceilings"]
-    print(f"{name}: {r['status']} copy {c['copy_Bps'] / 1e12:.2f} TB/s floor {c['floor_graph_us']:.2f} us; "
+    print(f"{name}: {r['status']} copy {c['copy_Bps'] / 1e12:.2f} TB/s floor {c['floor_graph_us'] or 0:.2f} us; "
           + "; ".join(f"{s['name']} skipped ({s['reason'][:80]})" for s in r["skipped"]))
     for row in r["rows"]:
         times = " ".join(f"{i['name'].split(':')[0]}={(i['graph'] or i['cold'])['median_us']:.2f}"

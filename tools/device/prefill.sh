@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device run for issue 42 item 2 (attention.prefill on one GPU) in about 90 s (PREFILL_S, default 88; give run_all 95).
+# Device run for issue 42 item 2 (attention.prefill on one GPU) in about 90 s (PREFILL_S, default run_all's AREA_S - 7, else 88).
 # Needs the SGLang payload installed in the same call (tools/device/engine_install.sh): SGLang's triton extend kernel
 # is the stock row the engine's triton backend runs today.
 #   1. background (CPU): FlashInfer's JIT build of its ragged and paged prefill and merge_state, through the bench's own
@@ -18,7 +18,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 t0=$(date +%s)
-LIMIT=${PREFILL_S:-88}
+LIMIT=${PREFILL_S:-$(( ${AREA_S:-95} - 7 ))}
 OUT=${OUT:-/tmp/out}
 D="$OUT/prefill"
 mkdir -p "$D"

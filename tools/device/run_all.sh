@@ -2,7 +2,8 @@
 # Runs the named device scripts (default: all but perf) in one lease, each under its own time limit, and packs
 # every result into $OUT/results.tgz: the device returns at most 8 files, so one archive carries them all.
 # Usage on the device machine: tools/device/run_all.sh [area:seconds ...]   e.g. env:60 verify:150 fused:150
-# (fused: the norm.fused_add_rmsnorm bench + verify, tools/device/fused.sh; opt-in like perf).
+# (fused: the norm.fused_add_rmsnorm bench + verify, tools/device/fused.sh; opt-in like perf). Each script sees its
+# area's limit as AREA_S (bench_stock and prefill size their steps by it).
 set -u
 cd "$(dirname "$0")/../.."
 real_out=${OUT:?OUT must be set by the device tool}
@@ -17,7 +18,7 @@ for spec in "${areas[@]}"; do
   if [ ! -f "$script" ]; then echo "no $script" | tee "$stage/$area/missing.txt"; continue; fi
   echo "=== $area (limit ${limit}s) ==="
   start=$(date +%s)
-  OUT=$stage timeout -k 5 "$limit" bash "$script" >"$stage/$area/run.log" 2>&1
+  OUT=$stage AREA_S=$limit timeout -k 5 "$limit" bash "$script" >"$stage/$area/run.log" 2>&1
   rc=$?
   echo "$area rc=$rc in $(( $(date +%s) - start ))s" | tee -a "$stage/summary.txt"
   tail -n 25 "$stage/$area/run.log"
