@@ -3,7 +3,8 @@
 # Needs the SGLang payload installed in the same call (tools/device/engine_install.sh): SGLang's triton extend kernel
 # is the stock row the engine's triton backend runs today.
 #   1. background (CPU): FlashInfer's JIT build of its ragged and paged prefill and merge_state, through the bench's own
-#      adapter at the bench's head dims (14/2/64 and 32/8/128), for at most PREFILL_FI_S (55) seconds;
+#      adapter at the bench's head dims (14/2/64 and 32/8/128), for at most PREFILL_FI_S (55) seconds (FlashInfer's
+#      decode alone took 81 s on the H200; the bench waits for it when 60 s would remain after: PREFILL_FI_S=150 prefill:240);
 #   2. `hotfloat verify examples/attention_prefill_triton --device cuda`, SANDBOXED, bf16 and fp16 in two concurrent
 #      children: every shape (ragged prefix + extend batches, GQA 1/4/7/8, llama-8b's 32/8/128 heads, a 64-token
 #      chunk after an 8192-token prefix), CUDA-graph capture and three replays on fresh inputs;
@@ -45,6 +46,7 @@ for hq, hkv, d in ((14, 2, 64), (32, 8, 128)):  # the bench's head dims; one req
     t['sm_scale'] = d ** -0.5
     s.fn(t | s.prepare(t).extra)
 "; echo "rc=$?" ) > "$D/flashinfer_build.txt" 2>&1 &
+  fi_pid=$!
   stock=(--stock sglang)
 else
   export TRITON_INTERPRET=1
@@ -63,6 +65,7 @@ stamp "verify done"
 # 3. bench beside the stock kernels (unsandboxed: it must share the FlashInfer build step 1 writes to the JIT cache;
 #    the bundle is this repository's example). --timeout ends it inside the limit, so its own child is killed.
 if [ "$DEVICE" = cuda ]; then
+  if [ $(( $(left) - (t0 + ${PREFILL_FI_S:-55} - $(date +%s)) )) -gt 60 ]; then stamp "waiting for FlashInfer's build"; wait "$fi_pid"; fi
   if grep -q '^rc=0' "$D/flashinfer_build.txt" 2>/dev/null; then
     stock+=(--stock flashinfer)
   else
