@@ -6,8 +6,10 @@
 # bench runs on a one-rank NCCL group (the kernel's own work and the collective's launch, no traffic between GPUs);
 # with 2+ GPUs the ranks verify on NCCL, bf16 and fp32, with CUDA-graph capture and replays. Writes $OUT/ar_rmsnorm/:
 # verify.json, verify.txt, bench.txt, bench.json. AR_BUDGET (s per measurement, default 0.1) trades precision for
-# time. Needs `.whl` carried (pydantic and its deps for the device's Python).
-# Standalone: OUT=/tmp/o bash tools/device/ar_rmsnorm.sh; in one lease with others: tools/device/run_all.sh ar_rmsnorm:120.
+# time. The device image has no bubblewrap: run engine_install first in the same call (its payload's bwrap and
+# pyseccomp sandbox both steps, and sgl_kernel's fused_add_rmsnorm joins the stock path), else both run UNSANDBOXED
+# (said so) with pydantic from the carried `.whl`.
+# Standalone: OUT=/tmp/o bash tools/device/ar_rmsnorm.sh; in one lease with others: tools/device/run_all.sh engine_install:90 ar_rmsnorm:120.
 # Dry run on a CPU box (verify on gloo; the bench then fails, no GPU): PYTHON=.venv/bin/python OUT=/tmp/o bash tools/device/ar_rmsnorm.sh
 set -x
 cd "$(dirname "$0")/../.."
@@ -18,11 +20,12 @@ PY=${PYTHON:-python3}
 mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
 $PY -c 'import torch, triton; print(torch.__version__, torch.version.cuda, triton.__version__)'
-. tools/device/pyenv.sh
+STOCK=(--stock sgl_kernel)  # not flashinfer: its norm JIT (47 s on the H200) would eat the bench's minute
+[ -f "${HOTFLOAT_ENGINE_ROOT:-/tmp/hotfloat-engine}/.payload" ] && . tools/device/sglang_env.sh || { . tools/device/pyenv.sh; STOCK=(); }
 EX=examples/ar_rmsnorm_triton
 SANDBOX=""
 if ! command -v bwrap >/dev/null 2>&1 || ! command -v prlimit >/dev/null 2>&1; then
-  echo "NOTE: bwrap/prlimit missing on this machine: verify runs UNSANDBOXED (the CPU suite covers the sandbox)"
+  echo "NOTE: bwrap/prlimit missing on this machine: verify and bench run UNSANDBOXED (the CPU suite covers the sandbox)"
   SANDBOX=--unsandboxed
 fi
 BENCH='import sys; from hotfloat.cli.bench_cmd import bench; bench.main(sys.argv[1:], prog_name="hotfloat bench")'
@@ -48,7 +51,7 @@ for row in r["rows"]:
     print(f"{row['dtype']:5} {row['shape']:28} {row['status']:5} {err:9} {row['reason'][:100]}")
 PY
 
-timeout 55 $PY -c "$BENCH" "$EX" --device cuda --shapes bench --budget "${AR_BUDGET:-0.1}" \
+timeout 55 $PY -c "$BENCH" "$EX" --device cuda --shapes bench --budget "${AR_BUDGET:-0.1}" $SANDBOX "${STOCK[@]}" \
   --save "$O/bench.json" 2>&1 | tee "$O/bench.txt"
 echo "bench exit=${PIPESTATUS[0]} (expected 0)"
 ls -la "$O"
