@@ -204,6 +204,7 @@ def main() -> int:
         got = json.loads(part.read_text())
         print(f"slot_share: {preset} seam calls {got.pop('counts')}", file=sys.stderr, flush=True)
         models.append(ModelShare.model_validate(got))
+        part.unlink()  # share-*.part.json beside the record would match the records' glob, share-*.json
     if not models:
         return 1
     record = ShareRecord(
