@@ -178,3 +178,21 @@ def test_with_more_declared_slots_than_the_twin_serves_first_it_boots_after_the_
     assert said.index("booting 0B, 2B") < said.index("booting 1C") < said.index("booting 3T after 1C's teardown")
     twin = r.evidence.twin
     assert twin.ok and len(twin.pass_s) == OPTS.rule.look_rounds and r.evidence.decision.gate == "PASS", r.reason
+
+
+def test_where_the_twin_boots_after_the_candidate_memory_the_candidate_never_gives_back_is_its_fault(
+    device, bundles, monkeypatch
+):
+    """T boots into the memory B, C and B' leave: C's processes still charged memory once C ended FAILs C, before T
+    boots into a device it could run short on (which would otherwise be T's NO_DECISION, a re-roll)."""
+    from hotfloat.qualify.fleet import Fleet
+
+    device(int(4.5 * GiB))
+    monkeypatch.setattr("hotfloat.qualify.twin.FIRST_MOST", 0)
+    release = Fleet.release
+    monkeypatch.setattr(Fleet, "release", lambda self, name, *a: name != "1C" and release(self, name, *a))
+    said: list[str] = []
+    r = qualify_bundle(bundles["exact"], OPTS, progress=lambda d, i, n: said.append(d))
+    assert r.status == "FAIL" and r.evidence.decision.fault == "C:memory", r.reason
+    assert "once it had ended" in r.evidence.frames[1].error
+    assert not any(s.startswith("booting 3T") for s in said), said

@@ -236,7 +236,8 @@ class Protocol(TwinSteps):
         self.audits = audits
 
     def _stop(self) -> None:
-        """B, C and B' report their seam counts and end (the twin already left, or boots after this)."""
+        """B, C and B' report their seam counts and end (the twin already left, or boots after this: then each must
+        give its memory back first, so nothing C held can make T's boot fail into a NO_DECISION)."""
         live = [
             n for n, a in zip(self.names[:3], self.accs[:3], strict=True) if n in self.fleet.engines and a.error is None
         ]
@@ -247,8 +248,14 @@ class Protocol(TwinSteps):
             elif isinstance(got, Counts):
                 acc.routed, acc.stock = got.routed, got.stock
         for name in self.names[:3]:
-            if name in self.fleet.engines:
+            if name not in self.fleet.engines:
+                continue
+            if self.twin != "after":
                 self.fleet.drop(name)
+            elif not self.fleet.release(name):
+                self._charge(
+                    name, f"memory: the device still charged memory to engine {name} once it had ended", "memory"
+                )
 
     def _stop_timeout(self) -> float:
         return max(30.0, self.fleet.allowance())
