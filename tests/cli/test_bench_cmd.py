@@ -40,6 +40,19 @@ def test_bench_json_save_and_plot(tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_host_without_matplotlib_keeps_the_saved_bench_and_says_why_there_is_no_plot(tmp_path, capsys, monkeypatch):
+    """The engine payload carries no matplotlib: the bench's JSON and table must survive --plot there."""
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    png, saved = tmp_path / "b.png", tmp_path / "b.json"
+    args = ["bench", str(EXAMPLES / "silu_triton"), "--device", "cpu", "--shape", "T=2,D=256", "--unsandboxed"]
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--plot", str(png), "--save", str(saved)])
+    out = capsys.readouterr()
+    assert exit_.value.code == 0, out.err
+    assert json.loads(saved.read_text())["status"] == "PASS" and not png.exists()
+    assert "warning: no plot" in out.err and "silu" in out.out
+
+
 def test_bench_bad_input_is_one_error_line_exit_2(make_bundle, capsys):
     for args in (
         ["/nonexistent"],

@@ -134,10 +134,13 @@ def bench(
             sandboxed=not unsandboxed,
             timeout_s=timeout_s,
         )
-    if plot_path:
-        plot(report, plot_path)
-    if save_path:
+    if save_path:  # before the plot: a host without matplotlib must not lose a finished bench
         Path(save_path).write_text(report.model_dump_json(indent=2))
+    if plot_path:
+        try:
+            plot(report, plot_path)
+        except ImportError as e:
+            click.echo(f"warning: no plot ({e}); the results are complete without it", err=True)
     if as_json:
         emit_json(report.model_dump(mode="json"))
     else:
