@@ -4,6 +4,8 @@ Each rank runs the grouped GEMM of examples/moe_triton on its own expert shards 
 three Triton passes are repeated here); the last pass sums each token's K rows into an fp32 buffer, which is
 all-reduced in fp32 across the group (a bf16 reduction would round every partial sum) and rounded once into out.
 A faster kernel would overlap the reduction with the expert GEMMs: this slot hands it the group so that it can.
+The hidden and intermediate sizes are constexprs: a model has one of each, and a loop over a runtime bound breaks
+Triton 3.6's CPU interpreter under numpy 2.4 (the device image's pair).
 """
 
 import torch
@@ -13,8 +15,9 @@ import triton.language as tl
 
 
 @triton.jit
-def _up_kernel(x_ptr, w13_ptr, order_ptr, offsets_ptr, act_ptr, sx_t, sx_h, sw_e, sw_n, sw_h, H, INTER,
-               K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+def _up_kernel(x_ptr, w13_ptr, order_ptr, offsets_ptr, act_ptr, sx_t, sx_h, sw_e, sw_n, sw_h,
+               H: tl.constexpr, INTER: tl.constexpr, K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_H: tl.constexpr,
                DOT_F32: tl.constexpr, PRECISION: tl.constexpr):
     e = tl.program_id(0)
     start = tl.load(offsets_ptr + e)
@@ -47,8 +50,9 @@ def _up_kernel(x_ptr, w13_ptr, order_ptr, offsets_ptr, act_ptr, sx_t, sx_h, sw_e
 
 
 @triton.jit
-def _down_kernel(act_ptr, w2_ptr, weights_ptr, order_ptr, offsets_ptr, y_ptr, s2_e, s2_h, s2_i, swt_t, swt_k, H,
-                 INTER, K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_I: tl.constexpr,
+def _down_kernel(act_ptr, w2_ptr, weights_ptr, order_ptr, offsets_ptr, y_ptr, s2_e, s2_h, s2_i, swt_t, swt_k,
+                 H: tl.constexpr, INTER: tl.constexpr, K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 BLOCK_I: tl.constexpr,
                  DOT_F32: tl.constexpr, PRECISION: tl.constexpr):
     e = tl.program_id(0)
     start = tl.load(offsets_ptr + e)

@@ -9,6 +9,8 @@ Pass 1 computes gate and up tiles and keeps silu(gate) * up in an fp32 scratch, 
 the op dtype, as SGLang's kernel does) by w2 and scales it by the routing weight into a per-pair fp32 scratch, and
 pass 3 sums each token's K rows into out (any row stride). fp32 runs its dots in IEEE fp32 (TF32 would miss the
 fp32 tolerance); the CPU interpreter's tl.dot mishandles 16-bit operands, so there the tiles are widened first.
+The hidden and intermediate sizes are constexprs: a model has one of each, and a loop over a runtime bound breaks
+Triton 3.6's CPU interpreter under numpy 2.4 (the device image's pair).
 """
 
 import torch
@@ -17,8 +19,9 @@ import triton.language as tl
 
 
 @triton.jit
-def _up_kernel(x_ptr, w13_ptr, order_ptr, offsets_ptr, act_ptr, sx_t, sx_h, sw_e, sw_n, sw_h, H, INTER,
-               K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_H: tl.constexpr,
+def _up_kernel(x_ptr, w13_ptr, order_ptr, offsets_ptr, act_ptr, sx_t, sx_h, sw_e, sw_n, sw_h,
+               H: tl.constexpr, INTER: tl.constexpr, K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+               BLOCK_H: tl.constexpr,
                DOT_F32: tl.constexpr, PRECISION: tl.constexpr):
     e = tl.program_id(0)
     start = tl.load(offsets_ptr + e)
@@ -51,8 +54,9 @@ def _up_kernel(x_ptr, w13_ptr, order_ptr, offsets_ptr, act_ptr, sx_t, sx_h, sw_e
 
 
 @triton.jit
-def _down_kernel(act_ptr, w2_ptr, weights_ptr, order_ptr, offsets_ptr, y_ptr, s2_e, s2_h, s2_i, swt_t, swt_k, H,
-                 INTER, K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_I: tl.constexpr,
+def _down_kernel(act_ptr, w2_ptr, weights_ptr, order_ptr, offsets_ptr, y_ptr, s2_e, s2_h, s2_i, swt_t, swt_k,
+                 H: tl.constexpr, INTER: tl.constexpr, K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 BLOCK_I: tl.constexpr,
                  DOT_F32: tl.constexpr, PRECISION: tl.constexpr):
     e = tl.program_id(0)
     start = tl.load(offsets_ptr + e)
