@@ -51,7 +51,7 @@ def test_an_8b_engine_needs_its_weights_kv_and_overhead():
     assert need == weights + kv + 6 * GiB and 21 * GiB < need < 22 * GiB
 
 
-def test_the_h100_holds_three_engines_with_the_twin_after_the_candidate_and_the_h200_four():
+def test_the_h100_holds_three_engines_with_the_twin_apart_from_the_candidate_and_the_h200_four():
     need = 22 * GiB
     h100 = plan("NVIDIA H100 80GB HBM3", H100, 600 << 20, need, wanted=4, least=3)
     assert h100.resident == 3 and h100.twin_apart and h100.share_bytes > need
