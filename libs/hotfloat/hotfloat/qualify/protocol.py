@@ -81,7 +81,7 @@ class Protocol(TwinSteps):
         baselines = [n for n, r in zip(self.names, self.roles, strict=True) if r != "C"]
         with Fleet(self.engine, self.workload, self.options, reference=baselines) as self.fleet:
             plan = self.fleet.plan_memory(wanted=len(self.arms), least=3)
-            self.twin = twin_mode(len(self.arms) > 3, plan is not None and plan.twin_apart, set(self.declared))
+            self.twin = twin_mode(len(self.arms) > 3, plan is not None and plan.twin_apart, self.declared)
             ready = self._boot()
             self._settle()
             done = 0

@@ -16,17 +16,19 @@ Where it runs depends on the memory plan (hotfloat.qualify.isolation.memory):
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from itertools import combinations
 from typing import Literal
 
 from .isolation.resident import EngineFault, Ready, Served, cpu_sets
+from .records import RunFrame
 
 Mode = Literal["none", "resident", "first", "after"]
 FIRST_MOST = 3
 """Declared slots up to which T serves every subset before C boots (2^3 = 8 configurations of the look's passes)."""
 
 
-def twin_mode(wanted: bool, apart: bool, declared: set[str]) -> Mode:
+def twin_mode(wanted: bool, apart: bool, declared: Collection[str]) -> Mode:
     """How T runs: not at all, beside C, before C, or after C."""
     if not wanted:
         return "none"
@@ -35,7 +37,7 @@ def twin_mode(wanted: bool, apart: bool, declared: set[str]) -> Mode:
     return "first" if len(declared) <= FIRST_MOST else "after"
 
 
-def subsets(declared: set[str]) -> list[tuple[str, ...]]:
+def subsets(declared: Collection[str]) -> list[tuple[str, ...]]:
     """Every set of slots C could route, the empty one (C routed nothing) included, each sorted."""
     names = sorted(declared)
     return [c for k in range(len(names) + 1) for c in combinations(names, k)]
@@ -64,15 +66,10 @@ class TwinSteps:
                         raise
                     self.twin_served[used] = f
                     continue
-                passes = []
-                for r in range(self.rule.look_rounds):
-                    got = self.fleet.round(r, [t], self._fault)
-                    if t not in got:
-                        return
-                    passes.append(got[t])
+                if (passes := self._twin_look(t)) is None:
+                    return
                 self.twin_served[used] = passes
-            counts = self.fleet[t].stop(timeout)
-            acc.routed, acc.stock = counts.routed, counts.stock
+            self._twin_counts(t)
         except EngineFault as f:
             acc.fail(str(f), f.kind)
         finally:
@@ -104,25 +101,39 @@ class TwinSteps:
             got = self.twin_served.get(used, EngineFault(f"the twin did not serve {list(used)}", kind="protocol"))
             if isinstance(got, EngineFault):
                 acc.fail(str(got), got.kind)
-            for served in [] if isinstance(got, EngineFault) else got:
+                return
+            for served in got:
                 acc.add(served)
             return
         if t not in self.fleet.engines and not self._boot_twin():
             return
         try:
             self.fleet[t].twin_slots(list(used), self.options.batch_timeout_s)
-            for r in range(self.rule.look_rounds):
-                served = self.fleet.round(r, [t], self._fault)
-                if t not in served:
-                    return
-                acc.add(served[t])
-            counts = self.fleet[t].stop(self.options.batch_timeout_s)
-            acc.routed, acc.stock = counts.routed, counts.stock
+            if (passes := self._twin_look(t)) is None:
+                return
+            for served in passes:
+                acc.add(served)
+            self._twin_counts(t)
         except EngineFault as f:
             acc.fail(str(f), f.kind)
         finally:
             if t in self.fleet.engines:
                 self.fleet.drop(t)
+
+    def _twin_look(self, t: str) -> list[Served] | None:
+        """T serves the first look's prompts, untimed; None when it faulted (charged through `_fault`)."""
+        passes = []
+        for r in range(self.rule.look_rounds):
+            got = self.fleet.round(r, [t], self._fault)
+            if t not in got:
+                return None
+            passes.append(got[t])
+        return passes
+
+    def _twin_counts(self, t: str) -> None:
+        """T stops serving and its seam counts become its tally's."""
+        counts = self.fleet[t].stop(self.options.batch_timeout_s)
+        self.accs[3].routed, self.accs[3].stock = counts.routed, counts.stock
 
     def _boot_twin(self) -> bool:
         """On a device too small for four, T boots once C is gone and B, B' have stopped; it must report B's identity."""
@@ -132,6 +143,6 @@ class TwinSteps:
         self._same_identity(t)
         return isinstance(got, Ready) and not self.failed
 
-    def _twin_frame(self):
+    def _twin_frame(self) -> RunFrame | None:
         """Everything the twin served (it serves untimed, so its passes are not cut to the timed rounds)."""
         return self.accs[3].frame(len(self.accs[3].pass_s)) if len(self.accs) > 3 else None
