@@ -27,6 +27,17 @@ class Body:
     graph_safe: bool = True
 
 
+EXPERTS_SUM = """\
+inter = w2.shape[-1]
+total = torch.zeros(out.shape, dtype=torch.float32, device=out.device)
+for e in topk_ids.unique().tolist():          # only the experts some token chose
+    rows, k = (topk_ids == e).nonzero(as_tuple=True)
+    h = x[rows].float() @ w13[e].float().T    # [n, 2I]: the gate rows, then the up rows
+    y = (torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]) @ w2[e].float().T
+    total.index_add_(0, rows, y * topk_weights[rows, k, None])
+"""
+"""The routed experts' weighted sum in fp32, shared by both MoE slots' templates (the reduce slot all-reduces it)."""
+
 BODIES: dict[str, Body] = {
     "activation.silu_and_mul": Body(
         "silu_and_mul",
@@ -103,30 +114,15 @@ for b in range(qo_indptr.shape[0] - 1):
     "moe.fused_experts": Body(
         "fused_experts",
         "import torch",
-        """\
-inter = w2.shape[-1]
-total = torch.zeros(out.shape, dtype=torch.float32, device=out.device)
-for e in topk_ids.unique().tolist():          # only the experts some token chose
-    rows, k = (topk_ids == e).nonzero(as_tuple=True)
-    h = x[rows].float() @ w13[e].float().T    # [n, 2I]: the gate rows, then the up rows
-    y = (torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]) @ w2[e].float().T
-    total.index_add_(0, rows, y * topk_weights[rows, k, None])
-out.copy_(total)""",
+        EXPERTS_SUM + "out.copy_(total)",
         graph_safe=False,
     ),
     "moe.fused_experts_reduce": Body(
         "fused_experts_reduce",
         "import torch\nimport torch.distributed as dist",
-        """\
-inter = w2.shape[-1]
-total = torch.zeros(out.shape, dtype=torch.float32, device=out.device)
-for e in topk_ids.unique().tolist():          # only the experts some token chose
-    rows, k = (topk_ids == e).nonzero(as_tuple=True)
-    h = x[rows].float() @ w13[e].float().T    # [n, 2I]: the gate rows, then the up rows
-    y = (torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]) @ w2[e].float().T
-    total.index_add_(0, rows, y * topk_weights[rows, k, None])
-dist.all_reduce(total, op=dist.ReduceOp.SUM, group=group)  # this rank's experts' share, summed over ranks
-out.copy_(total)""",
+        EXPERTS_SUM
+        + "dist.all_reduce(total, op=dist.ReduceOp.SUM, group=group)  # this rank's experts' share, summed over ranks\n"
+        + "out.copy_(total)",
         graph_safe=False,
     ),
 }
