@@ -74,6 +74,30 @@ def test_the_ledger_charges_the_untrusted_engine_first_and_keeps_peaks():
     assert rec.engines["1C"].ready_bytes == 2 * GiB and rec.engines["1C"].peak_bytes == 9 * GiB and rec.readings == 2
 
 
+EXACT_SILU = """
+import torch
+
+
+def run(x, out):
+    d = x.shape[-1] // 2
+    out.copy_(torch.nn.functional.silu(x[:, :d]) * x[:, d:])
+"""
+MANIFEST_TWO = """bundle_id = "{bundle_id}"
+abi_version = "hotfloat-op-abi-v1"
+
+[[ops]]
+slot = "activation.silu_and_mul"
+source = "kernels/k.py"
+entry = "run"
+
+[[ops]]
+slot = "attention.decode"
+source = "kernels/k.py"
+entry = "attend"
+dtypes = ["bf16"]
+"""
+
+
 @pytest.fixture
 def device(tmp_path, monkeypatch):
     """Every CPU qualification in the test runs under the stand-in driver, on a device of `total` bytes."""
@@ -196,3 +220,16 @@ def test_where_the_twin_boots_after_the_candidate_memory_the_candidate_never_giv
     assert r.status == "FAIL" and r.evidence.decision.fault == "C:memory", r.reason
     assert "once it had ended" in r.evidence.frames[1].error
     assert not any(s.startswith("booting 3T") for s in said), said
+
+
+def test_a_declared_slot_the_engine_never_calls_costs_the_twin_nothing_before_the_candidate(device, make_bundle):
+    """A manifest may declare a slot no call reaches (to make every subset with it unservable by T): those subsets
+    are kept as T's faults and charged only if C routed exactly one of them, which it cannot; the gate passes."""
+    device(int(4.5 * GiB))
+    kernel = EXACT_SILU + "\n\ndef attend(*args):\n    raise RuntimeError('never called on this engine')\n"
+    manifest = MANIFEST_TWO.format(bundle_id="unreachable")
+    said: list[str] = []
+    r = qualify_bundle(make_bundle(kernel, manifest=manifest), OPTS, progress=lambda d, i, n: said.append(d))
+    assert "twin 3T serves with activation.silu_and_mul, attention.decode nudged" in said, said
+    twin = r.evidence.twin
+    assert twin.ok and len(twin.pass_s) == OPTS.rule.look_rounds and r.evidence.decision.gate == "PASS", r.reason
