@@ -79,4 +79,5 @@ def test_a_collectives_head_breaks_between_fields_never_inside_one():
     assert p.returncode == 0, p.stdout + p.stderr
     lines = p.stdout.splitlines()
     assert any("world=2 (gloo on cpu)" in line for line in lines), p.stdout
+    assert "sandboxed" in p.stdout.split(), p.stdout
     assert max(map(len, lines)) <= 80, max(lines, key=len)

@@ -126,3 +126,4 @@ def test_cli_world_size_dispatches_to_the_collective_verifier():
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     assert report["status"] == "PASS" and report["world_size"] == 2 and len(report["rows"]) == 13
+    assert report["sandboxed"] is True  # the JSON says whether candidate code ran inside the sandbox

@@ -40,9 +40,18 @@ fi_build() {  # NAME PYTHON-STATEMENTS
 # 2. hotfloat bench, one run per slot, every stock kernel in the same run.
 BENCH='import sys; from hotfloat.cli.bench_cmd import bench; bench.main(sys.argv[1:], prog_name="hotfloat bench")'
 python3 -c 'import matplotlib' 2>/dev/null && PLOT=1 || stamp "no matplotlib here: no --plot"
+VERIFY='import sys; from hotfloat.cli.verify_cmd import verify; verify.main(sys.argv[1:], prog_name="hotfloat verify")'
 for ex in ${BENCH_EXAMPLES:-silu_triton rmsnorm_triton fused_add_rmsnorm_triton}; do
   limit=$(( $(left) - 2 ))
   [ "$limit" -gt 10 ] || { stamp "no time left for $ex"; continue; }
+  # Verified sandboxed first, in the same run: a bench row of a kernel that computes the wrong answer says nothing.
+  # A reducing slot needs two ranks, and NCCL one GPU per rank: with one GPU they verify on gloo (CPU, interpreted).
+  case $ex in *reduce*) where=(--world-size 2 --device cpu --dtype bf16) ;; *) where=(--device cuda) ;; esac
+  timeout $(( limit / 3 )) python3 -c "$VERIFY" "examples/$ex" "${where[@]}" --json > "$D/$ex.verify.json" 2> "$D/$ex.verify.stderr"
+  stamp "verify $ex ${where[*]} rc=$? $(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
+ok = sum(x["status"] == "PASS" for x in r["rows"]); print(r["status"], ok, "of", len(r["rows"]), "rows PASS, sandboxed", r["sandboxed"])' \
+    "$D/$ex.verify.json" 2>&1 | tail -n 1)"
+  limit=$(( $(left) - 2 ))
   stamp "bench $ex (${limit}s left)"
   timeout "$limit" python3 -c "$BENCH" "examples/$ex" --device cuda --shapes all \
     --budget "${BENCH_BUDGET:-0.02}" --save "$D/$ex.json" ${PLOT:+--plot "$D/$ex.png"} > "$D/$ex.txt" 2>&1

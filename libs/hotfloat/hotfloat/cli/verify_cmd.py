@@ -165,6 +165,7 @@ def _verify_collective(b, world_size, device, seed, dtypes, timeout_s, sandboxed
             f"verify {report.bundle_id} {report.identity[:12]}",
             f"world={report.world_size} ({report.backend} on {report.device})",
             f"seed={report.seed}",
+            "sandboxed" if report.sandboxed else "sandbox=NONE (--unsandboxed)",
         ]
         click.echo(_head(head, width))
         table(

@@ -43,6 +43,7 @@ class CollectiveReport(Record):
     backend: str
     device: str
     seed: int
+    sandboxed: bool
     status: Status
     reasons: list[str]
     ops: list[str] = Field(default_factory=list)

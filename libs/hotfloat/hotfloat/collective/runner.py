@@ -69,6 +69,7 @@ def verify_collective(
         "backend": BACKENDS[device],
         "device": device,
         "seed": seed,
+        "sandboxed": sandboxed,
         "ops": [op.key for op in ops],
     }
     if not ops:
