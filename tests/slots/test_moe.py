@@ -23,8 +23,9 @@ REDUCE = get_slot("moe.fused_experts_reduce")
 DIMS = {"T": 12, "H": 64, "I": 24, "E": 6, "K": 2}
 
 
-def _naive(t) -> torch.Tensor:
-    """Token by token, choice by choice in float64: nothing shared with the reference's per-expert GEMMs."""
+def _naive(t, magnitude: bool = False) -> torch.Tensor:
+    """Token by token, choice by choice in float64: nothing shared with the reference's per-expert GEMMs; with
+    `magnitude`, the choices' |weighted results| summed instead."""
     inter = t["w2"].shape[-1]
     out = torch.zeros(t["x"].shape, dtype=torch.float64)
     for row in range(t["x"].shape[0]):
@@ -32,7 +33,8 @@ def _naive(t) -> torch.Tensor:
             e = int(t["topk_ids"][row, k])
             h = t["w13"][e].double() @ t["x"][row].double()
             act = h[:inter] / (1 + torch.exp(-h[:inter])) * h[inter:]
-            out[row] += float(t["topk_weights"][row, k]) * (t["w2"][e].double() @ act)
+            y = float(t["topk_weights"][row, k]) * (t["w2"][e].double() @ act)
+            out[row] += y.abs() if magnitude else y
     return out
 
 
@@ -59,7 +61,9 @@ def test_registered_with_sglangs_routing_layout_and_cacheons_order():
 @pytest.mark.parametrize("seed", range(4))
 def test_reference_matches_a_naive_float64_loop(seed):
     t = SLOT.make_inputs(DIMS, torch.float32, torch.Generator().manual_seed(seed))
-    assert torch.allclose(SLOT.reference(t)["out"].double(), _naive(t), atol=1e-5, rtol=1e-5)
+    want, scale = SLOT.expect(t)
+    assert torch.allclose(want["out"].double(), _naive(t), atol=1e-5, rtol=1e-5)
+    assert torch.allclose(scale["out"].double(), _naive(t, magnitude=True), atol=1e-5, rtol=1e-5)
 
 
 def test_reduce_reference_sums_every_ranks_experts_over_shared_tokens():
@@ -70,7 +74,8 @@ def test_reduce_reference_sums_every_ranks_experts_over_shared_tokens():
     assert t["w13"].shape == (3, DIMS["E"], 2 * DIMS["I"], DIMS["H"]) and t["x"].shape == (DIMS["T"], DIMS["H"])
     want = sum(_naive(r) for r in ranks)
     assert torch.allclose(REDUCE.reference(t)["out"].double(), want, atol=1e-4, rtol=1e-5)
-    assert torch.allclose(REDUCE.rounding_scale(t, {})["out"].double(), sum(_naive(r).abs() for r in ranks), atol=1e-4)
+    magnitude = sum(_naive(r, magnitude=True) for r in ranks)
+    assert torch.allclose(REDUCE.expect(t)[1]["out"].double(), magnitude, atol=1e-4, rtol=1e-5)
 
 
 def test_routing_is_distinct_per_token_leaves_experts_cold_and_loads_uneven():
@@ -91,27 +96,42 @@ def test_routing_is_distinct_per_token_leaves_experts_cold_and_loads_uneven():
 def _sglang_rounding(t: dict) -> torch.Tensor:
     """The layer as SGLang's bf16 kernel rounds it: the gate/up products, silu(gate) * up and every choice's weighted
     result stored in bf16, the K results summed in fp32 and rounded once."""
-    inter = t["w2"].shape[-1]
-    out = torch.zeros(t["x"].shape)
-    for row, (ids, weights) in enumerate(zip(t["topk_ids"], t["topk_weights"], strict=True)):
-        for e, w in zip(ids.tolist(), weights.tolist(), strict=True):
-            h = (t["w13"][e].float() @ t["x"][row].float()).bfloat16().float()
-            act = (torch.nn.functional.silu(h[:inter]) * h[inter:]).bfloat16().float()
-            out[row] += (w * (t["w2"][e].float() @ act)).bfloat16().float()
-    return out.bfloat16()
+    inter, (tokens, k) = t["w2"].shape[-1], t["topk_ids"].shape
+    results = torch.zeros((tokens, k, t["x"].shape[1]))
+    for e in t["topk_ids"].unique().tolist():
+        rows, slot = (t["topk_ids"] == e).nonzero(as_tuple=True)
+        h = (t["x"][rows].float() @ t["w13"][e].float().T).bfloat16().float()
+        act = (torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]).bfloat16().float()
+        weighted = t["topk_weights"][rows, slot][:, None] * (act @ t["w2"][e].float().T)
+        results[rows, slot] = weighted.bfloat16().float()
+    return results.sum(1).bfloat16()
 
 
 def test_honest_bf16_rounding_passes_and_wrong_math_fails():
     dims = {"T": 16, "H": 256, "I": 128, "E": 8, "K": 2}
     for seed in range(4):
         t = SLOT.make_inputs(dims, torch.bfloat16, torch.Generator().manual_seed(seed))
-        want = SLOT.reference(t)["out"]
-        assert _within("bf16", _sglang_rounding(t), want)
+        want, scale = (d["out"] for d in SLOT.expect(t))
+        assert _within("bf16", _sglang_rounding(t), want, scale)
         inter = dims["I"]
         swapped = torch.cat([t["w13"][:, inter:], t["w13"][:, :inter]], dim=1)
-        assert not _within("bf16", experts(t["x"], t["topk_ids"], t["topk_weights"], swapped, t["w2"]), want)
+        assert not _within("bf16", experts(t["x"], t["topk_ids"], t["topk_weights"], swapped, t["w2"]), want, scale)
         flat = torch.full_like(t["topk_weights"], 1 / dims["K"])
-        assert not _within("bf16", experts(t["x"], t["topk_ids"], flat, t["w13"], t["w2"]), want)
+        assert not _within("bf16", experts(t["x"], t["topk_ids"], flat, t["w13"], t["w2"]), want, scale)
+
+
+def test_the_tolerance_follows_the_experts_results_not_their_cancelling_sum():
+    """SGLang's own kernel missed |out|-relative tolerance on the H100 (14 of 524,288 elements at 256 tokens, 8 of 64
+    experts): its rounding follows each choice's result, and the K results cancel where the output is small. Scaled
+    by the results' magnitudes it passes; a kernel that skips each token's lightest choice still fails."""
+    dims = {"T": 256, "H": 2048, "I": 1024, "E": 64, "K": 8}
+    t = SLOT.make_inputs(dims, torch.bfloat16, torch.Generator().manual_seed(1))
+    want, scale = (d["out"] for d in SLOT.expect(t))
+    honest = _sglang_rounding(t)
+    assert not _within("bf16", honest, want) and _within("bf16", honest, want, scale)
+    lightest = t["topk_weights"] == t["topk_weights"].min(dim=1, keepdim=True).values
+    skipped = experts(t["x"], t["topk_ids"], t["topk_weights"].masked_fill(lightest, 0.0), t["w13"], t["w2"])
+    assert not _within("bf16", skipped, want, scale)
 
 
 def test_cpu_shapes_fit_the_interpreters_budget_and_gpu_shapes_include_the_preset_layer():

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Device run for issue 42's collective.ar_residual_rmsnorm (about 80 s on one GPU): `hotfloat verify --world-size 2`
-# of examples/ar_rmsnorm_triton, sandboxed, then `hotfloat bench` of it on the slot's bench shapes (1-512 tokens x
+# Device run for issue 42's collective.ar_residual_rmsnorm (about 2 minutes on one GPU; the bench gets what the
+# verify leaves of AREA_S): `hotfloat verify --world-size 2` of examples/ar_rmsnorm_triton, sandboxed, then
+# `hotfloat bench` of it on the slot's bench shapes (1-512 tokens x
 # hidden 4096 and 8192) beside the stock path (the all-reduce, then torch's unfused add + RMSNorm). NCCL refuses two
 # ranks on one GPU, so with one GPU the two ranks verify on gloo (this host's CPU, Triton interpreted, bf16) and the
 # bench runs on a one-rank NCCL group (the kernel's own work and the collective's launch, no traffic between GPUs);
@@ -51,7 +52,7 @@ for row in r["rows"]:
     print(f"{row['dtype']:5} {row['shape']:28} {row['status']:5} {err:9} {row['reason'][:100]}")
 PY
 
-timeout 55 $PY -c "$BENCH" "$EX" --device cuda --shapes bench --budget "${AR_BUDGET:-0.1}" $SANDBOX "${STOCK[@]}" \
+timeout $(( ${AREA_S:-120} - SECONDS - 5 )) $PY -c "$BENCH" "$EX" --device cuda --shapes bench --budget "${AR_BUDGET:-0.1}" $SANDBOX "${STOCK[@]}" \
   --save "$O/bench.json" 2>&1 | tee "$O/bench.txt"
 echo "bench exit=${PIPESTATUS[0]} (expected 0)"
 ls -la "$O"

@@ -46,8 +46,8 @@ for ex in ${BENCH_EXAMPLES:-silu_triton rmsnorm_triton fused_add_rmsnorm_triton}
   [ "$limit" -gt 10 ] || { stamp "no time left for $ex"; continue; }
   # Verified sandboxed first, in the same run: a bench row of a kernel that computes the wrong answer says nothing.
   # A reducing slot needs two ranks, and NCCL one GPU per rank: with one GPU they verify on gloo (CPU, interpreted).
-  case $ex in *reduce*) where=(--world-size 2 --device cpu --dtype bf16) ;; *) where=(--device cuda) ;; esac
-  timeout $(( limit / 3 )) python3 -c "$VERIFY" "examples/$ex" "${where[@]}" --json > "$D/$ex.verify.json" 2> "$D/$ex.verify.stderr"
+  case $ex in *reduce*) where=(--world-size 2 --device cpu --dtype bf16) ;; *) where=(--device cuda --dtype bf16) ;; esac
+  timeout $(( limit / 2 )) python3 -c "$VERIFY" "examples/$ex" "${where[@]}" --json > "$D/$ex.verify.json" 2> "$D/$ex.verify.stderr"
   stamp "verify $ex ${where[*]} rc=$? $(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
 ok = sum(x["status"] == "PASS" for x in r["rows"]); print(r["status"], ok, "of", len(r["rows"]), "rows PASS, sandboxed", r["sandboxed"])' \
     "$D/$ex.verify.json" 2>&1 | tail -n 1)"

@@ -41,9 +41,10 @@ class Measure:
         )
 
     @staticmethod
-    def reference(slot: SlotSpec, s: dict) -> dict:
-        """The reference of one set; a collective's sees it as the only rank of a one-rank group."""
-        return slot.reference(stack_ranks(slot, [s]) if slot.of_role(Role.GROUP) else s)
+    def reference(slot: SlotSpec, s: dict) -> tuple[dict, dict]:
+        """The reference of one set and the magnitudes its tolerance applies to; a collective's sees the set as the
+        only rank of a one-rank group."""
+        return slot.expect(stack_ranks(slot, [s]) if slot.of_role(Role.GROUP) else s)
 
     def time_impl(
         self,

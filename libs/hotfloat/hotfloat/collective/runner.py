@@ -112,8 +112,7 @@ def _prepare(slot, i: int, c: dict, world: int, seed: int, settle_s: float) -> l
         p.inputs |= {n: preps[0].inputs[n] for n in shared}
     scalars = {a["name"]: a["value"] for a in preps[0].meta["args"] if a["kind"] == "scalar"}
     ranked = stack_ranks(slot, [p.inputs | scalars for p in preps])
-    expected = slot.reference(ranked)
-    scales = slot.rounding_scale(ranked, expected) if slot.rounding_scale else {}
+    expected, scales = slot.expect(ranked)
     for p in preps:
         p.expected, p.scales = expected, scales
     return preps

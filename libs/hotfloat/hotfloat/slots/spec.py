@@ -142,7 +142,14 @@ class SlotSpec:
     parallelism); its other inputs are each rank's own, stacked along a new first dim for `reference`."""
     rounding_scale: Callable[[Tensors, dict[str, torch.Tensor]], dict[str, torch.Tensor]] | None = None
     """Per output, the magnitude rtol applies to where a correct kernel's rounding follows the addends rather than the
-    result (a sum over ranks), from the reference's inputs and outputs; None: |expected|."""
+    result (a sum over ranks or over experts), from the reference's inputs and outputs; None: |expected|."""
+
+    def expect(self, inputs: Tensors) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+        """The reference's outputs and, per output, the magnitude rtol applies to: verify, the collective verifier and
+        the bench all judge with this one pair, so none refuses what another admits."""
+        expected = self.reference(inputs)
+        scales = self.rounding_scale(inputs, expected) if self.rounding_scale else {}
+        return expected, {name: scales.get(name, want.abs()) for name, want in expected.items()}
 
     def arg(self, name: str) -> ArgSpec:
         return next(a for a in self.args if a.name == name)

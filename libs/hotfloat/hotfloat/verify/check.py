@@ -62,8 +62,7 @@ def judge(slot: SlotSpec, dtype: str, prep: Prepared, frame: wire.Frame) -> Outc
             return _fail(f"{name}: {reason}")
         out, ref = view.float(), prep.expected[name].float()
         diff = (out - ref).abs()
-        scale = prep.scales.get(name, ref.abs())
-        wrong = ~(diff <= tol.atol + tol.rtol * scale)  # NaN compares false, so NaN is wrong
+        wrong = ~(diff <= tol.atol + tol.rtol * prep.scales[name])  # NaN compares false, so NaN is wrong
         untouched = int((wrong & (_bits(view) == _bits(poisoned))).sum())
         if untouched and 2 * untouched >= int(wrong.sum()):  # a finite poison can equal a wrong value by chance
             return _fail(f"{name}: {untouched} of {view.numel()} elements left unwritten (still the poison sent)")

@@ -33,7 +33,7 @@ class Prepared:
     outputs: dict[str, wire.TensorHeader]
     expected: dict[str, torch.Tensor]
     scales: dict[str, torch.Tensor] = field(default_factory=dict)
-    """Per output, the magnitude its rtol applies to when it is not |expected| (a sum's rounding follows its addends)."""
+    """Per output, the magnitude its rtol applies to (`SlotSpec.expect`)."""
 
 
 def poison(dtype: str, n: int, gen: torch.Generator) -> torch.Tensor:
@@ -127,6 +127,6 @@ def prepare(slot: SlotSpec, case: Case, trial: int, seed: int, expect: bool = Tr
             outputs[arg.name] = header
         sent.append((header, wire.flat_bytes(flat)))
     scalars = {a["name"]: a["value"] for a in args if a["kind"] == "scalar"}
-    expected = slot.reference({**{k: v.clone() for k, v in inputs.items()}, **scalars}) if expect else {}
+    expected, scales = slot.expect({**{k: v.clone() for k, v in inputs.items()}, **scalars}) if expect else ({}, {})
     meta = {"arena": case.arena, "args": args, "outputs": list(outputs), "inputs": list(inputs)}
-    return Prepared(meta, sent, inputs, outputs, expected)
+    return Prepared(meta, sent, inputs, outputs, expected, scales)
