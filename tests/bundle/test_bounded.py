@@ -117,3 +117,26 @@ def test_load_record_refuses_with_one_input_error_naming_the_file(tmp_path, text
         load_record(f, _Sample, max_bytes=64 if "limit" in why else 1 << 16, what="a sample")
     with pytest.raises(InputError, match=r"not a sample: not a regular file$"):
         load_record("/dev/zero", _Sample, max_bytes=64, what="a sample")
+
+
+def test_load_record_reads_xz_and_refuses_bombs_truncations_and_damage(tmp_path):
+    """Committed evidence is xz: it loads as its JSON does; an xz stream that inflates past the bound (a 2 KiB file
+    of 1 MiB of spaces), one cut short, or one with a flipped byte is one InputError, never a MemoryError."""
+    import lzma
+
+    plain = _Sample(x=1.5, tags=["a"]).model_dump_json().encode()
+    packed = tmp_path / "r.json.xz"
+    packed.write_bytes(lzma.compress(plain))
+    assert load_record(packed, _Sample, max_bytes=1 << 16, what="a sample") == _Sample(x=1.5, tags=["a"])
+    bomb = lzma.compress(plain[:-1] + b" " * (1 << 20) + b"}")
+    damaged = bytearray(lzma.compress(plain))
+    damaged[len(damaged) // 2] ^= 0xFF
+    for data, why in (
+        (bomb, "decompresses past the 65536-byte limit"),
+        (lzma.compress(plain)[:-20], "a truncated xz stream"),
+        (bytes(damaged), "a damaged xz stream"),
+    ):
+        packed.write_bytes(data)
+        with pytest.raises(InputError, match=rf"^{packed}: not a sample: {why}"):
+            load_record(packed, _Sample, max_bytes=1 << 16, what="a sample")
+    assert len(bomb) < 1 << 16

@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,3 +166,14 @@ def test_a_round_order_that_is_not_the_three_engines_is_refused(tmp_path):
     path.write_text(json.dumps(bad))
     with pytest.raises(InputError, match="order.1: .*frame indices 0, 1, 2"):
         load_evidence(path)
+
+
+DEVICE_RUNS = sorted((Path(__file__).resolve().parents[2] / "docs" / "qualify-runs").glob("evidence-*.json*"))
+
+
+@pytest.mark.parametrize("path", DEVICE_RUNS, ids=[p.name for p in DEVICE_RUNS])
+def test_every_committed_device_evidence_recomputes_to_its_decision(path):
+    """Each verdict the docs quote from a GPU (plain or xz, as committed) follows from its evidence alone."""
+    ev = load_evidence(path)
+    assert ev.frames and recompute(ev) == ev.decision
+

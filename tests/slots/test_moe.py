@@ -134,6 +134,14 @@ def test_the_tolerance_follows_the_experts_results_not_their_cancelling_sum():
     assert not _within("bf16", skipped, want, scale)
 
 
+def test_a_calls_traffic_counts_only_the_experts_its_router_chose():
+    dims = {"T": 4, "H": 64, "I": 32, "E": 64, "K": 2}
+    t = SLOT.make_inputs(dims, torch.bfloat16, torch.Generator().manual_seed(3))
+    chosen = int(t["topk_ids"].unique().numel())
+    assert chosen <= 8 and SLOT.bytes_moved(dims, 2) == (8 * 3 * 64 * 32 + 2 * 4 * 64) * 2 + 8 * 4 * 2
+    assert SLOT.bytes_read(t, 2) == (chosen * 3 * 64 * 32 + 2 * 4 * 64) * 2 + 8 * 4 * 2
+
+
 def test_cpu_shapes_fit_the_interpreters_budget_and_gpu_shapes_include_the_preset_layer():
     budget = VerifyOptions().cpu_max_elements
     for slot in (SLOT, REDUCE):

@@ -23,7 +23,7 @@ for preset in ${SHARE_PRESETS:-llama-8b mixtral-8b}; do
   record="$DEST/share-$gpu-$preset.json"
   start=$(date +%s)
   python3 tools/device/slot_share.py --out "$record" --preset "$preset" --steps "${SHARE_STEPS:-8}" \
-    --command "bash tools/device/run_all.sh engine_install:90 slot_share:500 (SHARE_PRESETS=$preset)" \
+    --command "SHARE_PRESETS=$preset bash tools/device/run_all.sh engine_install:40 slot_share:${AREA_S:-250}" \
     2>&1 | tee "$DEST/run-$preset.log"
   got=${PIPESTATUS[0]}
   [ "$got" = 0 ] || rc=$got

@@ -5,6 +5,7 @@ through the very graph that was timed."""
 from __future__ import annotations
 
 import math
+import statistics
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -180,6 +181,8 @@ class _Run:
         gen = torch.Generator(device=self.opt.device).manual_seed(seed)
         n_sets = 2 if not self.cuda else max(2, min(MAX_SETS, math.ceil(3 * self.l2 / nbytes), MAX_SET_BYTES // nbytes))
         sets = [self.measure.make_set(slot, dims, dt, gen) for _ in range(n_sets)]
+        if slot.bytes_read is not None:  # the sets' own traffic, not the upper bound that sized them
+            nbytes = round(statistics.fmean(slot.bytes_read(s, dt.itemsize) for s in sets))
         tokens = dims[slot.count_dim]
         op = self.route(slot, dtype, tokens)
         impls = []

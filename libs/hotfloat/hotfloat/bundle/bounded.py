@@ -12,6 +12,7 @@ ValueError with one short reason; `load_record` turns it into one InputError nam
 from __future__ import annotations
 
 import json
+import lzma
 import os
 import re
 import stat
@@ -50,6 +51,26 @@ def read_file(path: str | os.PathLike, max_bytes: int) -> bytes:
     return data
 
 
+XZ_MAGIC = b"\xfd7zXZ\x00"
+
+
+def unpack_xz(data: bytes, max_bytes: int) -> bytes:
+    """`data` itself, or its xz content when it is an xz stream (committed evidence is kept compressed): inflated
+    no further than `max_bytes`, so a small bomb cannot fill memory; ValueError when larger or damaged."""
+    if not data.startswith(XZ_MAGIC):
+        return data
+    inflate = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+    try:
+        out = inflate.decompress(data, max_length=max_bytes + 1)
+    except lzma.LZMAError as e:
+        raise ValueError(f"a damaged xz stream ({e})") from None
+    if len(out) > max_bytes:
+        raise ValueError(f"decompresses past the {max_bytes}-byte limit")
+    if not inflate.eof:
+        raise ValueError("a truncated xz stream")
+    return out
+
+
 def load_toml(text: str, *, max_chars: int) -> dict:
     """The TOML document, or ValueError saying which bound or rule it broke."""
     if len(text) > max_chars:
@@ -74,11 +95,11 @@ def load_json(text: str, *, max_chars: int, allow_nan: bool = False) -> object:
 
 
 def load_record(path: str | os.PathLike, kind: type[R], *, max_bytes: int, what: str) -> R:
-    """An untrusted JSON file as `kind`, read within `max_bytes` and bounded in depth and number length before the
-    parser runs; any refusal is an InputError `path: not <what>: <first problem>`. NaN and Infinity are accepted:
-    records write them (hotfloat.record.Record)."""
+    """An untrusted JSON file (plain or xz) as `kind`, read and inflated within `max_bytes` and bounded in depth and
+    number length before the parser runs; any refusal is an InputError `path: not <what>: <first problem>`. NaN and
+    Infinity are accepted: records write them (hotfloat.record.Record)."""
     try:
-        text = read_file(path, max_bytes).decode()
+        text = unpack_xz(read_file(path, max_bytes), max_bytes).decode()
         _json_bounds(text)
         return kind.model_validate_json(text)
     except ValidationError as e:

@@ -120,10 +120,20 @@ def _inputs(dims, dtype, gen):
     }
 
 
-def _bytes(dims, esize: int) -> int:
-    """The weights of every expert a call can reach (at most T*K of them), x read and out written, the routing."""
-    reached = min(dims["E"], dims["T"] * dims["K"])
+def _traffic(reached: int, dims, esize: int) -> int:
+    """The weights of the `reached` experts, x read and out written, the routing."""
     return (reached * 3 * dims["H"] * dims["I"] + 2 * dims["T"] * dims["H"]) * esize + 8 * dims["T"] * dims["K"]
+
+
+def _bytes(dims, esize: int) -> int:
+    """At most: every expert a call can reach (at most T*K of them)."""
+    return _traffic(min(dims["E"], dims["T"] * dims["K"]), dims, esize)
+
+
+def _bytes_read(t, esize: int) -> int:
+    """A call's own: only the experts its router chose (cold ones and a hot one leave many unread)."""
+    (tokens, k), (_, h, i) = t["topk_ids"].shape, t["w2"].shape[-3:]
+    return _traffic(int(t["topk_ids"].unique().numel()), {"T": tokens, "H": h, "I": i, "K": k}, esize)
 
 
 ARGS = (
@@ -172,6 +182,7 @@ MOE_FUSED_EXPERTS = SlotSpec(
     reference=_reference,
     make_inputs=_inputs,
     bytes_moved=_bytes,
+    bytes_read=_bytes_read,
     flops=lambda dims: 6 * dims["T"] * dims["K"] * dims["H"] * dims["I"],
     rounding_scale=_scale,
 )
@@ -188,6 +199,7 @@ MOE_FUSED_EXPERTS_REDUCE = SlotSpec(
     reference=_reduce_reference,
     make_inputs=_inputs,
     bytes_moved=_bytes,  # one rank's own traffic
+    bytes_read=_bytes_read,
     flops=lambda dims: 6 * dims["T"] * dims["K"] * dims["H"] * dims["I"],
     strided_outputs=False,
     world_size=2,

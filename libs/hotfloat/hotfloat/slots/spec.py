@@ -140,6 +140,9 @@ class SlotSpec:
     replicated: tuple[str, ...] = ()
     """A collective's inputs that every rank holds alike (the residual stream and norm weight under tensor
     parallelism); its other inputs are each rank's own, stacked along a new first dim for `reference`."""
+    bytes_read: Callable[[Tensors, int], int] | None = None
+    """Where the inputs decide the traffic (MoE reads only the experts its router chose), the bytes of one call given
+    its inputs and the element size; the bench's roofline uses it, `bytes_moved` (then an upper bound) sizes buffers."""
     rounding_scale: Callable[[Tensors, dict[str, torch.Tensor]], dict[str, torch.Tensor]] | None = None
     """Per output, the magnitude rtol applies to where a correct kernel's rounding follows the addends rather than the
     result (a sum over ranks or over experts), from the reference's inputs and outputs; None: |expected|."""
