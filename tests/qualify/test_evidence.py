@@ -176,4 +176,3 @@ def test_every_committed_device_evidence_recomputes_to_its_decision(path):
     """Each verdict the docs quote from a GPU (plain or xz, as committed) follows from its evidence alone."""
     ev = load_evidence(path)
     assert ev.frames and recompute(ev) == ev.decision
-

@@ -69,3 +69,14 @@ def test_the_cli_prints_a_committed_record(tmp_path, monkeypatch):
     assert "not measured" in next(x for x in result.output.splitlines() if "collective.all_reduce" in x)
     data = CliRunner().invoke(slots, ["--share", "--json"])
     assert json.loads(data.output)[0]["models"][0]["decode"]["slots"]["moe.fused_experts"] == 2000.0
+
+
+def test_the_packaged_records_are_whole_steps_of_both_qualification_models():
+    """What the device committed: one record per model, each step's slots and (other) adding up to the step, every
+    slot a single GPU can reach measured, and the kernels a slot launched counted against calls it made."""
+    records = load_records()
+    assert {m.preset for r in records for m in r.models} == {"llama-8b", "mixtral-8b"}
+    for step in (getattr(m, kind) for r in records for m in r.models for kind in ("decode", "prefill")):
+        table = {slot: (us, calls) for slot, us, _, calls in rows(step)}
+        assert abs(sum(us for us, _ in table.values() if us is not None) - step.step_us) < 1e-3 * step.step_us
+        assert table.pop("(other)")[0] > 0 and all(calls > 0 for us, calls in table.values() if us), table
