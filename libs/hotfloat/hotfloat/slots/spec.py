@@ -148,8 +148,8 @@ class SlotSpec:
     result (a sum over ranks or over experts), from the reference's inputs and outputs; None: |expected|."""
 
     def expect(self, inputs: Tensors) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
-        """The reference's outputs and, per output, the magnitude rtol applies to: verify, the collective verifier and
-        the bench all judge with this one pair, so none refuses what another admits."""
+        """The reference's outputs and, per output, the magnitude rtol applies to: verify, the collective verifier,
+        the native admission check and the bench all judge with this one pair, so none refuses what another admits."""
         expected = self.reference(inputs)
         scales = self.rounding_scale(inputs, expected) if self.rounding_scale else {}
         return expected, {name: scales.get(name, want.abs()) for name, want in expected.items()}
