@@ -158,9 +158,37 @@ def test_an_op_for_a_slot_hotfloat_lacks_is_named_where_it_is_refused(tmp_path, 
         cacheon_op.format(id="t", slot="cacheon.fictional_teleport", src="k", entry="k", extra=""),
         {"kernels/k.py": "def k(x, out):\n    out.copy_(x)\n"},
     )
-    with pytest.raises(InputError, match="no op of this bundle targets a hotfloat slot") as e:
+    with pytest.raises(InputError, match="no op of this bundle implements a hotfloat slot.s call") as e:
         import_cacheon(src, tmp_path / "out")
     assert "refused: 'cacheon.fictional_teleport'" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_an_override_of_a_cacheon_base_kernel_is_refused_not_imported_as_the_whole_call(
+    tmp_path, write_layout, cacheon_op
+):
+    """Cacheon's override ops ship one piece (an epilogue) of a kernel its validator owns; dropping the two fields
+    would import the piece as the slot's whole call, to FAIL verify on a compile error. Refused, naming the override;
+    a whole op beside it still imports."""
+    override = 'base_kernel = "nvfp4_moe_megakernel"\noverride_point = "gemm1_epilogue"\n'
+    manifest = cacheon_op.format(id="m", slot="moe.fused_experts", src="e", entry="epilogue", extra=override)
+    src = write_layout(tmp_path / "override", manifest, {"kernels/e.py": "def epilogue(gate, up):\n    return up\n"})
+    with pytest.raises(InputError, match="implements a hotfloat slot.s call") as e:
+        import_cacheon(src, tmp_path / "out")
+    assert "'moe.fused_experts' (an override of nvfp4_moe_megakernel at gemm1_epilogue)" in str(e.value)
+    whole = "\n[[ops]]\n" + cacheon_op.split("[[ops]]\n")[1].format(
+        slot="activation.silu_and_mul", src="s", entry="s", extra=""
+    )
+    mixed = write_layout(
+        tmp_path / "mixed",
+        manifest + whole,
+        {
+            "kernels/e.py": "def epilogue(gate, up):\n    return up\n",
+            "kernels/s.py": "def s(x, out):\n    out.copy_(x)\n",
+        },
+    )
+    result = import_cacheon(mixed, tmp_path / "out2")
+    assert [op.entry.slot for op in load_bundle(tmp_path / "out2").ops] == ["activation.silu_and_mul"]
+    assert any("hotfloat owns no base kernels" in c.now for c in result.changes)
 
 
 def test_a_slot_cacheon_spells_otherwise_imports_under_hotfloats_name(tmp_path, monkeypatch, write_layout, cacheon_op):

@@ -142,6 +142,14 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
     for i, op in enumerate(doc.get("ops") or []):
         where = f"ops[{i}]"
         source = op.get("source")  # the Cacheon kernel's file, also when an adapter becomes the op's source
+        if "base_kernel" in op or "override_point" in op:
+            # Only a piece of a kernel Cacheon's validator owns: dropping the fields would make the piece the call.
+            base, point = (_show(op.get(k, "(unnamed)")) for k in ("base_kernel", "override_point"))
+            what = f"an override of {base} at {point}"
+            slot, why = op.get("slot"), "(op removed: hotfloat owns no base kernels; an op implements its slot's call)"
+            note(where, f"{slot}: {what}", why)
+            refused.append(f"{slot!r} ({what})")
+            continue
         op = adapt(files, op, where, note)
         slot = op.get("slot")
         if (name := SLOT_NAMES.get(slot) if isinstance(slot, str) else None) is None:
@@ -192,8 +200,8 @@ def _convert(doc: dict, files: dict[str, bytes], changes: list[Change]) -> tuple
         ops.append(entry)
     if not ops:
         raise InputError(
-            f"no op of this bundle targets a hotfloat slot (refused: {', '.join(refused) or 'no ops'}; hotfloat's "
-            f"slots: {', '.join(SLOTS)}); nothing to import"
+            f"no op of this bundle implements a hotfloat slot's call (refused: {', '.join(refused) or 'no ops'}; "
+            f"hotfloat's slots: {', '.join(SLOTS)}); nothing to import"
         )
     bundle_id = re.sub(r"[^0-9A-Za-z._-]", "-", str(doc.get("bundle_id", "imported")))[:64]
     if bundle_id != doc.get("bundle_id"):

@@ -42,7 +42,7 @@ ALLOWED: dict[str, tuple[str, str]] = {
         "the collectives of collective slots, on the process group the validator passes",
         (
             "all_reduce ReduceOp get_rank get_world_size send recv broadcast barrier all_gather all_gather_into_tensor "
-            "reduce_scatter reduce_scatter_tensor all_to_all_single is_initialized"
+            "reduce_scatter reduce_scatter_tensor all_to_all_single is_initialized is_available"
         ),
     ),
     "triton": (

@@ -1,4 +1,5 @@
-"""A Cacheon-style reduce pair: `prepare` keeps the weights in fp32, the entry sums its experts and all-reduces."""
+"""A Cacheon-style reduce pair: `prepare` keeps the weights in fp32, the entry sums its experts and all-reduces
+(guarded the way Cacheon's own examples guard it: only when torch.distributed is built and a group exists)."""
 
 import torch
 import torch.distributed as dist
@@ -17,5 +18,6 @@ def fused_experts_reduce(x, topk_ids, topk_weights, prepared, out, group=None):
         h = torch.bmm(w13[e], x.float()[:, :, None])[:, :, 0]
         act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]
         acc += topk_weights[:, k, None].float() * torch.bmm(w2[e], act[:, :, None])[:, :, 0]
-    dist.all_reduce(acc, group=group)
+    if dist.is_available() and dist.is_initialized():
+        dist.all_reduce(acc, group=group)
     out.copy_(acc)
