@@ -15,7 +15,7 @@ for dir in "$src"/examples/*/; do
     printf '%-40s %-8s %s\n' "$name" refused "$(tail -n 1 "$work/$name.import.log" | cut -c1-110)"
     continue
   fi
-  ranks=(); case $name in *allreduce*|*reduce*) ranks=(--world-size 2) ;; esac
+  ranks=(); case $name in *reduce*) ranks=(--world-size 2) ;; esac
   "$hf" verify "$work/$name" --device cpu "${ranks[@]}" > "$work/$name.verify.txt" 2>&1
   printf '%-40s %-8s %s\n' "$name" ok "exit $? $(grep -Eo '^(PASS|FAIL|N/A) in [0-9.]+s' "$work/$name.verify.txt" | tail -n 1)"
 done

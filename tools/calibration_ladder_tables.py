@@ -91,17 +91,14 @@ def twin() -> str:
 def ladder() -> str:
     """Per ladder run: the candidate's divergence against its per-slot twin's, the audit's worst slot against
     stock's, and the verdict recorded and under today's rule (the default slacks applied to the same records)."""
-    from hotfloat.qualify import QualifyOptions, recompute
+    from hotfloat.qualify import QualifyOptions, load_evidence, recompute
     from hotfloat.qualify.audit import slot_medians
     from hotfloat.qualify.gate import LEVELS, divergence
-    from hotfloat.qualify.evidence import Evidence
 
     today = QualifyOptions.for_device("cuda", gpu="NVIDIA H200").rule
     rows = []
     for run, (name, what) in LADDER.items():
-        ev = Evidence.model_validate_json(
-            lzma.decompress((RUNS / f"evidence-h200-llama8b-{name}.json.xz").read_bytes())
-        )
+        ev = load_evidence(RUNS / f"evidence-h200-llama8b-{name}.json.xz")
         ref, tol = ev.frames[0], ev.rule.logprob_tol
         t, c = divergence(ref, ev.twin, tol), divergence(ref, ev.frames[1], tol)
         worst = max([c.level(q) / t.level(q) for q in LEVELS] + [c.rate / t.rate])

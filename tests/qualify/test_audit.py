@@ -126,13 +126,13 @@ def test_the_judgement_replays_from_the_records():
 
 
 def _h200(name):
-    import lzma
     from pathlib import Path
 
-    from hotfloat.qualify.evidence import Evidence
+    from hotfloat.qualify import load_evidence
 
-    path = Path(__file__).resolve().parents[2] / "docs" / "qualify-runs" / f"evidence-h200-llama8b-{name}.json.xz"
-    return Evidence.model_validate_json(lzma.open(path).read())
+    return load_evidence(
+        Path(__file__).resolve().parents[2] / "docs" / "qualify-runs" / f"evidence-h200-llama8b-{name}.json.xz"
+    )
 
 
 def test_per_slot_accuracy_fails_a_bf16_kernel_1pct_off_that_verify_tolerances_pass():
