@@ -93,15 +93,16 @@ def test_routing_is_distinct_per_token_leaves_experts_cold_and_loads_uneven():
     assert max(loads) > 2.5 and hot >= 3 and 10 <= normalised <= 30
 
 
-def _sglang_rounding(t: dict) -> torch.Tensor:
+def _sglang_rounding(t: dict, act_dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
     """The layer as SGLang's bf16 kernel rounds it: the gate/up products, silu(gate) * up and every choice's weighted
-    result stored in bf16, the K results summed in fp32 and rounded once."""
+    result stored in bf16, the K results summed in fp32 and rounded once; `act_dtype` stores silu(gate) * up
+    coarser (a kernel cutting its second GEMM's input to fp8)."""
     inter, (tokens, k) = t["w2"].shape[-1], t["topk_ids"].shape
     results = torch.zeros((tokens, k, t["x"].shape[1]))
     for e in t["topk_ids"].unique().tolist():
         rows, slot = (t["topk_ids"] == e).nonzero(as_tuple=True)
         h = (t["x"][rows].float() @ t["w13"][e].float().T).bfloat16().float()
-        act = (torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]).bfloat16().float()
+        act = (torch.nn.functional.silu(h[:, :inter]) * h[:, inter:]).to(act_dtype).float()
         weighted = t["topk_weights"][rows, slot][:, None] * (act @ t["w2"][e].float().T)
         results[rows, slot] = weighted.bfloat16().float()
     return results.sum(1).bfloat16()
@@ -123,7 +124,8 @@ def test_honest_bf16_rounding_passes_and_wrong_math_fails():
 def test_the_tolerance_follows_the_experts_results_not_their_cancelling_sum():
     """SGLang's own kernel missed |out|-relative tolerance on the H100 (14 of 524,288 elements at 256 tokens, 8 of 64
     experts): its rounding follows each choice's result, and the K results cancel where the output is small. Scaled
-    by the results' magnitudes it passes; a kernel that skips each token's lightest choice still fails."""
+    by the results' magnitudes it passes; a kernel that skips each token's lightest choice, or stores the second
+    GEMM's input in fp8, still fails."""
     dims = {"T": 256, "H": 2048, "I": 1024, "E": 64, "K": 8}
     t = SLOT.make_inputs(dims, torch.bfloat16, torch.Generator().manual_seed(1))
     want, scale = (d["out"] for d in SLOT.expect(t))
@@ -132,6 +134,7 @@ def test_the_tolerance_follows_the_experts_results_not_their_cancelling_sum():
     lightest = t["topk_weights"] == t["topk_weights"].min(dim=1, keepdim=True).values
     skipped = experts(t["x"], t["topk_ids"], t["topk_weights"].masked_fill(lightest, 0.0), t["w13"], t["w2"])
     assert not _within("bf16", skipped, want, scale)
+    assert not _within("bf16", _sglang_rounding(t, act_dtype=torch.float8_e4m3fn), want, scale)  # an fp8 shortcut
 
 
 def test_a_calls_traffic_counts_only_the_experts_its_router_chose():
