@@ -55,9 +55,10 @@ def armed():
     return arm(Path(__file__).parent / "fixtures" / "prefill_torch")
 
 
-def _call(backend, dtype=torch.bfloat16, indptr_pad=0, custom_mask=None, is_causal=True, k_scale=1.0, **extra):
+def _call(backend, dtype=torch.bfloat16, indptr_pad=0, custom_mask=None, is_causal=True, k_scale=1.0, qo=None, **extra):
     gen = torch.Generator().manual_seed(7)
     t = SLOT.make_inputs(DIMS, dtype, gen) | SLOT.make_scalars(DIMS, gen)
+    t["qo_indptr"] = t["qo_indptr"].to(qo or t["qo_indptr"].dtype)
     indptr = torch.cat([t["kv_indptr"], t["kv_indptr"][-1:].repeat(indptr_pad)])
     o = torch.full_like(t["q"], float("nan"))
     backend.extend_attention_fwd(
@@ -134,6 +135,17 @@ def test_outside_the_declared_dtypes_and_null_armed_calls_are_stock(armed):
     backend = _hooked(null)
     o, ref = _call(backend)
     assert len(backend.calls) == 1 and _close(o, ref) and null.counts()[seam.SLOT].stock == 1
+
+
+def test_the_engines_index_dtypes_route_and_others_go_stock(armed):
+    """The plain extend call hands over the backend's int64 qo_indptr buffer (a slot declaring int32 saw every call of
+    a qualification go stock); the speculative paths' int32 qo_indptr is not the slot's call."""
+    backend = _hooked(armed)
+    for qo, routed in ((torch.int64, 1), (torch.int32, 0)):
+        armed.reset_counts()
+        o, ref = _call(backend, qo=qo)
+        assert _close(o, ref) and armed.counts()[seam.SLOT].routed == routed
+        assert armed.counts()[seam.SLOT].stock == 1 - routed
 
 
 def test_the_seam_parameters_are_the_compat_row():

@@ -51,7 +51,7 @@ def test_registered_with_the_triton_extend_layout():
     )
     assert [a.name for a in SLOT.of_role(Role.OUTPUT)] == ["out"]
     assert [SLOT.dtype_of(SLOT.arg(n), "bf16") for n in ("qo_indptr", "kv_indptr", "kv_indices")] == [
-        torch.int32,
+        torch.int64,
         torch.int32,
         torch.int64,
     ]
@@ -79,7 +79,7 @@ def test_inputs_are_ragged_scattered_and_fit_the_pool():
         t = _draw(dims, torch.bfloat16, seed)
         new, cached = t["qo_indptr"].diff(), t["kv_indptr"].diff()
         b = min(dims["B"], dims["T"])
-        assert t["qo_indptr"].dtype == t["kv_indptr"].dtype == torch.int32 and t["kv_indices"].dtype == torch.int64
+        assert t["kv_indptr"].dtype == torch.int32 and t["qo_indptr"].dtype == t["kv_indices"].dtype == torch.int64
         assert len(new) == len(cached) == b and int(new.sum()) == dims["T"] and int(new.min()) >= 1
         assert t["q"].shape == (dims["T"], dims["Hq"], dims["D"]) and t["k"].shape == (
             dims["T"],

@@ -28,12 +28,12 @@ def _prefill_kernel(q_ptr, k_ptr, v_ptr, kb_ptr, vb_ptr, qo_ptr, kv_ptr, idx_ptr
     hi = blk * 0 + n_req - 1  # a tensor even when n_req is specialised to 1
     for _ in range(n_search):  # the last request whose first block is at or before this one
         mid = (lo + hi + 1) // 2
-        ok = tl.load(qo_ptr + mid) // BLOCK_M + mid <= blk
+        ok = tl.load(qo_ptr + mid).to(tl.int32) // BLOCK_M + mid <= blk
         lo = tl.where(ok, mid, lo)
         hi = tl.where(ok, hi, mid - 1)
     req = lo
-    q_start = tl.load(qo_ptr + req)
-    n_new = tl.load(qo_ptr + req + 1) - q_start
+    q_start = tl.load(qo_ptr + req).to(tl.int32)  # the engine's qo_indptr is int64; token counts fit in int32
+    n_new = tl.load(qo_ptr + req + 1).to(tl.int32) - q_start
     m0 = (blk - (q_start // BLOCK_M + req)) * BLOCK_M
     live = m0 < n_new
     kv_start = tl.load(kv_ptr + req)

@@ -114,7 +114,7 @@ def flashinfer_prefill() -> Stock | str:
         kinds = {"q_data_type": q.dtype, "kv_data_type": k.dtype, "sm_scale": t["sm_scale"]}
 
         def refresh():
-            qo, kv = t["qo_indptr"], t["kv_indptr"]
+            qo, kv = t["qo_indptr"].to(torch.int32), t["kv_indptr"]  # FlashInfer's plan takes int32 indptrs
             ragged.plan(qo, qo, hq, hkv, d, causal=True, **kinds)
             cached[0] = int(kv[-1]) > 0
             if cached[0]:

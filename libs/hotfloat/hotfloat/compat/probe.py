@@ -5,11 +5,13 @@ prints one JSON list of rows {"name", "ok", "detail"} on stdout. Every check is 
 fails its rows, never the probe.
 """
 
+import ast
 import importlib
 import importlib.metadata
 import inspect
 import json
 import sys
+import textwrap
 
 
 def _resolve(target):
@@ -76,7 +78,28 @@ def attrs(check):
     return True, ", ".join(check["attrs"])
 
 
-KINDS = {"version": version, "callable": callable_, "fields": fields, "attrs": attrs}
+def dtypes(check):
+    """The dtypes a function's source allocates the named tensors with (`X = torch.ctor(..., dtype=torch.D)`): a seam
+    hands those tensors to the slot as they come, and a call whose dtypes differ from the slot's silently runs stock."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(_resolve(check["target"]))))
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            for kw in node.value.keywords:
+                if kw.arg == "dtype":
+                    for target in node.targets:
+                        found.setdefault(ast.unparse(target), set()).add(ast.unparse(kw.value))
+    wrong = [
+        f"{name} is {' or '.join(sorted(found[name])) if name in found else 'never allocated'}, not {want}"
+        for name, want in check["dtypes"].items()
+        if found.get(name) != {want}
+    ]
+    if wrong:
+        return False, "; ".join(wrong)
+    return True, ", ".join(f"{n} {d}" for n, d in check["dtypes"].items())
+
+
+KINDS = {"version": version, "callable": callable_, "fields": fields, "attrs": attrs, "dtypes": dtypes}
 
 
 def run(checks):

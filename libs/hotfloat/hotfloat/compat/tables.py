@@ -10,6 +10,7 @@ SGLANG_PIN = "0.5.13.post1"
 _ACT = "sglang.srt.layers.activation.SiluAndMul"
 _NORM = "sglang.srt.layers.layernorm.RMSNorm"
 _MOE = "sglang.srt.layers.moe.fused_moe_triton"
+_TRITON = "sglang.srt.layers.attention.triton_backend.TritonAttnBackend"
 MOE_CONFIG_FIELDS = (
     "activation is_gated apply_router_weight_on_input no_combine routed_scaling_factor gemm1_alpha gemm1_clamp_limit "
     "swiglu_limit"
@@ -94,6 +95,24 @@ SGLANG: list[dict] = [
             "sinks window_kv_offsets xai_temperature_len"
         ).split(),
         "order": True,
+    },
+    {
+        "name": "TritonAttnBackend index buffers (attention.decode, attention.prefill take them as allocated)",
+        "kind": "dtypes",
+        "target": f"{_TRITON}.__init__",
+        "dtypes": {"self.qo_indptr": "torch.int64", "self.kv_indptr": "torch.int32"},
+    },
+    {
+        "name": "TritonAttnBackend page table (eager)",
+        "kind": "dtypes",
+        "target": f"{_TRITON}.init_forward_metadata",
+        "dtypes": {"kv_indices": "torch.int64"},
+    },
+    {
+        "name": "TritonAttnBackend page table (CUDA graphs)",
+        "kind": "dtypes",
+        "target": f"{_TRITON}.init_cuda_graph_state",
+        "dtypes": {"self.cuda_graph_kv_indices": "torch.int64"},
     },
     {
         "name": "FusedMoE.forward_impl",

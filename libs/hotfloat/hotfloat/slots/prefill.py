@@ -4,7 +4,8 @@ prefix in the paged KV pool (SGLang's triton extend layout).
 The layout is the one SGLang's triton attention backend hands `extend_attention_fwd` (page size 1). Request b owns
 the new tokens `qo_indptr[b] : qo_indptr[b+1]` of q, k and v (E_b >= 1 of them, T in all) and the prefix of L_b >= 0
 cached tokens at pool slots `kv_indices[kv_indptr[b] : kv_indptr[b+1]]` of `k_buffer`/`v_buffer` (the same paged pool
-attention.decode reads). New token i of request b (0-based) sees the whole prefix and new tokens 0..i: its position is
+attention.decode reads). The index dtypes are the engine's: qo_indptr int64 (the backend's extend buffer), kv_indptr
+int32, kv_indices int64; a call with other dtypes is not the slot's and runs stock. New token i of request b (0-based) sees the whole prefix and new tokens 0..i: its position is
 L_b + i, so the causal mask is aligned to the end of the sequence. Query head h reads KV head h // (Hq // Hkv). The
 entry writes `out[t, h] = softmax(sm_scale * q[t, h] . [K_prefix; K_new]^T, masked) @ [V_prefix; V_new]`.
 
@@ -77,7 +78,7 @@ def _inputs(dims, dtype, gen):
         "v": torch.randn((t, hkv, d), generator=gen).to(dtype),
         "k_buffer": torch.randn((pool, hkv, d), generator=gen).to(dtype),
         "v_buffer": torch.randn((pool, hkv, d), generator=gen).to(dtype),
-        "qo_indptr": torch.cat([zero, ext.cumsum(0)]).to(torch.int32),
+        "qo_indptr": torch.cat([zero, ext.cumsum(0)]),  # int64, as TritonAttnBackend allocates it
         "kv_indptr": torch.cat([zero, pre.cumsum(0)]).to(torch.int32),
         "kv_indices": torch.randperm(pool, generator=gen)[: dims["N"]],
     }
@@ -127,7 +128,7 @@ ATTENTION_PREFILL = SlotSpec(
         ArgSpec("v", Role.INPUT, shape=("T", "Hkv", "D")),
         ArgSpec("k_buffer", Role.INPUT, shape=("P", "Hkv", "D")),
         ArgSpec("v_buffer", Role.INPUT, shape=("P", "Hkv", "D")),
-        ArgSpec("qo_indptr", Role.INPUT, dtype="i32", shape=("B+1",)),
+        ArgSpec("qo_indptr", Role.INPUT, dtype="i64", shape=("B+1",)),
         ArgSpec("kv_indptr", Role.INPUT, dtype="i32", shape=("B+1",)),
         ArgSpec("kv_indices", Role.INPUT, dtype="i64", shape=("N",)),
         ArgSpec("out", Role.OUTPUT, shape=("T", "Hq", "D")),
