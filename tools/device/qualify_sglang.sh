@@ -8,7 +8,7 @@
 # Budget ~170 s on the H200 (boots 109-118 s, at most 10 rounds x 3 passes of 1.3 s). Knobs: QS_ROUNDS and QS_LOOKS
 # (override the rule's look rounds and looks), QS_BUNDLE (examples/silu_triton), QS_BOOT (170), QS_TIMEOUT (200),
 # QS_RULE_FROM (a calibration record or pre-registration, for a GPU without a packaged record), QS_PRESET (the
-# generated model's shape: mixtral-8b for the MoE slots),
+# generated model's shape: mixtral-8b for the MoE slots), QS_SEED (the workload seed, 7),
 # QS_TAG (results under qualify_sglang-<tag>, for several bundles in one call: tools/device/twin_gate.sh), QS_STACKS
 # (INTERVAL:SECONDS: every SGLang process samples its main thread's stack into its engine log, counted into stacks.txt).
 # Falls back to --unsandboxed (printed as NOTE) when the sandbox cannot be built there, or when a sandboxed run fails
@@ -36,7 +36,7 @@ fi
 run() {  # label limit extra-args...
   local label=$1 lim=$2; shift 2
   echo "=== qualify $label (limit ${lim}s, t=$(( $(date +%s) - T0 ))s) ==="
-  timeout -k 10 "$lim" python3 -m hotfloat.cli qualify run "$BUNDLE" --device cuda --engine sglang --seed 7 \
+  timeout -k 10 "$lim" python3 -m hotfloat.cli qualify run "$BUNDLE" --device cuda --engine sglang --seed "${QS_SEED:-7}" \
     ${QS_ROUNDS:+--look-rounds "$QS_ROUNDS"} ${QS_LOOKS:+--max-looks "$QS_LOOKS"} --boot-timeout "${QS_BOOT:-170}" \
     ${QS_RULE_FROM:+--rule-from "$QS_RULE_FROM"} ${QS_PRESET:+--preset "$QS_PRESET"} \
     --evidence "$DEST/evidence.json" --json "$@" \
