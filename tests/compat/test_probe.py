@@ -56,7 +56,10 @@ def test_a_dtype_row_passes_when_every_allocation_matches():
 
 def test_a_dtype_row_fails_on_another_or_a_second_dtype_or_none():
     ok, detail = probe.dtypes(
-        {"target": DTYPES, "dtypes": {"self.qo_indptr": "torch.int32", "self.kv_indptr": "torch.int32", "x": "torch.int8"}}
+        {
+            "target": DTYPES,
+            "dtypes": {"self.qo_indptr": "torch.int32", "self.kv_indptr": "torch.int32", "x": "torch.int8"},
+        }
     )
     assert not ok
     assert detail == (
