@@ -6,10 +6,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 23_000
-"""Raised from 22,950 on 2026-12-05 (session 29) to 22,974 counted by the compat probe's `dtypes` rows (+~20): a
+BUDGET = 23_150
+"""Raised from 22,950 on 2026-12-05 (session 29) to 23,114 counted: the compat probe's `dtypes` rows (+~20: a
 qualification on the H100 found every attention.prefill call sent stock because the slot declared an index dtype the
-engine never hands it, and the canary now reads the dtypes the pinned backend allocates. Before: raised from 22,900
+engine never hands it, and the canary now reads the dtypes the pinned backend allocates), and the in-engine audit of
+attention.prefill a request at a time (+~140: seams/audit_prefill.py, the validator's offset checks, every engine
+hooking the candidate's audited seams), since the first PASS of a real kernel was on a slot the audit did not see. Before: raised from 22,900
 on 2026-12-05 (session 28) to 22,925 counted by what the first GPU run of the MoE slots
 found: one (expected, tolerance scale) pair per slot that verify, the collective verifier and the bench share, with
 the MoE scale over the experts' results (+~15: SGLang's own kernel failed the old bound), the bench's roofline from the

@@ -5,7 +5,8 @@ and what it kept is exactly what the call saw and returned."""
 import torch
 
 from hotfloat.seams import AuditConfig, arm
-from hotfloat.seams.audit import MAX_ENTRY_BYTES, RING, TABLE, Site, _Device, read_dump, write_dump
+from hotfloat.seams.audit import MAX_ENTRY_BYTES, RING, TABLE, Site, _Device
+from hotfloat.seams.audit_dump import read_dump, write_dump
 from hotfloat.slots import get_slot
 
 

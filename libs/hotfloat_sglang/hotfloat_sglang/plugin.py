@@ -31,7 +31,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from hotfloat.seams import SeamRouter, arm_from_env, check_ranks_armed
-from hotfloat.seams.audit import write_dump
+from hotfloat.seams.audit_dump import write_dump
 from hotfloat.errors import HotfloatError
 
 from .chokepoints import NORM_TARGETS, SILU_TARGETS, norm_hook, silu_hook
@@ -91,17 +91,17 @@ def activate() -> None:
 
 def seam_hooks(router: SeamRouter, every: bool = False) -> tuple[list[tuple[str, object]], set[str]]:
     """(target, hook) for each chokepoint and the targets hooked AFTER (the rest are AROUND). The row-wise slots are
-    always hooked; any other seam only when the router does something with its slot, since hooking it imports its
+    always hooked; any other seam only when the router routes, nudges or audits its slot, since hooking it imports its
     SGLang module (the triton backend, FlashInfer's fusion, the MoE layer), or when `every` asks for all of them."""
     hooks = [(t, silu_hook(router)) for t in SILU_TARGETS] + [(t, norm_hook(router)) for t in NORM_TARGETS]
     after = set()
     for seam in (decode_attention, prefill_attention):
-        if every or seam.SLOT in router.slots:
+        if every or seam.SLOT in router.hooked:
             hooks.append((seam.TARGET, seam.backend_init_hook(router)))
             after.add(seam.TARGET)
-    if every or ar_rmsnorm.SLOT in router.slots:
+    if every or ar_rmsnorm.SLOT in router.hooked:
         hooks.append((ar_rmsnorm.TARGET, ar_rmsnorm.hook(router)))
-    if every or {moe.SLOT, moe.REDUCE_SLOT} & router.slots:
+    if every or {moe.SLOT, moe.REDUCE_SLOT} & router.hooked:
         hooks.append((moe.TARGET, moe.hook(router)))
     return hooks, after
 

@@ -22,9 +22,9 @@ import torch
 from pydantic import ValidationError
 
 from ..record import first_error
-from ..seams.audit import AUDITED
+from ..seams.audit import AUDITABLE
 from ..seams.domain import bind_dims
-from ..slots import DTYPES, Role, get_slot
+from ..slots import Role, get_slot
 from ..verdict import Status
 from .messages import AuditEntry, AuditPart
 from .records import AuditCall, AuditRecord, Role as EngineRole
@@ -55,7 +55,7 @@ def audit_record(index: int, role: EngineRole, parts: list[AuditPart | dict]) ->
 
 def recompute_entry(entry: AuditEntry, data: bytes) -> AuditCall | str:
     """The entry judged against the slot's fp32 reference, or why it is malformed."""
-    if entry.slot not in AUDITED:
+    if entry.slot not in AUDITABLE:
         return "not an audited slot"
     spec = get_slot(entry.slot)
     if entry.dtype not in spec.dtypes:
@@ -65,9 +65,9 @@ def recompute_entry(entry: AuditEntry, data: bytes) -> AuditCall | str:
         return "tensors or scalars are not the slot's arguments"
     if not all(math.isfinite(v) for v in entry.scalars.values()):
         return "a scalar is not finite"
-    dtype = DTYPES[entry.dtype]
     tensors = {}
     for name, ref in entry.tensors.items():
+        dtype = spec.dtype_of(args[name], entry.dtype)
         size = math.prod(ref.shape) * dtype.itemsize
         if len(ref.shape) != len(args[name].shape) or ref.offset + size > len(data):
             return f"tensor {name} has the wrong rank or lies beyond the data"
@@ -81,6 +81,8 @@ def recompute_entry(entry: AuditEntry, data: bytes) -> AuditCall | str:
         return "shapes contradict the slot"
     if not 1 <= n == dims[spec.count_dim] or first + n > total:
         return f"rows {entry.rows} do not match the tensors"
+    if not _offsets_fit(tensors):
+        return "its offsets or page indices lie outside its own tensors"
     err, ratio = distance(spec, entry.dtype, tensors, spec.reference({**inputs, **entry.scalars}))
     return AuditCall(
         slot=entry.slot,
@@ -91,6 +93,22 @@ def recompute_entry(entry: AuditEntry, data: bytes) -> AuditCall | str:
         width=int(next(iter(inputs.values())).shape[-1]),
         max_abs_err=err,
         ratio=ratio,
+    )
+
+
+def _offsets_fit(t: dict[str, torch.Tensor]) -> bool:
+    """A per-request entry's offsets start at 0, grow (every request has a new token) and end inside the tensors
+    they index, and its page indices lie in its pool: the reference indexes with them (row-wise entries have none)."""
+    if "qo_indptr" not in t:
+        return True
+    qo, kv, pages, pool = t["qo_indptr"].tolist(), t["kv_indptr"].tolist(), t["kv_indices"], t["k_buffer"].shape[0]
+    return (
+        qo[0] == kv[0] == 0
+        and all(a < b for a, b in zip(qo, qo[1:], strict=False))
+        and all(a <= b for a, b in zip(kv, kv[1:], strict=False))
+        and qo[-1] == t["q"].shape[0]
+        and kv[-1] <= pages.shape[0]
+        and bool(((pages >= 0) & (pages < pool)).all())
     )
 
 

@@ -83,7 +83,8 @@ fewer."""
 class AuditTensor(_Message):
     """One tensor of an entry: its shape and where its bytes start in the part's data."""
 
-    shape: Annotated[list[Annotated[StrictInt, Field(ge=1, le=1 << 24)]], Field(min_length=1, max_length=2)]
+    shape: Annotated[list[Annotated[StrictInt, Field(ge=0, le=1 << 24)]], Field(min_length=1, max_length=3)]
+    """Rank 3 for attention's heads; a 0 for an empty page table (a request with no prefix)."""
     offset: Annotated[StrictInt, Field(ge=0, le=MAX_PART_CHARS)]
 
 
@@ -95,9 +96,10 @@ class AuditEntry(_Message):
     execution: Annotated[StrictInt, Field(ge=1, lt=1 << 53)]
     dtype: Literal["bf16", "fp16", "fp32"]
     rows: Annotated[list[Count], Field(min_length=3, max_length=3)]
-    """(first row audited, rows audited, rows in the call)."""
+    """(first row audited, rows audited, rows in the call); for attention.prefill, of the audited request's new
+    tokens."""
     scalars: Annotated[dict[Name, StrictFloat], Field(max_length=8)]
-    tensors: Annotated[dict[Name, AuditTensor], Field(max_length=8)]
+    tensors: Annotated[dict[Name, AuditTensor], Field(max_length=12)]
 
 
 class AuditPart(_Message):

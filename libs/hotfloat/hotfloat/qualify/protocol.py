@@ -146,7 +146,7 @@ class Protocol(TwinSteps):
         NO_DECISION), and C must too (else C misreported itself: its fault). Returns B's report. A stock B's JIT
         caches seed the later boots (no candidate code ever ran in its sandbox)."""
         o = self.options
-        audit = {"audit_key": secrets.randbits(52), "audit_rate": o.audit_rate} if o.audit_rate else {}
+        audit = audit_spec(o.audit_rate, self.declared)
         self.specs = arms = {
             name: {**arm, **audit, "extra_passes": o.extra_passes.get(role, 0)}
             for name, role, arm in zip(self.names, self.roles, self.arms, strict=True)
@@ -259,3 +259,17 @@ class Protocol(TwinSteps):
 
     def _stop_timeout(self) -> float:
         return max(30.0, self.fleet.allowance())
+
+
+def audit_spec(rate: float, declared: set[str]) -> dict:
+    """What every engine's spec gets of the audit: one fresh secret key, the rate, and the candidate's per-request
+    slots, which B and B' then hook and audit like C (nothing when the rate is 0)."""
+    from ..seams.audit import PER_REQUEST
+
+    if not rate:
+        return {}
+    return {
+        "audit_key": secrets.randbits(52),
+        "audit_rate": rate,
+        "audit_slots": sorted(set(declared) & set(PER_REQUEST)),
+    }

@@ -4,8 +4,10 @@ Every engine of a qualification (B, C, B') gets the same secret key and rate, an
 audited slot that reaches the router, routed or stock, so its work is the same in all of them and B's audit checks
 the stock kernels too. A call site is the n-th call of a slot since the engine started (captures included), the
 same n in every engine; the key picks the audited sites on the host and, per site, a window of at most `rows`
-consecutive rows (row-wise slots only: attention.decode is not audited, since under graphs the extent of a request's
-KV pages is data-dependent and a fixed-size copy of them per call is megabytes).
+consecutive rows of a row-wise slot, or of one request's new tokens for attention.prefill when the qualification
+names it (hotfloat.seams.audit_prefill; eager calls only). attention.decode and the MoE slots are not audited yet:
+under graphs the extent of a request's KV pages is data-dependent and a fixed-size copy of them per call is
+megabytes.
 
 An audited site copies its inputs' window into staging before the call. After the call returns it bumps the
 site's device counter and commits staging and the outputs' window into a small device ring at the row a secret
@@ -24,15 +26,19 @@ import json
 import math
 from collections import deque
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 
 from ..slots import Role, SlotSpec
+from .audit_prefill import SLOT as PREFILL, PrefillSite
 from .domain import DTYPE_NAMES
 
 AUDITED = ("activation.silu_and_mul", "norm.rmsnorm", "norm.fused_add_rmsnorm")
-"""Row-wise slots: a window of rows is a whole call of its own."""
+"""Row-wise slots, always audited: a window of rows is a whole call of its own."""
+PER_REQUEST = (PREFILL,)
+"""Slots audited a request at a time (hotfloat.seams.audit_prefill), when the qualification names them
+(`AuditConfig.slots`: the candidate's), so that every engine hooks their seams."""
+AUDITABLE = AUDITED + PER_REQUEST
 RING = 4
 """Commits a captured site keeps (its latest)."""
 CELLS = 1 << 14
@@ -61,6 +67,8 @@ class AuditConfig:
     """Eager audited calls kept (the latest)."""
     arena_mib: int = 128
     """Device memory reserved per GPU for the buffers of captured sites; sites past it are not audited."""
+    slots: tuple[str, ...] = ()
+    """Per-request slots audited besides the row-wise ones (PER_REQUEST; others are ignored)."""
 
     @classmethod
     def from_spec(cls, spec: dict) -> AuditConfig | None:
@@ -75,6 +83,7 @@ class AuditConfig:
             int(spec.get("audit_rows", d.rows)),
             int(spec.get("audit_capacity", d.capacity)),
             int(spec.get("audit_arena_mib", d.arena_mib)),
+            tuple(s for s in spec.get("audit_slots", ()) if s in PER_REQUEST),
         )
 
     def to_env(self) -> str:
@@ -82,7 +91,10 @@ class AuditConfig:
 
     @classmethod
     def from_env(cls, text: str | None) -> AuditConfig | None:
-        return cls(**json.loads(text)) if text else None
+        if not text:
+            return None
+        fields = json.loads(text)
+        return cls(**{**fields, "slots": tuple(fields.get("slots", ()))})
 
 
 def mix(*values: int) -> int:
@@ -214,7 +226,7 @@ class Auditor:
 
     def __init__(self, config: AuditConfig):
         self.config = config
-        self.calls = dict.fromkeys(AUDITED, 0)
+        self.calls = dict.fromkeys(AUDITED + tuple(s for s in config.slots if s in PER_REQUEST), 0)
         self.captured: list[Site] = []
         self.eager: deque[Site] = deque(maxlen=config.capacity)
         self.devices: dict[torch.device, _Device] = {}
@@ -230,10 +242,18 @@ class Auditor:
         capturing = first.is_cuda and torch.cuda.is_current_stream_capturing()
         if not capturing and first.device not in self.devices:
             self.devices[first.device] = _Device(cfg, first.device)
-        slot = AUDITED.index(spec.name)
+        slot = AUDITABLE.index(spec.name)
         total = first.reshape(-1, first.shape[-1]).shape[0]
         if not total or mix(cfg.key, slot, n) >= cfg.rate * 2.0**64:
             return None
+        if spec.name in PER_REQUEST:
+            draws = tuple(mix(cfg.key, slot, n, i) for i in (1, 2, 3))
+            site = None if capturing else PrefillSite.stage(n, draws, cfg.rows, MAX_ENTRY_BYTES, tensors, values)
+            if site is None:
+                self.skipped += 1
+            else:
+                self.eager.append(site)
+            return site
         size = lambda a: spec.shape_of(a, dims)  # noqa: E731
         per_row = sum(size(a)[-1] for a in spec.args if a.role is not Role.SCALAR and a.shape[0] == spec.count_dim)
         fixed = sum(size(a)[0] for a in spec.args if a.role is Role.INPUT and a.shape[0] != spec.count_dim)
@@ -269,21 +289,3 @@ class Auditor:
     def dump(self) -> list[tuple[dict, bytes]]:
         """Every committed entry, captured sites first; syncs with the device, so only after the timed window."""
         return [e for site in (*self.captured, *self.eager) for e in site.entries()]
-
-
-def write_dump(path: Path, entries: list[tuple[dict, bytes]]) -> None:
-    """`path`.bin holds the entries' bytes back to back, `path`.json their headers and sizes (written last)."""
-    path.with_suffix(".bin").write_bytes(b"".join(d for _, d in entries))
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"entries": [h for h, _ in entries], "sizes": [len(d) for _, d in entries]}))
-    tmp.replace(path.with_suffix(".json"))
-
-
-def read_dump(path: Path) -> list[tuple[dict, bytes]]:
-    """The entries `write_dump` wrote (their bytes are checked by the validator, not here)."""
-    index, blob = json.loads(path.with_suffix(".json").read_text()), path.with_suffix(".bin").read_bytes()
-    at, out = 0, []
-    for head, size in zip(index["entries"], index["sizes"], strict=False):
-        out.append((head, blob[at : at + size]))
-        at += size
-    return out

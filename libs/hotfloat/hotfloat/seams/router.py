@@ -76,6 +76,12 @@ class SeamRouter:
         return {name for name in SLOTS if self._armed[name] or self._nudged[name]}
 
     @property
+    def hooked(self) -> set[str]:
+        """Slots whose seams the engine must hook: those it routes or nudges, and those its audit samples, so that
+        every engine of a qualification sees (and audits) the same calls."""
+        return self.slots | set(self.audit.calls if self.audit else ())
+
+    @property
     def identity(self) -> str | None:
         """The armed bundle's identity, or None when null-armed."""
         return self.bundle.identity if self.bundle else None

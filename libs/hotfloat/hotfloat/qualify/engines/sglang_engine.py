@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ...seams import ENV_HANDICAP, AuditConfig
 from ...seams.audit import ENV as ENV_AUDIT
-from ...seams.audit import read_dump
+from ...seams.audit_dump import read_dump
 
 CONTROL_TIMEOUT_S = 120.0
 
