@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from hotfloat.bundle import load_bundle
 from hotfloat.qualify.audit import audit_record, judge_audit
 from hotfloat.qualify.engines.worker import audit_parts
 from hotfloat.qualify.protocol import audit_spec
@@ -17,11 +18,14 @@ from hotfloat.seams import AuditConfig, arm
 from hotfloat.seams.audit import MAX_ENTRY_BYTES
 from hotfloat.seams.audit_prefill import PrefillSite
 from hotfloat.slots import get_slot
+from hotfloat.verdict import Status
+from hotfloat.verify import VerifyOptions, verify_bundle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "libs" / "hotfloat_sglang"))
 from hotfloat_sglang import prefill_attention  # noqa: E402
 from hotfloat_sglang.plugin import seam_hooks  # noqa: E402
 
+FIXTURES = Path(__file__).parent / "fixtures"
 SLOT = get_slot("attention.prefill")
 DIMS = {"B": 4, "T": 40, "L": 24, "P": 128, "N": 128, "Hq": 8, "Hkv": 2, "D": 32}
 AUDIT = AuditConfig(21, rate=1.0, rows=4, slots=("attention.prefill",))
@@ -150,3 +154,27 @@ def test_an_entry_whose_offsets_or_pages_leave_its_tensors_is_refused(edit):
     assert rec.calls == [] and "\n" not in rec.error
     assert f"entry {k} (attention.prefill): its offsets or page indices lie outside its own tensors" in rec.error
     assert judge_audit([rec])[0] == "FAIL"
+
+
+def test_a_kernel_that_cheats_only_above_verifys_sizes_passes_verify_and_fails_the_audit():
+    """Verify's calls are small (its largest prefill call is 2,048 new tokens on a GPU, 48 here); an engine's prompt
+    batch is thousands. The audit samples the engine's own calls, so a kernel that skips the prefix only on big calls
+    is caught there, routed through the bundle as C's calls are."""
+    cheat = FIXTURES / "prefill_size_cheat"
+    report = verify_bundle(load_bundle(cheat), VerifyOptions(seed=5, dtypes=["bf16"], timeout_s=300))
+    assert report.status is Status.PASS, [(r.shape, r.reason) for r in report.rows]
+    engine = {"B": 4, "T": 320, "L": 64, "P": 256, "N": 256, "Hq": 8, "Hkv": 2, "D": 32}
+    records = []
+    for index, role, bundle in ((0, "B", None), (1, "C", cheat)):
+        router = arm(bundle, audit=AUDIT)
+        for seed in range(4):
+            g = torch.Generator().manual_seed(seed)
+            t = SLOT.make_inputs(engine, torch.bfloat16, g) | SLOT.make_scalars(engine, g)
+            router.call(
+                "attention.prefill", lambda *_, t=t: exact(t), *[t[a.name] for a in SLOT.args if a.name != "out"]
+            )
+        assert router.counts()["attention.prefill"].routed == (4 if bundle else 0)
+        records.append(audit_record(index, role, audit_parts(router.audit.dump(), limit=4 << 20)))
+    assert records[0].slots["attention.prefill"].calls_failed == 0
+    status, reason = judge_audit(records)
+    assert status == "FAIL" and "audited calls of attention.prefill are wrong beyond its verify tolerance" in reason
