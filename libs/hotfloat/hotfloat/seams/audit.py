@@ -31,7 +31,7 @@ import torch
 
 from ..slots import Role, SlotSpec
 from .audit_prefill import SLOT as PREFILL, PrefillSite
-from .domain import DTYPE_NAMES
+from .audit_dump import pack_entry
 
 AUDITED = ("activation.silu_and_mul", "norm.rmsnorm", "norm.fused_add_rmsnorm")
 """Row-wise slots, always audited: a window of rows is a whole call of its own."""
@@ -83,7 +83,7 @@ class AuditConfig:
             int(spec.get("audit_rows", d.rows)),
             int(spec.get("audit_capacity", d.capacity)),
             int(spec.get("audit_arena_mib", d.arena_mib)),
-            tuple(s for s in spec.get("audit_slots", ()) if s in PER_REQUEST),
+            tuple(spec.get("audit_slots", ())),
         )
 
     def to_env(self) -> str:
@@ -173,21 +173,8 @@ class Site:
         for r in range(self.slots):
             if int(kept[r]) < 1:
                 continue
-            tensors, blobs, at = {}, [], 0
-            for name, ring in self.ring.items():
-                blobs.append(ring[r].contiguous().cpu().view(torch.uint8).numpy().tobytes())
-                tensors[name] = {"shape": list(ring.shape[1:]), "offset": at}
-                at += len(blobs[-1])
-            head = {
-                "slot": self.slot,
-                "site": self.n,
-                "execution": int(kept[r]),
-                "dtype": DTYPE_NAMES[next(iter(self.ring.values())).dtype],
-                "rows": list(self.window),
-                "scalars": self.scalars,
-                "tensors": tensors,
-            }
-            out.append((head, b"".join(blobs)))
+            head = {"slot": self.slot, "site": self.n, "execution": int(kept[r]), "rows": list(self.window)}
+            out.append(pack_entry(head | {"scalars": self.scalars}, ((n, ring[r]) for n, ring in self.ring.items())))
         return sorted(out, key=lambda e: e[0]["execution"])
 
 

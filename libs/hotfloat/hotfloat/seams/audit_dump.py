@@ -1,9 +1,27 @@
-"""An engine's audit entries on disk, for the worker to read back: raw bytes and JSON headers, never pickle."""
+"""An engine's audit entries, packed and on disk for the worker to read back: raw bytes and JSON headers, never
+pickle."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
+
+import torch
+
+from .domain import DTYPE_NAMES
+
+
+def pack_entry(head: dict, tensors: Iterable[tuple[str, torch.Tensor]]) -> tuple[dict, bytes]:
+    """One entry: `head` with the first tensor's dtype and each tensor's shape and offset (relative to the entry's
+    bytes), and the tensors' bytes back to back."""
+    shapes, blobs, at, dtype = {}, [], 0, None
+    for name, t in tensors:
+        dtype = dtype or DTYPE_NAMES[t.dtype]
+        blobs.append(t.contiguous().cpu().view(torch.uint8).numpy().tobytes())
+        shapes[name] = {"shape": list(t.shape), "offset": at}
+        at += len(blobs[-1])
+    return {**head, "dtype": dtype, "tensors": shapes}, b"".join(blobs)
 
 
 def write_dump(path: Path, entries: list[tuple[dict, bytes]]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from .domain import DTYPE_NAMES
+from .audit_dump import pack_entry
 
 SLOT = "attention.prefill"
 
@@ -78,18 +78,5 @@ class PrefillSite:
         """The call as one entry (header, bytes), in the row-wise sites' format; none if the call never returned."""
         if self.out is None:
             return []
-        tensors, blobs, at = {}, [], 0
-        for name, t in (*self.inputs.items(), ("out", self.out)):
-            blobs.append(t.contiguous().cpu().view(torch.uint8).numpy().tobytes())
-            tensors[name] = {"shape": list(t.shape), "offset": at}
-            at += len(blobs[-1])
-        head = {
-            "slot": SLOT,
-            "site": self.n,
-            "execution": 1,
-            "dtype": DTYPE_NAMES[self.out.dtype],
-            "rows": list(self.window),
-            "scalars": self.scalars,
-            "tensors": tensors,
-        }
-        return [(head, b"".join(blobs))]
+        head = {"slot": SLOT, "site": self.n, "execution": 1, "rows": list(self.window), "scalars": self.scalars}
+        return [pack_entry(head, (*self.inputs.items(), ("out", self.out)))]

@@ -5,8 +5,9 @@ The layout is the one SGLang's triton attention backend hands `extend_attention_
 the new tokens `qo_indptr[b] : qo_indptr[b+1]` of q, k and v (E_b >= 1 of them, T in all) and the prefix of L_b >= 0
 cached tokens at pool slots `kv_indices[kv_indptr[b] : kv_indptr[b+1]]` of `k_buffer`/`v_buffer` (the same paged pool
 attention.decode reads). The index dtypes are the engine's: qo_indptr int64 (the backend's extend buffer), kv_indptr
-int32, kv_indices int64; a call with other dtypes is not the slot's and runs stock. New token i of request b (0-based) sees the whole prefix and new tokens 0..i: its position is
-L_b + i, so the causal mask is aligned to the end of the sequence. Query head h reads KV head h // (Hq // Hkv). The
+int32, kv_indices int64; a call with other dtypes is not the slot's and runs stock. New token i of request b
+(0-based) sees the whole prefix and new tokens 0..i: its position is L_b + i, so the causal mask is aligned to the
+end of the sequence. Query head h reads KV head h // (Hq // Hkv). The
 entry writes `out[t, h] = softmax(sm_scale * q[t, h] . [K_prefix; K_new]^T, masked) @ [V_prefix; V_new]`.
 
 Verification draws what exposes the shortcuts. New-token counts are a random composition of T (ragged, every one at
