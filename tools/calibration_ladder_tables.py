@@ -92,7 +92,7 @@ def ladder() -> str:
     """Per ladder run: the candidate's divergence against its per-slot twin's, the audit's worst slot against
     stock's, and the verdict recorded and under today's rule (the default slacks applied to the same records)."""
     from hotfloat.qualify import QualifyOptions, load_evidence, recompute
-    from hotfloat.qualify.audit import slot_medians
+    from hotfloat.qualify.audit_v3 import slot_medians  # the ladder ran under evidence v3
     from hotfloat.qualify.gate import LEVELS, divergence
 
     today = QualifyOptions.for_device("cuda", gpu="NVIDIA H200").rule

@@ -1,7 +1,7 @@
 """A stand-in for `python -m hotfloat_sglang.offline SPEC` in CI: the same spec, result file and seam environment.
 
 It arms the bundle as the SGLang plugin does (HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE / _IDENTITY; a failed arm
-prints the plugin's FATAL line and exits), writes the same per-process seam report, and decodes greedily from a tiny
+prints the plugin's FATAL line and exits), puts the same seam report in its result, and decodes greedily from a tiny
 deterministic model whose MLP activation goes through the seam router, so a broken silu kernel changes the ids.
 STANDIN_BYPASS_SEAM=1 simulates an engine whose seam is not wired (the bundle never runs).
 Usage: standin_engine.py SPEC.json
@@ -68,9 +68,10 @@ def main() -> int:
         "identity": router.identity,
         "counts": {slot: asdict(c) for slot, c in router.counts().items()},
     }
-    Path(os.environ["HOTFLOAT_SEAMS_REPORT_DIR"], f"seams-{os.getpid()}.json").write_text(json.dumps(report))
     Path(spec["result_path"]).write_text(
-        json.dumps({"output_ids": outs, "boot_s": 0.0, "generate_s": round(time.monotonic() - t, 3)})
+        json.dumps(
+            {"output_ids": outs, "boot_s": 0.0, "generate_s": round(time.monotonic() - t, 3), "reports": [report]}
+        )
     )
     return 0
 

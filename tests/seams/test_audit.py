@@ -1,13 +1,17 @@
-"""The in-engine audit's sampler (hotfloat.seams.audit): the key picks the same call sites in every engine and other
-ones under another key; a site commits a device-sampled subset of its executions into its ring, keeps the latest,
-and what it kept is exactly what the call saw and returned."""
+"""The in-engine audit's taps (hotfloat.seams.audit), on the host: every call of an audited slot runs them, each
+round keeps a uniform sample of each stratum's calls and hands it over once, the key picks the same calls in every
+engine, an entry holds exactly what the call saw before it ran and what it returned, and nothing of the window or
+the inputs lies in device memory in the clear."""
 
 import torch
 
-from hotfloat.seams import AuditConfig, arm
-from hotfloat.seams.audit import MAX_ENTRY_BYTES, RING, TABLE, Site, _Device
-from hotfloat.seams.audit_dump import read_dump, write_dump
+from hotfloat.audit.config import AuditConfig
+from hotfloat.audit.layout import layout_for, recast
+from hotfloat.audit.philox import PARAMS, unseal
+from hotfloat.seams import arm
 from hotfloat.slots import get_slot
+
+KEY = (1 << 62) + 12345
 
 
 def stock_silu(x):
@@ -20,22 +24,59 @@ def stock_fused(x, residual, weight, eps):
     return (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype), s.to(x.dtype)
 
 
-def audited_sites(key: int, calls: int = 64, rate: float = 0.25) -> list[int]:
-    router = arm(None, audit=AuditConfig(key, rate=rate, rows=2))
-    for _ in range(calls):
-        router.silu_and_mul(torch.randn(3, 16), stock=stock_silu)
-    return [h["site"] for h, _ in router.audit.dump()]
+def opened(router, dump, cfg):
+    """Each kept entry of a dump, opened with the key: (header, inputs, outputs, rows)."""
+    out = []
+    for head, data in dump["entries"]:
+        spec = get_slot(head["slot"])
+        lay = layout_for(spec, head["dims"], head["dtype"], head["scalars"], cfg.rows, cfg.context)
+        plain, tag = unseal(cfg.key, head["execution"], lay.ring, torch.frombuffer(bytearray(data), dtype=torch.int64))
+        assert tag == int(head["mac"])
+        out.append((head, *recast(lay, plain)))
+    return out
 
 
-def test_the_key_picks_the_sites():
-    sites = audited_sites(7)
-    assert sites == audited_sites(7) and 6 <= len(sites) <= 28
-    assert audited_sites(8) != sites
-    assert audited_sites(7, rate=0.0) == [] and len(audited_sites(7, rate=1.0)) == 32  # capacity: the latest 32
+def test_every_call_runs_the_taps_and_each_round_keeps_a_sample_of_its_own():
+    cfg = AuditConfig(KEY, keep=3, rows=2)
+    router = arm(None, audit=cfg)
+    for calls in (20, 2, 0, 9):
+        for _ in range(calls):
+            router.silu_and_mul(torch.randn(5, 16), stock=stock_silu)
+        dump = router.audit.dump()
+        (stratum,) = dump["strata"] or [{"calls": 0, "kept": 0}]
+        assert stratum["calls"] == calls and stratum["kept"] == len(dump["entries"]) == min(3, calls)
+    executions = [h["execution"] for h, _ in dump["entries"]]
+    assert all(23 <= e <= 31 for e in executions)  # the last round's, after 22 earlier calls
 
 
-def test_an_eager_entry_holds_the_window_the_call_saw_and_returned():
-    router = arm(None, audit=AuditConfig(3, rate=1.0, rows=4))
+def test_strata_split_calls_by_size_dtype_and_scalars():
+    router = arm(None, audit=AuditConfig(KEY, keep=2))
+    for t in (4, 4, 7):
+        router.silu_and_mul(torch.randn(t, 16), stock=stock_silu)
+    router.silu_and_mul(torch.randn(4, 16, dtype=torch.bfloat16), stock=stock_silu)
+    strata = router.audit.dump()["strata"]
+    assert sorted((s["dims"]["T"], s["dtype"], s["calls"]) for s in strata) == [
+        (4, "bf16", 1),
+        (4, "fp32", 2),
+        (7, "fp32", 1),
+    ]
+
+
+def test_the_key_keeps_the_same_calls_in_every_engine_and_other_ones_under_another():
+    def kept(key):
+        router = arm(None, audit=AuditConfig(key, keep=4))
+        g = torch.Generator().manual_seed(0)
+        for _ in range(60):
+            router.silu_and_mul(torch.randn(3, 8, generator=g), stock=stock_silu)
+        return [h["execution"] for h, _ in router.audit.dump()["entries"]]
+
+    assert kept(KEY) == kept(KEY) and len(kept(KEY)) == 4
+    assert kept(KEY) != kept(KEY + 1)
+
+
+def test_an_entry_holds_what_the_call_saw_before_it_ran_and_what_it_returned():
+    cfg = AuditConfig(KEY, keep=8, rows=4)
+    router = arm(None, audit=cfg)
     x, r, w = torch.randn(2, 10, 32), torch.randn(2, 10, 32), torch.rand(32) + 0.5
     x0, r0 = x.clone(), r.clone()
 
@@ -46,59 +87,44 @@ def test_an_eager_entry_holds_the_window_the_call_saw_and_returned():
         return x, residual
 
     out, res = router.fused_add_rmsnorm(x, r, w, 1e-5, stock=inplace_stock)
-    ((head, data),) = router.audit.dump()
-    first, rows, total = head["rows"]
-    assert (head["slot"], head["site"], head["execution"], head["dtype"]) == ("norm.fused_add_rmsnorm", 0, 1, "fp32")
-    assert rows == 4 and total == 20 and 0 <= first <= 16 and head["scalars"] == {"eps": 1e-5}
-    got = {
-        k: torch.frombuffer(bytearray(data[v["offset"] :]), dtype=torch.float32)[
-            : torch.Size(v["shape"]).numel()
-        ].reshape(v["shape"])
-        for k, v in head["tensors"].items()
-    }
-    window = slice(first, first + rows)
-    assert torch.equal(got["x"], x0.reshape(20, 32)[window]) and torch.equal(
-        got["residual"], r0.reshape(20, 32)[window]
+    ((head, ins, outs, (start, rows, total)),) = opened(router, router.audit.dump(), cfg)
+    assert (head["slot"], head["execution"], head["dtype"], head["scalars"]) == (
+        "norm.fused_add_rmsnorm",
+        1,
+        "fp32",
+        {"eps": 1e-5},
     )
-    assert torch.equal(got["weight"], w)
-    assert torch.equal(got["out"], out.reshape(20, 32)[window]) and torch.equal(
-        got["residual_out"], res.reshape(20, 32)[window]
+    assert rows == 4 and total == 20 and 0 <= start <= 16
+    window = slice(start, start + rows)
+    assert torch.equal(ins["x"], x0.reshape(20, 32)[window]) and torch.equal(
+        ins["residual"], r0.reshape(20, 32)[window]
     )
+    assert torch.equal(ins["weight"], w)
+    assert torch.equal(outs["out"], out.reshape(20, 32)[window])
+    assert torch.equal(outs["residual_out"], res.reshape(20, 32)[window])
 
 
-def test_wide_calls_keep_fewer_rows_so_entries_fit_a_message():
-    router = arm(None, audit=AuditConfig(1, rate=1.0, rows=64))
-    router.silu_and_mul(torch.randn(64, 2 * 8192), stock=stock_silu)
-    ((head, data),) = router.audit.dump()
-    assert head["rows"][1] == MAX_ENTRY_BYTES // (4 * 3 * 8192) and len(data) <= MAX_ENTRY_BYTES
+def test_no_window_input_or_decision_lies_in_the_ring_in_the_clear():
+    """A kernel may read device memory it was not handed: the stage and the rows hold ciphertext, so the inputs'
+    bytes (which it knows) appear nowhere in them, and the parameters read as noise."""
+    router = arm(None, audit=AuditConfig(KEY, keep=2, rows=3))
+    x = torch.arange(6 * 64, dtype=torch.float32).reshape(6, 64) / 7
+    for _ in range(5):
+        router.silu_and_mul(x, stock=stock_silu)
+    (ring,) = router.audit.rings.values()
+    raw = ring.data.contiguous().view(torch.float32)
+    for row in x:
+        assert not any(
+            torch.equal(raw[k, i : i + 64], row) for k in range(raw.shape[0]) for i in range(0, raw.shape[1] - 63)
+        )
+    params = ring.data[:, :PARAMS]
+    assert not ((params >= 0) & (params < 64)).all(dim=1).any()  # no row's parameters are small plaintext numbers
 
 
-def test_a_site_commits_a_sampled_subset_of_its_executions_and_keeps_the_latest():
-    """What a CUDA-graph replay runs, here on CPU: stage the inputs, the call, commit; the secret table decides each
-    execution's ring row (or the trash row) on the device, so a replay decides afresh with no host sync."""
-    spec = get_slot("activation.silu_and_mul")
-    x = torch.zeros(6, 8)
-    table = _Device(AuditConfig(77, rate=0.3), torch.device("cpu")).table[100 : 100 + TABLE]
-    cells = torch.zeros(RING + 2, dtype=torch.int64)
-    buffers = {k: torch.empty(v) for k, v in Site.shapes(spec, {"T": 6, "D": 4}, 3, RING).items()}
-    site = Site(spec, 5, {"x": x}, {}, (1, 3, 6), RING, table, cells, buffers)
-    for e in range(1, 101):
-        x.fill_(e)  # a replay sees fresh values in the same buffers
-        site.copy_inputs({"x": x})
-        site.commit({"out": stock_silu(x)})
-    rows = {int(table[e]): e for e in range(1, 101)}  # the latest execution each row was given
-    assert 15 <= sum(int(table[e]) < RING for e in range(1, 101)) <= 45 and int(cells[0]) == 100
-    entries = site.entries()
-    assert [h["execution"] for h, _ in entries] == sorted(e for r, e in rows.items() if r < RING)
-    for head, data in entries:
-        xs = torch.frombuffer(bytearray(data), dtype=torch.float32)[:24]
-        assert (xs == head["execution"]).all() and head["rows"] == [1, 3, 6] and head["site"] == 5
-
-
-def test_dumps_round_trip_through_files(tmp_path):
-    router = arm(None, audit=AuditConfig(9, rate=0.5, rows=2))
-    for _ in range(8):
-        router.silu_and_mul(torch.randn(4, 16, dtype=torch.bfloat16), stock=stock_silu)
-    entries = router.audit.dump()
-    write_dump(tmp_path / "audit-1", entries)
-    assert read_dump(tmp_path / "audit-1") == entries and entries
+def test_a_call_outside_the_audited_slots_is_not_tapped():
+    router = arm(None, audit=AuditConfig(KEY))
+    assert (
+        "attention.prefill" not in router.hooked
+        and router.audit.stage(get_slot("attention.prefill"), {}, {}, {}) is None
+    )
+    assert "attention.prefill" in arm(None, audit=AuditConfig(KEY, slots=("attention.prefill",))).hooked

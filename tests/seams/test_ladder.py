@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from hotfloat.audit.config import AuditConfig
 from hotfloat.bundle import load_bundle
-from hotfloat.qualify.audit import audit_record
+from hotfloat.qualify.audit import audit_round
 from hotfloat.qualify.engines.worker import audit_parts
 from hotfloat.scan import scan_bundle
-from hotfloat.seams import AuditConfig, arm
+from hotfloat.seams import arm
 
 MAKE = Path(__file__).resolve().parents[2] / "tools/device/ladder/make.py"
 
@@ -60,9 +61,10 @@ def test_the_row_rung_is_wrong_on_about_one_row_in_a_hundred(ladder):
 
 @pytest.mark.parametrize("name", ["silu_after_n", "silu_after_n_sparse"])
 def test_after_n_rungs_turn_wrong_and_the_audit_names_the_slot(ladder, name):
-    router = arm(ladder[name], audit=AuditConfig(2, rate=1.0, rows=64))
+    cfg = AuditConfig((1 << 62) + 2, keep=6, rows=64)
+    router = arm(ladder[name], audit=cfg)
     x = torch.randn(64, 2048)
     exact = [torch.equal(router.silu_and_mul(x, stock=None), stock_silu(x)) for _ in range(6)]
     assert exact == [True] * 3 + [False] * 3
-    rec = audit_record(1, "C", audit_parts(router.audit.dump()))
+    rec = audit_round(1, "C", 0, audit_parts(router.audit.dump(), 0), cfg)
     assert rec.slots["activation.silu_and_mul"].calls_failed == 3

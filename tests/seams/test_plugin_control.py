@@ -1,7 +1,7 @@
-"""The SGLang plugin's control channel, without SGLang: a stand-in scheduler process arms a router from the
-environment as the plugin does, serves a few slot calls and runs the plugin's report thread; the qualification
-worker's side (SglangEngine's control methods) enables the twin's slots and collects the audit through the report
-directory, and the validator's checker recomputes what came back."""
+"""The control channel between an engine's host process and SGLang's schedulers (hotfloat.seams.control and the
+plugin), without SGLang: a stand-in scheduler arms as the plugin does, with the settings it took from the channel,
+serves a round of slot calls and answers the host; the host enables the twin, reads the counts and collects the
+round's audit, which the validator opens. The host process itself never arms, and nothing goes through a file."""
 
 import os
 import subprocess
@@ -9,53 +9,97 @@ import sys
 import textwrap
 from pathlib import Path
 
-from hotfloat.qualify.audit import audit_record
-from hotfloat.qualify.engines.sglang_engine import SglangEngine
+import pytest
+
+from hotfloat.audit.config import AuditConfig
+from hotfloat.qualify.audit import audit_round
 from hotfloat.qualify.engines.worker import audit_parts
-from hotfloat.seams import ENV_TWIN_OF, AuditConfig
-from hotfloat.seams.audit import ENV as ENV_AUDIT
+from hotfloat.seams import ENV_TWIN_OF
+from hotfloat.seams.control import ENV_CONTROL, ENV_OWNER, ControlError, ControlServer
 
 HERE = Path(__file__).parent
+SGLANG_PLUGIN = str(HERE.parents[1] / "libs/hotfloat_sglang")
 SCHEDULER = textwrap.dedent("""
-    import torch
-    from hotfloat.seams import arm_from_env
+    import os, sys, torch
+    from hotfloat.seams.control import serve
     from hotfloat_sglang import plugin
 
-    plugin._router = router = arm_from_env()
+    conn = plugin.arm_scheduler()
+    router = plugin.router()
     for _ in range(4):
         x = torch.randn(3, 64, dtype=torch.bfloat16)
         router.silu_and_mul(x, stock=lambda x: torch.nn.functional.silu(x[:, :32]) * x[:, 32:])
         w = torch.ones(32, dtype=torch.bfloat16)
         router.rmsnorm(x[:, :32], w, 1e-6, stock=lambda x, w, eps: (x.float() * torch.rsqrt(
             x.float().pow(2).mean(-1, keepdim=True) + eps) * w.float()).to(x.dtype))
-    plugin._report()
     print("serving", flush=True)
-    plugin._report_changes()
+    serve(conn, plugin.handle)
 """)
 
 
-def test_the_worker_enables_the_twin_and_collects_the_audit_through_the_plugin_thread(tmp_path):
-    env = {
-        **os.environ,
-        "HOTFLOAT_SEAMS_REPORT_DIR": str(tmp_path),
-        ENV_TWIN_OF: str(HERE / "fixtures/engine_exact"),
-        ENV_AUDIT: AuditConfig(4, rate=1.0, rows=2).to_env(),
-        "PYTHONPATH": os.pathsep.join(
-            [str(HERE.parents[1] / "libs/hotfloat_sglang"), os.environ.get("PYTHONPATH", "")]
-        ),
-    }
-    proc = subprocess.Popen([sys.executable, "-c", SCHEDULER], env=env, stdout=subprocess.PIPE, text=True)
+@pytest.fixture
+def scheduler(tmp_path):
+    cfg = AuditConfig((1 << 62) + 4, keep=2, rows=2)
+    server = ControlServer({"audit": cfg.to_wire()})
+    env = {**os.environ, ENV_TWIN_OF: str(HERE / "fixtures/engine_exact"), "HOTFLOAT_SEAMS": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([SGLANG_PLUGIN, os.environ.get("PYTHONPATH", "")])
+    proc = subprocess.Popen([sys.executable, "-c", SCHEDULER], env=env, cwd=tmp_path, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "serving"
-        worker = object.__new__(SglangEngine)  # its control methods only, without booting SGLang
-        worker.reports, worker._seq = str(tmp_path), 0
-        assert worker.set_twin(["norm.rmsnorm", "attention.decode"]) == ["norm.rmsnorm"]
-        rec = audit_record(0, "B", audit_parts(worker.audit()))
-        assert rec.error is None and {s: a.calls_audited for s, a in rec.slots.items()} == {
-            "activation.silu_and_mul": 4,
-            "norm.rmsnorm": 4,
-        }
-        assert worker.set_twin([]) == [] and worker._seq == 3
+        server.wait(1, 30)
+        yield server, cfg, tmp_path
     finally:
         proc.kill()
         proc.wait()
+        server.close()
+
+
+def test_the_host_enables_the_twin_reads_counts_and_collects_each_round(scheduler):
+    server, cfg, cwd = scheduler
+    ((twin, _),) = server.ask({"op": "twin", "slots": ["norm.rmsnorm", "attention.decode"]}, 30)
+    assert twin == {"twin": ["norm.rmsnorm"]}
+    ((counts, _),) = server.ask({"op": "counts"}, 30)
+    assert counts["identity"] is None and counts["counts"]["activation.silu_and_mul"] == {
+        "routed": 4,
+        "stock": 0,
+    }  # the twin counts its sites
+    ((head, data),) = server.ask({"op": "audit"}, 30)
+    entries, at = [], 0
+    for e in head["entries"]:
+        n = 8 * e.pop("words")
+        entries.append((e, data[at : at + n]))
+        at += n
+    rec = audit_round(0, "B", 0, audit_parts(head | {"entries": entries}, 0), cfg)
+    assert rec.error is None and {s: a.calls_audited for s, a in rec.slots.items()} == {
+        "activation.silu_and_mul": 2,
+        "norm.rmsnorm": 2,
+    }
+    ((again, _),) = server.ask({"op": "audit"}, 30)
+    assert again["entries"] == [] and all(s["calls"] == 0 for s in again["strata"])  # the next round began
+    with pytest.raises(ControlError, match="unknown request"):
+        server.ask({"op": "dump-everything"}, 30)
+    assert list(cwd.iterdir()) == []  # nothing went through a file
+
+
+def test_the_host_process_never_arms(monkeypatch):
+    sys.path.insert(0, SGLANG_PLUGIN)
+    from hotfloat_sglang import plugin
+
+    monkeypatch.setenv("HOTFLOAT_SEAMS", "1")
+    monkeypatch.setenv(ENV_OWNER, str(os.getpid()))
+    monkeypatch.setenv("HOTFLOAT_ARMED_BUNDLE", str(HERE / "fixtures/silu_exact"))
+    plugin.activate()
+    assert plugin.router() is None
+
+
+def test_a_scheduler_without_its_channel_refuses_to_arm(tmp_path):
+    env = {**os.environ, ENV_CONTROL: "hotfloat-nobody-listens", "HOTFLOAT_SEAMS": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([SGLANG_PLUGIN, os.environ.get("PYTHONPATH", "")])
+    got = subprocess.run(
+        [sys.executable, "-c", "from hotfloat_sglang import plugin; plugin.arm_scheduler()"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert got.returncode != 0 and "could not open the host's control channel" in got.stderr

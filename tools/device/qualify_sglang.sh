@@ -103,11 +103,18 @@ print(f"DECISION {d['status']} gate={d['gate']} improvement={d['improvement']} [
 print(f"sandboxed={ev['sandboxed']} seconds={ev['seconds']:.1f} fault={d.get('fault')}")
 print("memory:", json.dumps(ev.get("memory")))
 print("isolation:", json.dumps(ev.get("isolation")))
+from hotfloat.qualify.audit import coverage
 for a in typed.audit or []:
+    if a.error:
+        print(f"audit {a.role}{a.index}: refused: {a.error}")
     for slot, sa in a.slots.items():
-        rs = sorted(c.ratio for c in a.calls if c.slot == slot)
-        print(f"audit {a.role}{a.index} {slot}: {sa.calls_audited} calls, {sa.calls_failed} failed, median "
+        rs = sorted(c.ratio for c in a.calls if c.slot == slot and c.kept)
+        print(f"audit {a.role}{a.index} {slot}: {sa.calls_audited} kept calls, {sa.calls_failed} failed, median "
               f"{rs[len(rs) // 2]:.3f} max {rs[-1]:.3f} of the tolerance")
+    if a.role == "C":
+        for slot, rounds in coverage(a).items():
+            print(f"coverage C {slot}: " + " ".join(f"r{r}:{n}/{routed}/{kept}" for r, (n, routed, kept) in rounds.items())
+                  + "  (round: calls/routed/kept routed)")
 PY
   cat "$DEST/rounds.txt"
 fi

@@ -1,57 +1,46 @@
-"""The `sglang.srt.plugins` entry point: arm the bundle in this engine process and hook the slot chokepoints.
+"""The `sglang.srt.plugins` entry point: arm the bundle in each SGLang scheduler process and hook the slot chokepoints.
 
-SGLang calls every installed general plugin in each of its processes (engine, schedulers = one per TP rank,
-detokenizer) and logs, then ignores, any exception a plugin raises. A plugin that merely raised would therefore leave
-the engine serving the stock path; a failed arm here exits the process instead (SystemExit is not an Exception), and
-once torch.distributed is up every rank compares what it armed and all exit unless they agree.
+SGLang calls every installed general plugin in its engine process and in each scheduler (one per TP rank), and logs,
+then ignores, any exception a plugin raises. A plugin that merely raised would therefore leave the engine serving the
+stock path; a failed arm here exits the process instead (SystemExit is not an Exception), and once torch.distributed
+is up every rank compares what it armed and all exit unless they agree.
 
 Selected by environment: nothing happens unless HOTFLOAT_SEAMS=1 (set SGLANG_PLUGINS=hotfloat to load only this
 plugin). HOTFLOAT_ARMED_BUNDLE / HOTFLOAT_ARMED_IDENTITY name the bundle; without a bundle the engine is null-armed
-(all calls stock, still counted). HOTFLOAT_SEAMS_REPORT_DIR, when set, receives one JSON file per process with
-the armed identity and the routed/stock counts, written at activation, whenever the counts changed (checked every
-0.5 s: SGLang kills its scheduler processes at shutdown, so an exit hook alone would lose them) and at a clean exit.
-
-The same thread serves the qualification worker's requests (hotfloat.qualify.engines.sglang_engine), since the router
-lives in the scheduler process: the worker writes `control.json` ({"seq": n, "twin": [slots]} to enable the gate
-twin's slots, {"seq": n, "audit": true} to dump the audit as `audit-<pid>.json`/`.bin`); the thread applies a new
-seq once, between passes (the engine is idle), and acknowledges it in its report (`applied`, `twin`, `error`).
+(all calls stock, still counted). The host process that boots SGLang (hotfloat.seams.control: the qualification
+worker, the live tier's runner) opens the control channel and is never armed: candidate code runs in the schedulers
+alone. A scheduler connects to the channel before it imports candidate code, takes its settings from it (the audit's
+secret key never passes through the environment) and answers the host's requests on it from a thread: the twin's
+slots, the seam counts, the audit of the round that ended (the engine is idle between passes).
 HOTFLOAT_STACK_SAMPLES starts the boot sampler (hotfloat_sglang.stacks), a device diagnostic.
 """
 
 from __future__ import annotations
 
-import atexit
-import json
 import logging
 import os
 import sys
 import threading
-import time
 from dataclasses import asdict
-from pathlib import Path
 
-from hotfloat.seams import SeamRouter, arm_from_env, check_ranks_armed
-from hotfloat.seams.audit_dump import write_dump
+from hotfloat.audit.config import AuditConfig
 from hotfloat.errors import HotfloatError
+from hotfloat.seams import SeamRouter, arm_from_env, check_ranks_armed
+from hotfloat.seams.audit import Auditor
+from hotfloat.seams.control import ENV_CONTROL, ENV_OWNER, ControlError, connect, serve
 
 from .chokepoints import NORM_TARGETS, SILU_TARGETS, norm_hook, silu_hook
 from . import ar_rmsnorm, decode_attention, moe, prefill_attention, stacks
 
 ENV_ENABLE = "HOTFLOAT_SEAMS"
-ENV_REPORT_DIR = "HOTFLOAT_SEAMS_REPORT_DIR"
 RANK_CHECK_TARGET = "sglang.srt.distributed.parallel_state.initialize_model_parallel"
-REPORT_INTERVAL_S = 0.5
-CONTROL = "control.json"
-CONTROL_POLL_S = 0.1
 
 log = logging.getLogger("hotfloat.seams")
 _router: SeamRouter | None = None
-_report_lock = threading.Lock()
-_control = {"applied": 0, "error": None}
 
 
 def router() -> SeamRouter | None:
-    """This process's router (None before activation or when the plugin is disabled)."""
+    """This process's router (None before activation, when the plugin is disabled, or in the host process)."""
     return _router
 
 
@@ -63,15 +52,12 @@ def abort(message: str) -> None:
 
 
 def activate() -> None:
-    """Entry point: arm from the environment, register the chokepoint hooks, apply them, verify they took."""
-    global _router
-    if os.environ.get(ENV_ENABLE) != "1" or _router is not None:
+    """Entry point: in a scheduler, open the control channel, arm with its settings, register the chokepoint
+    hooks, apply them, verify they took, and serve the host's requests."""
+    if os.environ.get(ENV_ENABLE) != "1" or _router is not None or os.environ.get(ENV_OWNER) == str(os.getpid()):
         return
     stacks.start()
-    try:
-        _router = arm_from_env()
-    except HotfloatError as e:
-        abort(f"the armed bundle failed to load in pid {os.getpid()}: {e}")
+    conn = arm_scheduler()
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     hooks, after = seam_hooks(_router)
@@ -83,10 +69,47 @@ def activate() -> None:
     missing = [t for t, _ in hooks if t not in HookRegistry._patched]
     if missing:
         abort(f"could not hook {', '.join(missing)} (run `hotfloat compat`)")
-    _report()
-    atexit.register(_report)
-    if os.environ.get(ENV_REPORT_DIR):
-        threading.Thread(target=_report_changes, name="hotfloat-seams-report", daemon=True).start()
+    if conn is not None:
+        threading.Thread(target=serve, args=(conn, handle), name="hotfloat-control", daemon=True).start()
+
+
+def arm_scheduler():
+    """Opens the host's control channel (when HOTFLOAT_CONTROL names one), takes the settings from it, and only then
+    imports the bundle; returns the channel (None without one). Any failure ends the process."""
+    global _router
+    conn, settings = None, {}
+    if os.environ.get(ENV_CONTROL):
+        try:
+            conn, settings = connect(os.environ[ENV_CONTROL], {"pid": os.getpid()})
+        except (OSError, ControlError) as e:
+            abort(f"pid {os.getpid()} could not open the host's control channel: {e}")
+    try:
+        audit = AuditConfig.from_wire(settings.get("audit"))
+        if audit is not None and settings.get("dtype"):
+            Auditor(audit).warm(settings["dtype"])  # the taps compiled before the bundle is imported
+        _router = arm_from_env(audit=audit)
+    except (HotfloatError, TypeError, ValueError) as e:
+        abort(f"the armed bundle failed to load in pid {os.getpid()}: {e}")
+    return conn
+
+
+def handle(request: dict) -> tuple[dict, bytes]:
+    """One request of the host: `twin` (enable those slots' nudge), `counts` (routed and stock calls per slot, and
+    the armed identity), `audit` (the round's strata and kept entries, their sealed words as data)."""
+    op = request.get("op")
+    if op == "twin":
+        return {"twin": sorted(_router.set_twin_slots(set(request.get("slots", ()))))}, b""
+    if op == "counts":
+        counts = {slot: asdict(c) for slot, c in _router.counts().items()}
+        return {"identity": _router.identity, "counts": counts}, b""
+    if op == "audit":
+        if _router.audit is None:
+            return {"strata": [], "entries": [], "unaudited": {}, "error": None}, b""
+        dump = _router.audit.dump()
+        heads = [{**h, "words": len(d) // 8} for h, d in dump["entries"]]
+        header = {"strata": dump["strata"], "entries": heads, "unaudited": dump["unaudited"], "error": dump["error"]}
+        return header, b"".join(d for _, d in dump["entries"])
+    raise ValueError(f"unknown request {str(op)[:40]!r}")
 
 
 def seam_hooks(router: SeamRouter, every: bool = False) -> tuple[list[tuple[str, object]], set[str]]:
@@ -115,60 +138,3 @@ def _after_parallel_init(result, *args, **kwargs):
     except HotfloatError as e:
         abort(str(e))
     return result
-
-
-def _report_changes() -> None:
-    last, ticks = None, 0
-    while True:
-        time.sleep(CONTROL_POLL_S)
-        ticks += 1
-        acted = serve_control()
-        if acted or ticks % round(REPORT_INTERVAL_S / CONTROL_POLL_S) == 0:
-            now = _router.counts()
-            if acted or now != last:
-                _report()
-                last = now
-
-
-def serve_control() -> bool:
-    """Applies the worker's latest request once (a new `seq` in control.json); True when it did."""
-    directory = Path(os.environ[ENV_REPORT_DIR])
-    try:
-        request = json.loads((directory / CONTROL).read_text())
-        seq = int(request["seq"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    if seq <= _control["applied"]:
-        return False
-    try:
-        if "twin" in request:
-            _router.set_twin_slots(set(request["twin"]))
-        if request.get("audit"):
-            write_dump(directory / f"audit-{os.getpid()}", _router.audit.dump() if _router.audit else [])
-        _control["error"] = None
-    except Exception as e:  # reported to the worker, which fails the engine with it
-        _control["error"] = f"{type(e).__name__}: {e}"[:500]
-    _control["applied"] = seq
-    return True
-
-
-def _report() -> None:
-    directory = os.environ.get(ENV_REPORT_DIR)
-    if not directory or _router is None:
-        return
-    counts = {slot: asdict(c) for slot, c in _router.counts().items()}
-    path = Path(directory) / f"seams-{os.getpid()}.json"
-    with _report_lock:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "identity": _router.identity,
-                    "counts": counts,
-                    "twin": sorted(_router.twin_slots),
-                    **_control,
-                }
-            )
-        )
-        tmp.replace(path)

@@ -1,6 +1,6 @@
 """The worker's ops besides batches, on the transformers engine (an unsandboxed worker process over a socketpair):
-`counts` without stopping, `twin` enabling the gate twin's slots, `audit` sending what the audit kept, which the
-validator's checker recomputes."""
+`counts` without stopping, `twin` enabling the gate twin's slots, `audit` sending what the round's audit kept,
+which the validator's checker opens and recomputes, a round at a time."""
 
 import os
 import socket
@@ -8,11 +8,13 @@ import subprocess
 import sys
 import time
 
+from hotfloat.audit.config import AuditConfig
 from hotfloat.bundle import load_bundle
 from hotfloat.qualify import wire
-from hotfloat.qualify.audit import audit_record
+from hotfloat.qualify.audit import audit_round
 
 SLOTS = ["activation.silu_and_mul", "norm.fused_add_rmsnorm", "norm.rmsnorm"]
+AUDIT = AuditConfig(key=(1 << 62) + 5, keep=2, rows=4)
 
 
 def test_twin_counts_and_audit_ops(bundles, tmp_path):
@@ -36,9 +38,7 @@ def test_twin_counts_and_audit_ops(bundles, tmp_path):
                 "twin_of": str(cand),
                 "twin_identity": load_bundle(cand).identity,
                 "warmup": [],
-                "audit_key": 5,
-                "audit_rate": 0.25,
-                "audit_rows": 4,
+                "audit": AUDIT.to_wire(),
             },
         )
         deadline = time.monotonic() + 300
@@ -57,12 +57,18 @@ def test_twin_counts_and_audit_ops(bundles, tmp_path):
         assert wire.recv(ours, deadline) == {"type": "twin", "slots": ["activation.silu_and_mul"]}
         nudged = serve()
         assert [m["tokens"] for m in nudged] and [m["logprobs"] for m in nudged] != [m["logprobs"] for m in plain]
-        wire.send(ours, {"op": "audit"})
+        wire.send(ours, {"op": "audit", "round": 3})
         first = wire.recv(ours, deadline)
         parts = [first] + [wire.recv(ours, deadline) for _ in range(first["parts"] - 1)]
-        rec = audit_record(3, "T", parts)
-        assert rec.error is None and set(rec.slots) <= set(SLOTS) and len(rec.calls) > 4
-        assert all(s.calls_failed == 0 for s in rec.slots.values())
+        rec = audit_round(3, "T", 3, parts, AUDIT)
+        assert (
+            rec.error is None and set(rec.slots) == {"activation.silu_and_mul", "norm.rmsnorm"} and len(rec.calls) > 4
+        )
+        assert all(s.calls_failed == 0 for s in rec.slots.values()) and {c.round for c in rec.calls} == {3}
+        assert all(s.kept == min(2, s.calls) for s in rec.strata) and sum(s.calls for s in rec.strata) > 20
+        wire.send(ours, {"op": "audit", "round": 4})  # nothing ran since: the next round keeps nothing
+        again = audit_round(3, "T", 4, [wire.recv(ours, deadline)], AUDIT)
+        assert again.error is None and again.calls == [] and all(s.calls == 0 for s in again.strata)
         wire.send(ours, {"op": "stop"})
         final = wire.recv(ours, deadline)
         assert (

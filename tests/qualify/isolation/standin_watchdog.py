@@ -11,7 +11,7 @@ over a driver that behaves as the H200's was measured to (../shared/gpu-isolatio
 The test writes the state file (its path the first argument) as JSON: {"contexts": [pid] or "everyone" (every
 process holds a context), "busy": [pid], "refuse": [pid], "stuck": [pid] (unlock fails), "gap_us": float,
 "util": [{"pid", "ts", "sm"}], "device": {"name", "total", "used"}, "memory": {pid: bytes}, "hang": [op], "fail":
-[op] (an error reply)}; the
+[op] (an error reply), "pid_offset": n (NVML's pids are the node's, n above ours: a pod without hostPID)}; the
 stand-in appends what it was asked to `<state>.log` so the test can see the order of locks and unlocks."""
 
 import json
@@ -68,10 +68,10 @@ class StandinDriver:
         return {"gap_us": self._state("probe").get("gap_us", 3.0), "span_us": span_us, "wall_us": span_us + 40.0}
 
     def contexts(self):
-        got = self._state("contexts").get("contexts", [])
-        return (
-            [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()] if got == "everyone" else got
-        )
+        state = self._state("contexts")
+        got = state.get("contexts", [])
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()] if got == "everyone" else [*got, os.getpid()]
+        return [p + state.get("pid_offset", 0) for p in pids]  # its own context too, as the real watchdog's probe
 
     def memory(self):
         s = self._state("memory")

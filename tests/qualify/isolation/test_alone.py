@@ -3,6 +3,7 @@ is refused unless opted out), and with a stand-in watchdog whose driver behaves 
 (tests/qualify/isolation/standin_watchdog.py), so the validator's handling of every lock outcome runs for real."""
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from hotfloat.qualify import QualifyOptions, hostload
 from hotfloat.qualify.isolation import Isolation
 from hotfloat.qualify.isolation.memory import Ledger, plan
 from hotfloat.qualify.isolation.resident import EngineFault, ResidentEngine
-from hotfloat.qualify.isolation.client import Watchdog
+from hotfloat.qualify.isolation.client import CLOSE_S, Watchdog
 
 OPTS = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0)
 STANDIN = [sys.executable, str(Path(__file__).with_name("standin_watchdog.py"))]
@@ -176,7 +177,8 @@ def test_a_watchdog_that_does_not_answer_is_a_fault_with_an_owner(engines, stand
 
     b, c = engines
     monkeypatch.setattr(client, "REPLY_S", 5.0)  # short, yet long enough for every other reply on a loaded host
-    iso, _ = standin(contexts=c.pids(), hang=[op])
+    iso, state = standin(contexts=c.pids())
+    state.write_text(json.dumps({"contexts": c.pids(), "hang": [op]}))
     iso.hold(Ledger(plan("Stand-in", 64 << 30, 0, 1 << 30, wanted=3, least=3)))
     with pytest.raises(EngineFault, match=f"watchdog's {op} did not answer") as e:
         with iso.alone(engines, b):
@@ -259,3 +261,40 @@ def test_a_memory_reading_the_host_cannot_give_is_the_hosts_and_never_the_candid
     with pytest.raises(EngineFault, match="host: watchdog memory") as e:
         iso.check_memory({c.name: c.pids()}, "at ready", owner=c.name)
     assert e.value.kind == "host"
+
+
+def test_a_host_whose_nvml_reports_another_pid_namespace_refuses_to_qualify(tmp_path):
+    """In a pod without the host's pid namespace NVML reports the node's pids: no engine could be locked or charged
+    its memory, and the evidence would claim protections that did not run. Refused in one line before any boot."""
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"contexts": "everyone", "pid_offset": 1 << 20}))
+    with pytest.raises(InfrastructureError) as got:
+        Isolation.connect(Watchdog([*STANDIN, str(state)]), required=False)
+    assert "another pid namespace" in str(got.value) and "hostPID" in str(got.value) and "\n" not in str(got.value)
+    state.write_text(json.dumps({"contexts": "everyone"}))
+    Isolation.connect(Watchdog([*STANDIN, str(state)]), required=True).close()
+
+
+FREEZER = Path("/sys/fs/cgroup/freezer")
+
+
+@pytest.mark.skipif(
+    not (FREEZER.is_dir() and os.access(FREEZER, os.W_OK)),
+    reason="needs the cgroup v1 freezer (root): the one way to hold a process that SIGKILL cannot end at once",
+)
+def test_closing_a_watchdog_that_cannot_die_yet_is_bounded(tmp_path):
+    """A watchdog stuck in a driver call does not die until the call returns; a frozen process is the same to the
+    kernel. close() must return anyway (today's wait() would hang the validator)."""
+    wd = Watchdog([sys.executable, "-c", "import time; time.sleep(600)"])
+    group = FREEZER / f"hotfloat-test-{os.getpid()}"
+    group.mkdir()
+    try:
+        (group / "cgroup.procs").write_text(str(wd.proc.pid))
+        (group / "freezer.state").write_text("FROZEN")
+        t = time.monotonic()
+        wd.close()
+        assert time.monotonic() - t < CLOSE_S + 3 and wd.proc.poll() is None  # not dead yet, and not waited for
+    finally:
+        (group / "freezer.state").write_text("THAWED")
+        wd.proc.wait(timeout=30)
+        group.rmdir()

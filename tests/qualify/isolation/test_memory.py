@@ -160,10 +160,10 @@ def test_a_baseline_failing_while_the_candidate_is_over_its_share_is_the_candida
     )
     audit = ResidentEngine.audit
 
-    def b2_fails(self, timeout_s):
+    def b2_fails(self, rnd, timeout_s):
         if self.name == "2B":
             raise EngineFault("engine raised OutOfMemoryError: CUDA out of memory", kind="raised")
-        return audit(self, timeout_s)
+        return audit(self, rnd, timeout_s)
 
     monkeypatch.setattr(ResidentEngine, "audit", b2_fails)
     r = _qualify(make_bundle(hoards_at_audit, name="audit_hoarder"), OPTS.model_copy(update={"twin": False}))

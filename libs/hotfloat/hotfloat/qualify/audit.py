@@ -1,14 +1,18 @@
-"""The validator's side of the in-engine audit (hotfloat.seams.audit): decode an engine's `audit` messages,
-recompute every entry with its slot's fp32 reference on the CPU and judge it with the slot's verify tolerance.
+"""The validator's side of the in-engine audit (hotfloat.seams.audit): after every round, open each engine's kept
+entries with the qualification's secret key, check their MACs, recompute each with its slot's fp32 reference on the
+CPU and judge it with the slot's verify tolerance; at the end, judge the engines against each other.
 
-Engine bytes are untrusted (candidate code runs in C and can write to its channel): every part is a strict record,
-every tensor is bounds-checked against its part's data and its slot's shapes, and a malformed reply is refused with
-one sentence, never a traceback. The evidence keeps each call's outcome (records.AuditCall), not its tensors, so
-`recompute` replays `judge_audit` from the records alone.
+Engine bytes are untrusted (candidate code runs in C): every part is a strict record, every entry's stratum must be
+an audited slot's with bounded sizes, its words are opened only within its own layout, and anything that does not
+fit is refused in one sentence as that engine's fault, never a traceback. Each entry's work is bounded by its layout
+(hotfloat.audit.layout.MAX_ENTRY_BYTES), and each round's judging has a deadline. The evidence keeps each call's
+outcome (audit_records.AuditCall), not its tensors, so `recompute` replays `judge_audit` from the records alone.
 
-Stock kernels sit far inside the verify tolerances (bf16: 0.02 + 2% of the value, against one or two roundings of
-at most 0.4% each; fp32: 1e-5 + 1e-5 against reduction-order differences of ~1e-7), so a baseline engine whose
-audit fails means the engine or the audit is broken: NO_DECISION, never a verdict on the candidate.
+What the engines must agree on: the same key keeps the same executions of the same strata in every engine, and the
+strata count the same calls, since B, C and B' serve the same prompts through the same engine. B and B' that differ
+mean the workload is not deterministic (NO_DECISION); C that differs from them made other calls or tampered with its
+counters, its fault. Stock kernels sit far inside the verify tolerances, so a baseline entry beyond its tolerance
+means the engine or the audit is broken: NO_DECISION, never a verdict on the candidate.
 """
 
 from __future__ import annotations
@@ -17,99 +21,138 @@ import base64
 import binascii
 import math
 import statistics
+import time
+from collections.abc import Iterable
 
 import torch
 from pydantic import ValidationError
 
+from ..audit.config import AuditConfig
+from ..audit.layout import KINDS, MAX_CONTEXT, MAX_ROWS, layout_for, recast
+from ..audit.philox import PARAMS, unseal
 from ..record import first_error
-from ..seams.audit import AUDITABLE
-from ..seams.domain import bind_dims
 from ..slots import Role, get_slot
-from ..verdict import Status
 from .messages import AuditEntry, AuditPart
-from .records import AuditCall, AuditRecord, Role as EngineRole
+from .audit_records import AuditCall, AuditRecord, StratumCount
+from .records import Role as EngineRole
+
+ROUND_DEADLINE_S = 120.0
+"""Judging one engine's round at most: its entries are bounded in number and size, so an honest round takes a
+fraction of this; one past it is refused as the engine's fault."""
+MAX_DIM = 1 << 20
 
 
-def audit_record(index: int, role: EngineRole, parts: list[AuditPart | dict]) -> AuditRecord:
-    """One engine's audit reply (typed parts as the channel's decoder gave them, or plain dicts), every entry
-    recomputed; a malformed reply is recorded as the record's `error`."""
+def audit_round(
+    index: int, role: EngineRole, rnd: int, parts: list, config: AuditConfig, deadline_s: float = ROUND_DEADLINE_S
+) -> AuditRecord:
+    """One engine's reply for one round, every entry opened and recomputed; a malformed or altered reply is the
+    record's `error`. Never raises on engine bytes."""
+    try:
+        return _audit_round(index, role, rnd, parts, config, time.monotonic() + deadline_s)
+    except _Refused as e:
+        return AuditRecord.of(index, role, [], f"round {rnd}: {e}")
+
+
+class _Refused(Exception):
+    pass
+
+
+def _audit_round(index, role, rnd, parts, config, deadline) -> AuditRecord:
     try:
         typed = [AuditPart.model_validate(p) for p in parts]
     except ValidationError as e:
-        return AuditRecord.of(index, role, [], f"malformed audit part: {first_error(e, 'part')}")
+        raise _Refused(f"malformed audit part: {first_error(e, 'part')}") from None
     if not typed or [p.part for p in typed] != list(range(len(typed))) or {p.parts for p in typed} != {len(typed)}:
-        return AuditRecord.of(index, role, [], "audit parts are missing or out of order")
+        raise _Refused("audit parts are missing or out of order")
+    if {p.round for p in typed} != {rnd}:
+        raise _Refused(f"the reply is for round {sorted({p.round for p in typed})}, not {rnd}")
+    if any(p.strata or p.unaudited or p.error for p in typed[1:]):
+        raise _Refused("only the first part may carry the round's strata")
+    if typed[0].error:
+        raise _Refused(f"the engine's audit failed: {typed[0].error}")
+    strata = [_stratum(s, rnd, config) for s in typed[0].strata]
+    if len({s.stratum for s in strata}) != len(strata):
+        raise _Refused("a stratum is reported twice")
     calls = []
     for p in typed:
         try:
             data = base64.b64decode(p.data, validate=True)
         except (binascii.Error, ValueError):
-            return AuditRecord.of(index, role, [], f"audit part {p.part}: data is not base64")
+            raise _Refused(f"part {p.part}: data is not base64") from None
         for k, entry in enumerate(p.entries):
-            call = recompute_entry(entry, data)
-            if isinstance(call, str):
-                return AuditRecord.of(index, role, [], f"audit part {p.part} entry {k} ({entry.slot[:40]}): {call}")
-            calls.append(call)
-    return AuditRecord.of(index, role, calls)
+            if time.monotonic() > deadline:
+                raise _Refused(f"judging passed its deadline at part {p.part} entry {k}")
+            try:
+                calls.append(open_entry(entry, data, rnd, config))
+            except _Refused as e:
+                raise _Refused(f"part {p.part} entry {k} ({entry.slot[:40]}): {e}") from None
+    ids = {s.stratum for s in strata}
+    if any(c.stratum not in ids for c in calls):
+        raise _Refused("an entry belongs to no reported stratum")
+    if len({c.site for c in calls}) != len(calls):
+        raise _Refused("an execution is kept twice")
+    return AuditRecord.of(index, role, calls, None, strata, dict(typed[0].unaudited))
 
 
-def recompute_entry(entry: AuditEntry, data: bytes) -> AuditCall | str:
-    """The entry judged against the slot's fp32 reference, or why it is malformed."""
-    if entry.slot not in AUDITABLE:
-        return "not an audited slot"
-    spec = get_slot(entry.slot)
-    if entry.dtype not in spec.dtypes:
-        return f"dtype {entry.dtype} is not one of the slot's"
-    args = {a.name: a for a in spec.args if a.role in (Role.INPUT, Role.OUTPUT)}
-    if set(entry.tensors) != set(args) or set(entry.scalars) != {a.name for a in spec.of_role(Role.SCALAR)}:
-        return "tensors or scalars are not the slot's arguments"
-    if not all(math.isfinite(v) for v in entry.scalars.values()):
-        return "a scalar is not finite"
-    tensors = {}
-    for name, ref in entry.tensors.items():
-        dtype = spec.dtype_of(args[name], entry.dtype)
-        size = math.prod(ref.shape) * dtype.itemsize
-        if len(ref.shape) != len(args[name].shape) or ref.offset + size > len(data):
-            return f"tensor {name} has the wrong rank or lies beyond the data"
-        tensors[name] = torch.frombuffer(bytearray(data[ref.offset : ref.offset + size]), dtype=dtype).reshape(
-            ref.shape
-        )
-    inputs = {a.name: tensors[a.name] for a in spec.of_role(Role.INPUT)}
-    dims = bind_dims(spec, inputs)
-    first, n, total = entry.rows
-    if dims is None or any(tuple(tensors[a.name].shape) != spec.shape_of(a, dims) for a in spec.of_role(Role.OUTPUT)):
-        return "shapes contradict the slot"
-    if not 1 <= n == dims[spec.count_dim] or first + n > total:
-        return f"rows {entry.rows} do not match the tensors"
-    if not _offsets_fit(tensors):
-        return "its offsets or page indices lie outside its own tensors"
-    err, ratio = distance(spec, entry.dtype, tensors, spec.reference({**inputs, **entry.scalars}))
-    return AuditCall(
-        slot=entry.slot,
-        site=entry.site,
+def _stratum(s, rnd: int, config: AuditConfig) -> StratumCount:
+    lay = _layout(s.slot, s.dims, s.dtype, s.scalars, config)
+    label = f"{','.join(f'{k}={v}' for k, v in sorted(s.dims.items()))} {s.dtype}"
+    return StratumCount(
+        slot=s.slot, round=rnd, stratum=lay.ring, label=label, calls=s.calls, routed=s.routed, kept=s.kept
+    )
+
+
+def _layout(slot: str, dims: dict, dtype: str, scalars: dict, config: AuditConfig):
+    if slot not in KINDS or slot not in config.audited:
+        raise _Refused(f"{slot[:40]} is not an audited slot")
+    spec = get_slot(slot)
+    names = {n for a in spec.args if a.role in (Role.INPUT, Role.OUTPUT) for e in a.shape for n in _names(e)}
+    if set(dims) != names or any(not 1 <= v <= MAX_DIM for v in dims.values()):
+        raise _Refused(f"sizes {dict(list(dims.items())[:12])} are not the slot's")
+    if set(scalars) != {a.name for a in spec.of_role(Role.SCALAR)} or not all(map(math.isfinite, scalars.values())):
+        raise _Refused("scalars are not the slot's or not finite")
+    if spec.name.startswith("attention") and dims["Hq"] % dims["Hkv"]:
+        raise _Refused("query heads are not a multiple of KV heads")
+    lay = layout_for(spec, dims, dtype, scalars, min(config.rows, MAX_ROWS), min(config.context, MAX_CONTEXT))
+    if lay is None:
+        raise _Refused(f"dtype {dtype} is not one of the slot's")
+    return lay
+
+
+def _names(expr: str) -> Iterable[str]:
+    return (p.strip() for term in expr.split("+") for p in term.split("*") if p.strip() and not p.strip().isdigit())
+
+
+def open_entry(entry: AuditEntry, data: bytes, rnd: int, config: AuditConfig) -> AuditCall:
+    """One entry opened (its words within its layout, its MAC), recast as a call of its slot and judged against the
+    slot's fp32 reference; refused (`_Refused`) where anything does not fit."""
+    lay = _layout(entry.slot, entry.dims, entry.dtype, entry.scalars, config)
+    if entry.words > lay.words or entry.words < PARAMS or entry.offset + 8 * entry.words > len(data):
+        raise _Refused(f"its {entry.words} words do not fit its layout of {lay.words} or the part's data")
+    cipher = torch.frombuffer(bytearray(data[entry.offset : entry.offset + 8 * entry.words]), dtype=torch.int64)
+    plain, tag = unseal(config.key, entry.execution, lay.ring, cipher)
+    if tag != int(entry.mac):
+        raise _Refused(f"execution {entry.execution} fails its MAC: the entry was altered after it was taken")
+    row = torch.zeros(lay.words, dtype=torch.int64)
+    row[: plain.numel()] = plain
+    spec = get_slot(lay.slot)
+    first = next(a.name for a in spec.of_role(Role.INPUT))
+    call = dict(
+        slot=lay.slot,
+        round=rnd,
+        stratum=lay.ring,
         execution=entry.execution,
-        dtype=entry.dtype,
-        rows=(first, n, total),
-        width=int(next(iter(inputs.values())).shape[-1]),
-        max_abs_err=err,
-        ratio=ratio,
+        routed=entry.routed,
+        dtype=lay.dtype,
     )
-
-
-def _offsets_fit(t: dict[str, torch.Tensor]) -> bool:
-    """A per-request entry's offsets start at 0, grow (every request has a new token) and end inside the tensors
-    they index, and its page indices lie in its pool: the reference indexes with them (row-wise entries have none)."""
-    if "qo_indptr" not in t:
-        return True
-    qo, kv, pages, pool = t["qo_indptr"].tolist(), t["kv_indptr"].tolist(), t["kv_indices"], t["k_buffer"].shape[0]
-    return (
-        qo[0] == kv[0] == 0
-        and all(a < b for a, b in zip(qo, qo[1:], strict=False))
-        and all(a <= b for a, b in zip(kv, kv[1:], strict=False))
-        and qo[-1] == t["q"].shape[0]
-        and kv[-1] <= pages.shape[0]
-        and bool(((pages >= 0) & (pages < pool)).all())
-    )
+    if int(row[0]) == 0:  # its request's context passed the entry's bound: not kept, in any engine
+        return AuditCall(**call, rows=(0, 0, 0), width=0, kept=False)
+    got = recast(lay, row)
+    if isinstance(got, str):
+        raise _Refused(got)
+    inputs, outputs, rows = got
+    err, ratio = distance(spec, lay.dtype, outputs, spec.reference({**inputs, **dict(lay.scalars)}))
+    return AuditCall(**call, rows=rows, width=int(inputs[first].shape[-1]), max_abs_err=err, ratio=ratio)
 
 
 def distance(spec, dtype: str, got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> tuple[float, float]:
@@ -128,58 +171,111 @@ AUDIT_FLOOR = 0.25
 """The accuracy check never holds a slot to less than a quarter of its verify tolerance (fp32 stock sits near 0)."""
 
 
-def judge_audit(audits: list[AuditRecord] | None, slack: float = 0.0) -> tuple[Status, str] | None:
-    """What the audits say about the qualification: NO_DECISION when a baseline engine's audit failed or was refused;
-    FAIL when the candidate's was refused, has a call wrong beyond its slot's tolerance, or kept no call of a slot
-    the baseline kept calls of (every engine audits the same calls); None when they say nothing against it."""
-    for a in audits or ():
-        if a.role == "B" and (a.error or any(s.calls_failed for s in a.slots.values())):
-            why = a.error or _failures(a)
-            return (
-                "NO_DECISION",
-                f"infrastructure: baseline engine {a.index}'s audit disagrees with the reference: {why}",
-            )
-    cand = next((a for a in audits or () if a.role == "C"), None)
+def judge_audit(
+    audits: list[AuditRecord] | None, slack: float = 0.0, routed: dict[str, int] | None = None
+) -> tuple[str, str] | None:
+    """What the audits say about the qualification, or None when nothing against it:
+    - NO_DECISION when a baseline's audit was refused or has an entry beyond its tolerance, or B and B' kept other
+      calls or counted other calls (the engine or the audit is broken, not the candidate);
+    - FAIL when the candidate's audit was refused (a malformed, altered or late reply), has an entry beyond its
+      tolerance (routed or stock: only the candidate's code differs), kept or counted other calls than the
+      baselines, routed a slot no audit can see, or routed an audited slot none of whose kept calls it served;
+    - FAIL when the bundle's calls of a slot are more than `slack` times as far from the reference as stock's.
+    `routed` is the candidate's routed calls per slot (its seam counts)."""
+    audits = audits or []
+    base = [a for a in audits if a.role == "B"]
+    cand = next((a for a in audits if a.role == "C"), None)
+    for a in base:
+        if a.error or any(s.calls_failed for s in a.slots.values()):
+            return "NO_DECISION", f"infrastructure: baseline engine {a.index}'s audit failed: {a.error or _failures(a)}"
     if cand is None:
         return None
     if cand.error:
         return "FAIL", f"the candidate engine's audit reply was refused: {cand.error}"
     if any(s.calls_failed for s in cand.slots.values()):
         return "FAIL", f"audit: {_failures(cand)}"
-    for b in (a for a in audits if a.role == "B"):
-        for slot, s in b.slots.items():
-            if slot not in cand.slots:
-                return "FAIL", (
-                    f"audit: the candidate engine kept no audited call of {slot}, where baseline engine "
-                    f"{b.index} kept {s.calls_audited} (every engine audits the same calls)"
-                )
+    if len(base) == 2 and (why := _disagree(base[0], base[1])):
+        return "NO_DECISION", f"infrastructure: the baseline engines' audits disagree: {why}"
+    if base and (why := _disagree(base[0], cand)):
+        return "FAIL", f"audit: the candidate engine's calls are not the baseline's: {why}"
+    if (why := _unseen(cand, routed or {})) is not None:
+        return "FAIL", f"audit: {why}"
     return _less_accurate(audits, cand, slack) if slack else None
 
 
-def _less_accurate(audits: list[AuditRecord], cand: AuditRecord, slack: float) -> tuple[Status, str] | None:
-    """FAIL when a slot's candidate calls are more than `slack` times as far from the reference as the stock
+def _disagree(a: AuditRecord, b: AuditRecord) -> str | None:
+    """Why two engines' audits do not cover the same calls, or None."""
+    calls = {(s.round, s.stratum): (s.slot, s.calls) for s in a.strata}
+    other = {(s.round, s.stratum): (s.slot, s.calls) for s in b.strata}
+    for k in sorted(calls.keys() | other.keys()):
+        if calls.get(k) != other.get(k):
+            got, want = other.get(k), calls.get(k)
+            slot = (got or want)[0]
+            return (
+                f"in round {k[0]} a {slot} stratum made {got[1] if got else 0} calls in engine {b.index}, "
+                f"{want[1] if want else 0} in engine {a.index}"
+            )
+    kept, theirs = {c.site for c in a.calls}, {c.site for c in b.calls}
+    if kept != theirs:
+        r, _, e = min(kept ^ theirs)
+        return f"in round {r} engine {b.index} kept {'another execution than' if kept - theirs else 'more than'} execution {e}"
+    if a.unaudited != b.unaudited:
+        return f"unaudited calls {b.unaudited} against {a.unaudited}"
+    return None
+
+
+def _unseen(cand: AuditRecord, routed: dict[str, int]) -> str | None:
+    """Why some routed slot escaped the audit: a slot no audit can keep, or one whose kept calls were all stock."""
+    for slot, n in sorted(routed.items()):
+        if not n:
+            continue
+        if slot not in KINDS:
+            return f"the candidate routed {n} calls of {slot}, which no in-engine audit can check"
+        if not any(c.slot == slot and c.routed and c.kept for c in cand.calls):
+            return (
+                f"the candidate routed {n} calls of {slot}, and none of the audit's kept calls of it was served by the "
+                "bundle"
+            )
+    return None
+
+
+def _less_accurate(audits: list[AuditRecord], cand: AuditRecord, slack: float) -> tuple[str, str] | None:
+    """FAIL when the bundle's calls of a slot are more than `slack` times as far from the reference as the stock
     kernel's calls of the same sites in B and B' (medians of the per-call worst ratio to the tolerance): an accurate
     kernel rounds once, as stock does; one that is 1% off sits at 3.7x stock's on the H200 (bf16 silu)."""
     for slot in sorted(cand.slots):
         if (medians := slot_medians(audits, cand, slot)) is None:
             continue
         got, base = medians
+        n = sum(c.slot == slot and c.routed and c.kept for c in cand.calls)
         if got > max(slack * base, AUDIT_FLOOR):
             return "FAIL", (
-                f"audit: the candidate's calls of {slot} are {got / max(base, 1e-12):.1f}x as far from the "
-                f"fp32 reference as the stock kernel's on the same calls (median error {got:.3g} of the "
-                f"verify tolerance against {base:.3g}, over {cand.slots[slot].calls_audited} calls; at most {slack:g}x): more "
-                "than an accurate kernel's rounding"
+                f"audit: the bundle's calls of {slot} are {got / max(base, 1e-12):.1f}x as far from the fp32 reference "
+                f"as the stock kernel's on the same calls (median error {got:.3g} of the verify tolerance against "
+                f"{base:.3g}, over {n} calls; at most {slack:g}x): more than an accurate kernel's rounding"
             )
     return None
 
 
 def slot_medians(audits: list[AuditRecord], cand: AuditRecord, slot: str) -> tuple[float, float] | None:
-    """(the candidate's, stock's) median over `slot`'s audited calls of each call's worst error over its tolerance;
-    stock's are the baseline engines' calls of the same sites. None when either side kept no call of it."""
-    stock = [c.ratio for a in audits if a.role == "B" for c in a.calls if c.slot == slot]
-    mine = [c.ratio for c in cand.calls if c.slot == slot]
-    return (statistics.median(mine), statistics.median(stock)) if stock and mine else None
+    """(the bundle's, stock's) median over `slot`'s kept calls the bundle served in C of each call's worst error over
+    its tolerance; stock's are the baseline engines' calls of the same sites. None when the bundle served none."""
+    mine = {c.site: c.ratio for c in cand.calls if c.slot == slot and c.routed and c.kept}
+    stock = [c.ratio for a in audits if a.role == "B" for c in a.calls if c.site in mine and c.kept]
+    return (statistics.median(mine.values()), statistics.median(stock)) if stock and mine else None
+
+
+def coverage(record: AuditRecord) -> dict[str, dict[int, tuple[int, int, int]]]:
+    """Per slot and round: (calls, calls the bundle served, kept calls it served), for the evidence and its readers."""
+    out: dict[str, dict[int, list[int]]] = {}
+    for s in record.strata:
+        row = out.setdefault(s.slot, {}).setdefault(s.round, [0, 0, 0])
+        row[0] += s.calls
+        row[1] += s.calls if s.routed else 0
+    for c in record.calls:
+        if c.routed and c.kept:
+            out.setdefault(c.slot, {}).setdefault(c.round, [0, 0, 0])[2] += 1
+    return {slot: {r: tuple(v) for r, v in sorted(rounds.items())} for slot, rounds in sorted(out.items())}
 
 
 def _failures(a: AuditRecord) -> str:

@@ -3,10 +3,11 @@
 `judge` is the one function both the live protocol (after every round, to know when to stop) and a later recompute
 (once, over the evidence) call, so the two can never disagree. Frames are B, C, B' (resident engines).
 
-The in-engine audit (evidence v3, `Evidence.audit`) comes next: a candidate call wrong beyond its slot's verify
-tolerance is a FAIL naming the slot and call (gate FAIL: the engine computed a wrong answer), a baseline's audit
-that disagrees with the reference is NO_DECISION. A gate FAIL names the slot whose audited calls were furthest from
-the reference, so a kernel author knows where to look.
+The in-engine audit (`Evidence.audit`; hotfloat.qualify.audit) is judged right after the candidate's own faults:
+what it finds against the candidate (a call wrong beyond its slot's verify tolerance, an altered or refused reply,
+other calls than the baselines', a routed slot it never saw) is a FAIL that no later fault of a baseline or the twin
+can turn into NO_DECISION; what it finds against a baseline is NO_DECISION after them. A gate FAIL names the slot
+whose audited calls were furthest from the reference, so a kernel author knows where to look.
 
 Faults are charged to the engine that had it (evidence v3, `RunFrame.fault`): any candidate fault but the host's is
 a FAIL (dying, stalling or sending a forged frame must never buy a re-roll); a baseline's or the twin's, and the
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 from .carryover import carry_over
 from .gate import furthest, gate
-from .records import AuditRecord, Decision, RuleConfig, RunFrame
+from .audit_records import AuditRecord
+from .records import Decision, RuleConfig, RunFrame
 from .rule import decide
 
 
@@ -26,7 +28,7 @@ def judge(
     rule: RuleConfig,
     order: list[list[int]],
     twin: RunFrame | None = None,
-    audit: list[AuditRecord] | None = None,
+    audit: list[AuditRecord] | list | None = None,
 ) -> Decision | None:
     """The decision the frames so far support, or None while the protocol needs more rounds; `order[r]` is the
     engines' serving order in round r (the carry-over check reads which engine each pass followed); `twin` sets the
@@ -38,6 +40,9 @@ def judge(
         return Decision(
             status="FAIL", fault=f"C:{cand.fault}", reason=f"candidate engine at fault ({cand.fault}): {cand.error}"
         )
+    audited = _audited(audit, rule.audit_slack, cand.routed) if audit is not None else None
+    if audited is not None and audited.status == "FAIL":
+        return audited
     for f in (frames[0], frames[2]):
         if not f.ok:
             return Decision(
@@ -61,8 +66,8 @@ def judge(
             fault=f"T:{twin.fault}" if twin.fault else None,
             reason=f"infrastructure: the gate's twin engine failed: {twin.error}",
         )
-    if audit is not None and (verdict := _audited(audit, rule.audit_slack)) is not None:
-        return verdict
+    if audited is not None:
+        return audited
     status, why = gate(frames, rule.logprob_tol, twin, rule.gate_slack)
     if status != "PASS":
         hint = furthest(audit) if status == "FAIL" else None
@@ -99,10 +104,16 @@ def judge(
     )
 
 
-def _audited(audit: list[AuditRecord], slack: float) -> Decision | None:
-    from .audit import judge_audit
+def _audited(audit: list, slack: float, routed: dict[str, int]) -> Decision | None:
+    """The audit's verdict; evidence v3's records are judged as v3 judged them (hotfloat.qualify.audit_v3)."""
+    from .audit_v3 import RecordV3, judge_v3
 
-    got = judge_audit(audit, slack)
+    if audit and isinstance(audit[0], RecordV3):
+        got = judge_v3(audit, slack)
+    else:
+        from .audit import judge_audit
+
+        got = judge_audit(audit, slack, routed)
     if got is None:
         return None
     status, why = got

@@ -14,9 +14,11 @@ from ..env import EnvIdentity
 from ..errors import InputError
 from ..record import Record
 from ..verdict import Status
+from .audit_v3 import RecordV3
 from .decision import judge
 from .isolation.memory import MemoryRecord
-from .records import AuditRecord, Decision, EngineSpec, IsolationRecord, RuleConfig, RunFrame, Workload
+from .audit_records import AuditRecord
+from .records import Decision, EngineSpec, IsolationRecord, RuleConfig, RunFrame, Workload
 
 
 def _serving_order(order: list[int]) -> list[int]:
@@ -28,8 +30,11 @@ def _serving_order(order: list[int]) -> list[int]:
 class Evidence(Record):
     """Everything needed to recompute a decision: identities, workload, parameters, raw frames and the verdict."""
 
-    format: Literal["hotfloat-qualify-evidence-v2", "hotfloat-qualify-evidence-v3"] = "hotfloat-qualify-evidence-v3"
-    """v3 added the rule's version, isolation and audit records; v2 evidence (rule version 1) still recomputes."""
+    format: Literal["hotfloat-qualify-evidence-v2", "hotfloat-qualify-evidence-v3", "hotfloat-qualify-evidence-v4"] = (
+        "hotfloat-qualify-evidence-v4"
+    )
+    """v4 keeps the audit per round and stratum (hotfloat.qualify.audit); v3 added the rule's version, isolation and
+    audit records (judged as v3 did, hotfloat.qualify.audit_v3); v2 evidence (rule version 1) still recomputes."""
     bundle_identity: str
     baseline_identity: str | None = None
     """The incumbent bundle armed in B runs, or None for the stock engine."""
@@ -55,8 +60,9 @@ class Evidence(Record):
     evidence formed without one (the gate then holds the candidate to the floor tolerance)."""
     isolation: IsolationRecord | None = None
     """How engines were kept apart on the device (evidence v3)."""
-    audit: list[AuditRecord] | None = None
-    """The in-engine audit of B, C and B' (evidence v3; hotfloat.qualify.audit); None where none ran."""
+    audit: list[AuditRecord] | list[RecordV3] | None = None
+    """The in-engine audit of B, C and B' (hotfloat.qualify.audit; evidence v3's own records there); None where none
+    ran."""
     memory: MemoryRecord | None = None
     """The device's memory plan and what each engine held (hotfloat.qualify.isolation.memory); None where no driver
     reports per-process memory (the CPU engines)."""
@@ -64,6 +70,13 @@ class Evidence(Record):
     started: str
     """UTC ISO time the qualification started."""
     seconds: float
+
+    @model_validator(mode="after")
+    def _audit_of_its_format(self):
+        v3 = bool(self.audit) and isinstance(self.audit[0], RecordV3)
+        if self.audit and v3 != (self.format == "hotfloat-qualify-evidence-v3"):
+            raise ValueError(f"audit records of another format than {self.format}")
+        return self
 
     @model_validator(mode="before")
     @classmethod

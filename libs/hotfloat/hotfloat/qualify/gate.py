@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .records import AuditRecord, RunFrame
+from .audit_records import AuditRecord
+from .records import RunFrame
 
 LEVELS = (0.5, 0.9, 0.99)
 """Percentiles of the per-token logprob differences compared with the twin's."""

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, TypeAdapter, ValidationError
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+)
 
 from ..record import Record, first_error
 
@@ -75,39 +85,51 @@ class Error(_Message):
 
 MAX_PART_CHARS = 4 << 20
 """Base64 characters of one audit part's data at most (wire.MAX_MESSAGE bounds the whole message anyway)."""
-MAX_PARTS = 128
-"""Parts of one audit reply at most (2.5 MiB of tensors each): the 128 MiB arena and the eager capacity fit in far
-fewer."""
+MAX_PARTS = 256
+"""Parts of one round's audit reply at most (2.5 MiB of entries each)."""
+Dims = Annotated[dict[Name, Annotated[StrictInt, Field(ge=0, le=1 << 24)]], Field(max_length=12)]
+Scalars = Annotated[dict[Name, StrictFloat], Field(max_length=8)]
 
 
-class AuditTensor(_Message):
-    """One tensor of an entry: its shape and where its bytes start in the part's data."""
+class AuditStratum(_Message):
+    """One stratum of an audited slot (its sizes, dtype and scalars) in one round: its calls, whether the bundle
+    served them, how many entries the round kept."""
 
-    shape: Annotated[list[Annotated[StrictInt, Field(ge=0, le=1 << 24)]], Field(min_length=1, max_length=3)]
-    """Rank 3 for attention's heads; a 0 for an empty page table (a request with no prefix)."""
-    offset: Annotated[StrictInt, Field(ge=0, le=MAX_PART_CHARS)]
+    slot: Name
+    dims: Dims
+    dtype: Literal["bf16", "fp16", "fp32"]
+    scalars: Scalars
+    calls: Count
+    routed: StrictBool
+    kept: Annotated[StrictInt, Field(ge=0, le=1024)]
 
 
 class AuditEntry(_Message):
-    """One committed execution of an audited call site."""
+    """One kept execution: its stratum, whether the bundle served it, its MAC, and where its sealed words lie."""
 
     slot: Name
-    site: Count
-    execution: Annotated[StrictInt, Field(ge=1, lt=1 << 53)]
+    dims: Dims
     dtype: Literal["bf16", "fp16", "fp32"]
-    rows: Annotated[list[Count], Field(min_length=3, max_length=3)]
-    """(first row audited, rows audited, rows in the call); for attention.prefill, of the audited request's new
-    tokens."""
-    scalars: Annotated[dict[Name, StrictFloat], Field(max_length=8)]
-    tensors: Annotated[dict[Name, AuditTensor], Field(max_length=12)]
+    scalars: Scalars
+    execution: Annotated[StrictInt, Field(ge=1, lt=1 << 32)]
+    routed: StrictBool
+    mac: Annotated[StrictStr, Field(pattern=r"^[0-9]{1,20}$")]
+    offset: Annotated[StrictInt, Field(ge=0, le=MAX_PART_CHARS)]
+    """Byte offset of the entry's words in the part's data."""
+    words: Annotated[StrictInt, Field(ge=1, le=MAX_PART_CHARS // 8)]
 
 
 class AuditPart(_Message):
-    """An engine's reply to `{"op": "audit"}`, in parts of at most a few MiB; `data` holds the entries' tensors."""
+    """An engine's reply to `{"op": "audit"}` after a round, in parts of at most a few MiB: the round's strata (in
+    part 0), its kept entries and their sealed words in `data`."""
 
     type: Literal["audit"]
+    round: Annotated[StrictInt, Field(ge=-1, lt=1 << 16)]
     part: Annotated[StrictInt, Field(ge=0, lt=MAX_PARTS)]
     parts: Annotated[StrictInt, Field(ge=1, le=MAX_PARTS)]
+    strata: Annotated[list[AuditStratum], Field(max_length=4096)] = []
+    unaudited: Annotated[dict[Name, Count], Field(max_length=64)] = {}
+    error: Annotated[StrictStr, Field(max_length=500)] | None = None
     entries: Annotated[list[AuditEntry], Field(max_length=4096)]
     data: Annotated[StrictStr, Field(max_length=MAX_PART_CHARS)]
 

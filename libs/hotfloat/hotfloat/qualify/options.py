@@ -77,9 +77,9 @@ class QualifyOptions(Record):
     """Once a baseline pass was measured, an engine's pass must end within this many times the slowest one..."""
     stall_floor_s: Annotated[float, Field(gt=0)] = 60.0
     """...and never sooner than this (a shared CPU box swings more than a GPU: `for_device("cuda")` sets 10)."""
-    audit_rate: Annotated[float, Field(ge=0, le=1)] = 1 / 16
-    """Share of slot call sites whose calls B, C and B' alike keep for the validator to recompute (0: no audit);
-    the capture costs every engine the same (about 1.3% of an 8B decode step at 1/16 on the H200)."""
+    audit_keep: Annotated[int, Field(ge=0, le=64)] = 4
+    """Entries B, C and B' alike keep per slot stratum and round for the validator to recompute (0: no audit);
+    every call of an audited slot runs the audit's taps, so its cost is the same in every engine."""
     gpu_isolation: bool = True
     """On CUDA, idle engines are locked through the driver's checkpoint API and the GPU is probed quiet around every
     pass (hotfloat.qualify.isolation); a host without the API refuses to qualify unless this is False (recorded)."""

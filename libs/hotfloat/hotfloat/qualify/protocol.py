@@ -30,9 +30,11 @@ import time
 from collections.abc import Callable
 
 from .decision import judge
+from ..audit.config import OPTIONAL, AuditConfig
 from .fleet import Counts, Fleet, Ready
 from .gate import gate
-from .records import AuditRecord, Decision, EngineSpec, Role, RuleConfig, Workload
+from .audit_records import AuditRecord
+from .records import Decision, EngineSpec, Role, RuleConfig, Workload
 from .isolation.resident import EngineFault, cpu_sets
 from .rule import decide
 from .tally import Outcome, Tally, round_order
@@ -65,6 +67,8 @@ class Protocol(TwinSteps):
         self.accs = [Tally(i, r) for i, r in enumerate(self.roles)]
         self.fleet: Fleet
         self.audits: list[AuditRecord] | None = None
+        self.audit_config: AuditConfig | None = None
+        """The qualification's audit settings with its secret key (None: no audit)."""
         self.twin: Mode = "none"
         """How the gate's twin runs: beside C, before C or after C (hotfloat.qualify.twin)."""
         self.boots: dict[str, Ready | EngineFault] = {}
@@ -84,17 +88,18 @@ class Protocol(TwinSteps):
             self.twin = twin_mode(len(self.arms) > 3, plan is not None and plan.twin_apart, self.declared)
             ready = self._boot()
             self._settle()
+            self._audit(-1)
             done = 0
             while done < rule.max_rounds and not self.failed:
                 order.append(round_order(self.workload.seed, done))
                 self._round(done, order[-1])
+                self._audit(done)
                 done += 1
                 self.progress(f"round {done}", done, rule.max_rounds)
                 if done == rule.look_rounds and self.twin in ("resident", "first"):
                     self._twin()
                 if done % rule.look_rounds == 0 and not self.failed and self._settled(done):
                     break
-            self._audit()
             self._stop()
             if self.twin == "after":
                 self._twin(self.accs[1].routed)
@@ -146,7 +151,8 @@ class Protocol(TwinSteps):
         NO_DECISION), and C must too (else C misreported itself: its fault). Returns B's report. A stock B's JIT
         caches seed the later boots (no candidate code ever ran in its sandbox)."""
         o = self.options
-        audit = audit_spec(o.audit_rate, self.declared)
+        self.audit_config = audit_config(o.audit_keep, self.declared, self.workload)
+        audit = {"audit": self.audit_config.to_wire()} if self.audit_config else {}
         self.specs = arms = {
             name: {**arm, **audit, "extra_passes": o.extra_passes.get(role, 0)}
             for name, role, arm in zip(self.names, self.roles, self.arms, strict=True)
@@ -218,22 +224,23 @@ class Protocol(TwinSteps):
             return True
         return decide(frames[0].pass_s, frames[1].pass_s, frames[2].pass_s, self.rule) is not None
 
-    def _audit(self) -> None:
-        """B, C and B' hand over what their audits kept (the same secret sample of calls in each), checked here
-        against the slots' fp32 references; a reply that is not the protocol is that engine's fault."""
-        if self.failed or not self.options.audit_rate:
+    def _audit(self, rnd: int) -> None:
+        """B, C and B' hand over round `rnd`'s audit, opened and judged here at once; a reply that is not the
+        protocol is that engine's fault."""
+        cfg = self.audit_config
+        if self.failed or cfg is None:
             return
-        from .audit import audit_record
+        from .audit import audit_round
 
-        audits = []
+        got = []
         for i in range(3):
             try:
-                parts = self.fleet[self.names[i]].audit(self._stop_timeout())
+                parts = self.fleet[self.names[i]].audit(rnd, self._stop_timeout())
             except EngineFault as f:
-                self._charge(self.names[i], f"handing over its audit: {f}", f.kind)
+                self._charge(self.names[i], f"handing over its audit of round {rnd}: {f}", f.kind)
                 return
-            audits.append(audit_record(i, self.roles[i], parts))
-        self.audits = audits
+            got.append(audit_round(i, self.roles[i], rnd, parts, cfg))
+        self.audits = got if self.audits is None else [a.add(b) for a, b in zip(self.audits, got, strict=True)]
 
     def _stop(self) -> None:
         """B, C and B' report their seam counts and end (the twin already left, or boots after this: then each must
@@ -261,15 +268,16 @@ class Protocol(TwinSteps):
         return max(30.0, self.fleet.allowance())
 
 
-def audit_spec(rate: float, declared: set[str]) -> dict:
-    """What every engine's spec gets of the audit: one fresh secret key, the rate, and the candidate's per-request
-    slots, which B and B' then hook and audit like C (nothing when the rate is 0)."""
-    from ..seams.audit import PER_REQUEST
-
-    if not rate:
-        return {}
-    return {
-        "audit_key": secrets.randbits(52),
-        "audit_rate": rate,
-        "audit_slots": sorted(set(declared) & set(PER_REQUEST)),
-    }
+def audit_config(keep: int, declared: set[str], workload: Workload) -> AuditConfig | None:
+    """The qualification's audit: a fresh secret key, `keep` entries per stratum and round, attention entries long
+    enough for the workload's longest request, and the candidate's attention slots, which B and B' then hook and
+    audit like C (None when `keep` is 0)."""
+    if not keep:
+        return None
+    longest = max(r.prompt_len + r.max_new_tokens for batch in workload.batches for r in batch)
+    return AuditConfig(
+        key=(1 << 62) | secrets.randbits(62),
+        keep=keep,
+        context=longest,
+        slots=tuple(sorted(set(declared) & set(OPTIONAL))),
+    )

@@ -9,7 +9,8 @@ import random
 from dataclasses import dataclass
 
 from .isolation.memory import MemoryRecord
-from .records import AuditRecord, Decision, IsolationRecord, Role, RunFrame
+from .audit_records import AuditRecord
+from .records import Decision, IsolationRecord, Role, RunFrame
 from .isolation.resident import Served
 
 

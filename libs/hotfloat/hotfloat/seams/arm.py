@@ -7,7 +7,6 @@ import os
 
 from ..bundle import Bundle, load_bundle
 from ..errors import HotfloatError
-from .audit import ENV as ENV_AUDIT
 from .audit import AuditConfig
 from .errors import SeamLoadError
 from .router import SeamRouter
@@ -57,16 +56,16 @@ def _load(path: str | os.PathLike | None, identity: str | None, what: str) -> Bu
     return bundle
 
 
-def arm_from_env(environ: dict | None = None) -> SeamRouter:
+def arm_from_env(environ: dict | None = None, audit: AuditConfig | None = None) -> SeamRouter:
     """A router armed from HOTFLOAT_ARMED_BUNDLE (and HOTFLOAT_ARMED_IDENTITY), a twin when HOTFLOAT_TWIN_OF names
-    a candidate, auditing per HOTFLOAT_AUDIT and handicapped per HOTFLOAT_HANDICAP_US, as every engine process does
-    at start."""
+    a candidate, handicapped per HOTFLOAT_HANDICAP_US, as every engine process does at start; the audit's settings
+    hold its secret key and come from the engine's control channel, never from the environment."""
     env = os.environ if environ is None else environ
     return arm(
         env.get(ENV_BUNDLE) or None,
         identity=env.get(ENV_IDENTITY) or None,
         twin_of=env.get(ENV_TWIN_OF) or None,
         twin_identity=env.get(ENV_TWIN_IDENTITY) or None,
-        audit=AuditConfig.from_env(env.get(ENV_AUDIT)),
+        audit=audit,
         handicap_us=float(env.get(ENV_HANDICAP) or 0),
     )

@@ -1,278 +1,264 @@
-"""The sampled in-engine audit: copies of a secret sample of slot calls, kept on the device for the validator.
+"""The in-engine audit: every call of an audited slot, in every engine, leaves a sealed copy of a keyed window of
+what it saw and returned, and each round keeps a uniform sample of them for the validator to recompute.
 
-Every engine of a qualification (B, C, B') gets the same secret key and rate, and the audit covers every call of an
-audited slot that reaches the router, routed or stock, so its work is the same in all of them and B's audit checks
-the stock kernels too. A call site is the n-th call of a slot since the engine started (captures included), the
-same n in every engine; the key picks the audited sites on the host and, per site, a window of at most `rows`
-consecutive rows of a row-wise slot, or of one request's new tokens for attention.prefill when the qualification
-names it (hotfloat.seams.audit_prefill; eager calls only). attention.decode and the MoE slots are not audited yet:
-under graphs the extent of a request's KV pages is data-dependent and a fixed-size copy of them per call is
-megabytes.
+Every engine of a qualification (B, C, B') gets the same secret key; calls are grouped in strata, one per slot,
+sizes, dtype and scalars (hotfloat.audit.layout), each with a ring on the device. Every call of a stratum runs the
+same two taps, routed or stock, eager or replayed from a CUDA graph: before the call, its execution number
+e and the keyed window, and a sealed copy of the inputs' window into the ring's stage row; after it, the keyed
+decision (Algorithm R over the round's executions: a uniform sample of `keep` of them), then the stage and a sealed
+copy of the outputs' window into the chosen row, or into the trash row. Nothing is decided on the host and nothing
+syncs, so an audited call is indistinguishable from any other; the stage and the rows hold ciphertext, so a kernel
+that reads device memory it was not handed learns neither the window nor the decision, and one that rewrites an
+entry after the fact breaks its MAC (hotfloat.audit.philox). Counters run over the whole run: `dump()` after each
+round (the engine idle) returns the round's kept entries and per-stratum call counts, then starts the next round.
 
-An audited site copies its inputs' window into staging before the call. After the call returns it bumps the
-site's device counter and commits staging and the outputs' window into a small device ring at the row a secret
-table (drawn from the key) gives for that execution: a ring row with probability `rate`, else a trash row. The
-counter and the table live on the device, so each CUDA-graph replay decides afresh with no host sync; the kernel is
-never handed either, the lookup runs after it returned, and the same kernels run whether or not the execution is
-kept (index_copy_ at a device index: capture-safe). An eager call is a site of its own and always commits; the latest
-`capacity` eager sites are kept, and a captured site's RING rows each hold the latest execution committed there.
-`dump()` (after the timed window) copies them to the host as JSON headers and raw bytes, never pickle;
-hotfloat.qualify.audit recomputes them with the slot's fp32 reference.
+Attention slots are audited when the qualification names them (`AuditConfig.slots`: the candidate's), so that every
+engine hooks their seams. Slots without a layout (the MoE and collective slots) are never audited: the validator
+refuses a candidate that routes one of them.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
-from ..slots import Role, SlotSpec
-from .audit_prefill import SLOT as PREFILL, PrefillSite
-from .audit_dump import pack_entry
+from ..audit.config import AuditConfig
+from ..audit.layout import Layout, gather, layout_for, plain_dims, to_words, window
+from ..audit.philox import PARAMS, WINDOW, draw, kept_row, mac, seal_words
+from ..slots import DTYPES, Role, SlotSpec
+from .domain import DTYPE_NAMES
 
-AUDITED = ("activation.silu_and_mul", "norm.rmsnorm", "norm.fused_add_rmsnorm")
-"""Row-wise slots, always audited: a window of rows is a whole call of its own."""
-PER_REQUEST = (PREFILL,)
-"""Slots audited a request at a time (hotfloat.seams.audit_prefill), when the qualification names them
-(`AuditConfig.slots`: the candidate's), so that every engine hooks their seams."""
-AUDITABLE = AUDITED + PER_REQUEST
-RING = 4
-"""Commits a captured site keeps (its latest)."""
-CELLS = 1 << 14
-"""Zeroed int64 counters reserved per device at its first eager call: a site made inside a capture takes its
-counters from here, because a zero-fill captured with it would run again on every replay."""
-TABLE = 1 << 14
-"""Length of the secret sampling table: for each execution of a captured site (its counter mod TABLE, from the
-site's own offset) the ring row to commit to, or the trash row; a row with probability `rate`."""
-MAX_ENTRY_BYTES = 2 << 20
-"""One entry's bytes at most (wide calls get fewer rows), so that every entry fits a wire message."""
-ENV = "HOTFLOAT_AUDIT"
-"""The audit settings as JSON, for engines armed from the environment (the SGLang plugin)."""
-_M64 = (1 << 64) - 1
+MAX_STRATA = 256
+"""Strata per slot at most; calls of strata past it are counted unaudited (the same in every engine)."""
 
 
-@dataclass(frozen=True)
-class AuditConfig:
-    """The validator's audit settings, the same for every engine of a qualification; the key is secret."""
+class Ring:
+    """One stratum's device state: `data` rows 0..keep-1 (kept), `keep` (trash) and `keep+1` (the stage), each a
+    sealed entry; `head` per row its execution and whether the bundle served it; `macs` per row the MAC's partial
+    sums (pre's, then post's); `state` the executions so far and the count at this round's start."""
 
-    key: int
-    rate: float = 1 / 16
-    """Fraction of call sites audited, and the chance that one execution of a captured site commits."""
-    rows: int = 8
-    """Rows kept per audited call at most."""
-    capacity: int = 32
-    """Eager audited calls kept (the latest)."""
-    arena_mib: int = 128
-    """Device memory reserved per GPU for the buffers of captured sites; sites past it are not audited."""
-    slots: tuple[str, ...] = ()
-    """Per-request slots audited besides the row-wise ones (PER_REQUEST; others are ignored)."""
-
-    @classmethod
-    def from_spec(cls, spec: dict) -> AuditConfig | None:
-        """From an engine spec's `audit_key`, `audit_rate`, `audit_rows`, `audit_capacity`, `audit_arena_mib`; None
-        without a key."""
-        if spec.get("audit_key") is None:
-            return None
-        d = cls(0)
-        return cls(
-            int(spec["audit_key"]),
-            float(spec.get("audit_rate", d.rate)),
-            int(spec.get("audit_rows", d.rows)),
-            int(spec.get("audit_capacity", d.capacity)),
-            int(spec.get("audit_arena_mib", d.arena_mib)),
-            tuple(spec.get("audit_slots", ())),
+    def __init__(self, layout: Layout, keep: int, device: torch.device, parts: int, carve=None):
+        self.layout, self.keep, self.device = layout, keep, device
+        shapes = {"data": (keep + 2, layout.words), "head": (keep + 2, 2), "macs": (keep + 2, parts), "state": (2,)}
+        made = (
+            carve(shapes) if carve else {k: torch.zeros(s, dtype=torch.int64, device=device) for k, s in shapes.items()}
         )
+        self.data, self.head, self.macs, self.state = (made[k] for k in ("data", "head", "macs", "state"))
+        self.routed = False
+        """Whether the bundle serves this stratum's calls (set on the host at each eager call or capture)."""
 
-    def to_env(self) -> str:
-        return json.dumps(asdict(self))
-
-    @classmethod
-    def from_env(cls, text: str | None) -> AuditConfig | None:
-        if not text:
-            return None
-        fields = json.loads(text)
-        return cls(**{**fields, "slots": tuple(fields.get("slots", ()))})
-
-
-def mix(*values: int) -> int:
-    """A 64-bit hash of integers (splitmix64 rounds): which sites and rows the key picks."""
-    h = 0
-    for v in values:
-        h = (h ^ (v & _M64)) + 0x9E3779B97F4A7C15 & _M64
-        h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9 & _M64
-        h = (h ^ (h >> 27)) * 0x94D049BB133111EB & _M64
-        h ^= h >> 31
-    return h
-
-
-class Site:
-    """One audited call site: staging for its inputs' window, a ring of commits and its counters on the device.
-
-    `cells` holds the execution counter, then per ring row the execution committed there (0: none) and a trash row;
-    `table` says for each execution (counter mod its length) the ring row to commit to, or the trash row."""
-
-    def __init__(
-        self,
-        spec: SlotSpec,
-        n: int,
-        tensors: dict,
-        scalars: dict,
-        window: tuple[int, int, int],
-        slots: int,
-        table: torch.Tensor,
-        cells: torch.Tensor,
-        buffers: dict[str, torch.Tensor],
-    ):
-        self.slot, self.n, self.scalars, self.window = spec.name, n, scalars, window
-        self.slots, self.table, self.cells = slots, table, cells
-        self.rowwise = {a.name for a in spec.args if a.shape and a.shape[0] == spec.count_dim}
-        self.stage = {a.name: buffers[f"stage.{a.name}"] for a in spec.of_role(Role.INPUT)}
-        self.ring = {a.name: buffers[a.name] for a in spec.args if a.role in (Role.INPUT, Role.OUTPUT)}
-
-    @staticmethod
-    def shapes(spec: SlotSpec, dims: dict, rows: int, slots: int) -> dict[str, tuple[int, ...]]:
-        """Shapes of a site's staging (`stage.<input>`) and ring buffers: each row-wise argument cut to `rows`."""
-        cut = {
-            a.name: (rows, *spec.shape_of(a, dims)[1:]) if a.shape[0] == spec.count_dim else spec.shape_of(a, dims)
-            for a in spec.args
-            if a.role in (Role.INPUT, Role.OUTPUT)
-        }
-        return {
-            **{f"stage.{a.name}": cut[a.name] for a in spec.of_role(Role.INPUT)},
-            **{k: (slots + 1, *s) for k, s in cut.items()},
-        }
-
-    def cut(self, name: str, t: torch.Tensor) -> torch.Tensor:
-        """The audited window of a row-wise argument (leading dims folded into rows), the whole of any other."""
-        if name not in self.rowwise:
-            return t
-        start, rows, _ = self.window
-        return t.reshape(-1, t.shape[-1])[start : start + rows]
-
-    def copy_inputs(self, tensors: dict) -> None:
-        for name, buf in self.stage.items():
-            buf.copy_(self.cut(name, tensors[name]))
-
-    def commit(self, outputs: dict[str, torch.Tensor]) -> None:
-        """After the call: counts the execution and keeps inputs and outputs at the ring row the secret table gives
-        for it (the trash row when this execution is not sampled); the same kernels run either way."""
-        e = self.cells[:1].add_(1)
-        idx = self.table.index_select(0, e % len(self.table))
-        for name, buf in self.stage.items():
-            self.ring[name].index_copy_(0, idx, buf[None])
-        for name, t in outputs.items():
-            self.ring[name].index_copy_(0, idx, self.cut(name, t)[None])
-        self.cells[1:].index_copy_(0, idx, e)
-
-    def entries(self) -> list[tuple[dict, bytes]]:
-        """Committed entries as (header, bytes), the tensors' offsets relative to the entry's bytes."""
-        kept, out = self.cells[1:].cpu(), []
-        for r in range(self.slots):
-            if int(kept[r]) < 1:
+    def entries(self, key: int) -> tuple[int, list[dict]]:
+        """(calls this round, the round's kept entries as {e, routed, mac, words: ciphertext trimmed to its used
+        length}); syncs with the device."""
+        count, base = (int(x) for x in self.state.tolist())
+        head, macs, out = self.head.cpu(), self.macs.cpu(), []
+        for r in range(self.keep):
+            e, routed = int(head[r, 0]), int(head[r, 1])
+            if e <= base:
                 continue
-            head = {"slot": self.slot, "site": self.n, "execution": int(kept[r]), "rows": list(self.window)}
-            out.append(pack_entry(head | {"scalars": self.scalars}, ((n, ring[r]) for n, ring in self.ring.items())))
-        return sorted(out, key=lambda e: e[0]["execution"])
+            words = self.data[r].cpu()
+            ks, _ = seal_words(key, e, self.layout.ring, 0, PARAMS)
+            used = used_words(self.layout, [int(x) for x in (words[:PARAMS] ^ ks).tolist()])
+            tag = int(macs[r].sum()) & ((1 << 64) - 1)
+            out.append({"execution": e, "routed": bool(routed), "mac": tag, "words": words[:used].clone()})
+        return count - base, sorted(out, key=lambda x: x["execution"])
+
+    def next_round(self) -> None:
+        self.state[1].copy_(self.state[0])
 
 
-class _Device:
-    """What the audit needs on one device before any capture: zeroed counters and buffer space for captured sites,
-    and the secret sampling table (twice over, so a site's view at its own offset is a plain slice). A capture may
-    not allocate them itself: a zero-fill captured with a counter runs again on every replay, and memory from the
-    graph's pool reuses blocks freed earlier in the capture, whose kernels rewrite them on every replay."""
+def used_words(layout: Layout, params: list[int]) -> int:
+    """Words of an entry that can be non-zero under its parameters: all but the unused tail of the context piece."""
+    if layout.kind == "rowwise":
+        return layout.words
+    kv = layout.pieces[-1]
+    tokens = (params[7] if layout.kind == "prefill" else params[3]) if params[0] else 0
+    per_token = 2 * kv.shape[2] * DTYPES[layout.dtype].itemsize
+    return kv.word + -(-max(0, min(tokens, kv.shape[0])) * per_token // 8)
 
-    def __init__(self, config: AuditConfig, device: torch.device):
-        g = torch.Generator().manual_seed(mix(config.key, 3) >> 1)
-        rows = torch.randint(0, RING, (TABLE,), generator=g)
-        table = torch.where(torch.rand(TABLE, generator=g) < config.rate, rows, RING)
-        self.table = torch.cat([table, table]).to(device)
-        self.always = torch.zeros(1, dtype=torch.int64, device=device)
-        self.cells, self.used = torch.zeros(CELLS, dtype=torch.int64, device=device), 0
-        self.space = torch.empty(
-            config.arena_mib << 20 if device.type == "cuda" else 0, dtype=torch.uint8, device=device
-        )
-        self.filled = 0
 
-    def carve(self, shapes: dict[str, tuple[int, ...]], dtype: torch.dtype) -> dict[str, torch.Tensor] | None:
-        """Buffers of these shapes from the reserved space (64-byte aligned), or None when it is full."""
-        sizes = {k: -(-math.prod(s) * dtype.itemsize // 64) * 64 for k, s in shapes.items()}
-        if self.filled + sum(sizes.values()) > self.space.numel() or self.used + RING + 2 > CELLS:
-            return None
-        out = {}
-        for k, s in shapes.items():
-            out[k] = self.space[self.filled : self.filled + math.prod(s) * dtype.itemsize].view(dtype).view(s)
-            self.filled += sizes[k]
-        return out
+class TorchTaps:
+    """The taps on the host, for CPU engines: the same words and rows the CUDA taps (hotfloat.seams.audit_triton)
+    write on the device, computed with torch on the ring's own tensors."""
+
+    parts = 2
+    """MAC partial sums per row: the pre tap's, then the post tap's."""
+
+    def __init__(self, key: int):
+        self.key = key
+
+    def pre(self, ring: Ring, tensors: dict) -> None:
+        lay, e = ring.layout, int(ring.state[0]) + 1
+        params = window(lay, draw(self.key, e, lay.ring, WINDOW), tensors)
+        plain = to_words(lay, params, gather(lay, params, tensors, output=False))
+        ks, weight = seal_words(self.key, e, lay.ring, 0, lay.words)
+        stage = ring.keep + 1
+        inputs = _input_words(lay)
+        ring.data[stage] = torch.where(inputs, plain ^ ks, 0)
+        ring.macs[stage, 0] = _signed(mac(torch.where(inputs, plain, 0), weight))
+
+    def post(self, ring: Ring, outputs: dict, routed: bool) -> None:
+        lay, stage = ring.layout, ring.keep + 1
+        e, base = int(ring.state[0]) + 1, int(ring.state[1])
+        ring.state[0] = e
+        row = kept_row(self.key, e, base, lay.ring, ring.keep)
+        ks, weight = seal_words(self.key, e, lay.ring, 0, lay.words)
+        params = [int(x) for x in (ring.data[stage, :PARAMS] ^ ks[:PARAMS]).tolist()]
+        plain = to_words(lay, params, gather(lay, params, outputs, output=True))
+        inputs = _input_words(lay)
+        ring.data[row] = torch.where(inputs, ring.data[stage], plain ^ ks)
+        ring.macs[row, 0] = ring.macs[stage, 0]
+        ring.macs[row, 1] = _signed(mac(torch.where(inputs, 0, plain), weight))
+        ring.head[row, 0], ring.head[row, 1] = e, int(routed)
+
+
+def _input_words(lay: Layout) -> torch.Tensor:
+    """Which words of the row the pre tap writes: the parameters and the input pieces."""
+    mask = torch.zeros(lay.words, dtype=torch.bool)
+    mask[:PARAMS] = True
+    for p in lay.pieces:
+        if not p.output:
+            mask[p.word : p.word + p.words] = True
+    return mask
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+@dataclass
+class Call:
+    """A call between its two taps."""
+
+    ring: Ring
+    taps: object
 
 
 class Auditor:
-    """The router's audit: picks call sites from the key, keeps their sites, dumps what they committed."""
+    """The router's audit: a ring per stratum, both taps on every call of an audited slot, a dump per round."""
 
     def __init__(self, config: AuditConfig):
         self.config = config
-        self.calls = dict.fromkeys(AUDITED + tuple(s for s in config.slots if s in PER_REQUEST), 0)
-        self.captured: list[Site] = []
-        self.eager: deque[Site] = deque(maxlen=config.capacity)
-        self.devices: dict[torch.device, _Device] = {}
-        self.skipped = 0
-        """Sites left unaudited: made inside a capture before any eager call on the device, or past its space."""
+        self.rings: dict[tuple, Ring] = {}
+        self.arenas: dict[torch.device, _Arena] = {}
+        self.unaudited: dict[str, int] = {}
+        """Calls per slot in strata past MAX_STRATA (counted on the host: eager calls and captures)."""
+        self.error: str | None = None
+        self._taps: dict[str, object] = {}
 
-    def stage(self, spec: SlotSpec, tensors: dict, values: dict, dims: dict) -> Site | None:
-        """Before a call (inputs as the router bound them): its Site, inputs copied, when the key audits it."""
-        if spec.name not in self.calls:
+    @property
+    def slots(self) -> tuple[str, ...]:
+        return self.config.audited
+
+    def warm(self, dtype: str) -> None:
+        """On a GPU, compiles the taps' kernels for the engine's dtype before any candidate code is imported."""
+        if torch.cuda.is_available():
+            dev = torch.device("cuda", torch.cuda.current_device())
+            self._taps_for(dev).warm(self.slots, dtype, dev)
+
+    def stage(self, spec: SlotSpec, tensors: dict, values: dict, dims: dict) -> Call | None:
+        """Before a call of `spec` (inputs as the router bound them): its ring's pre tap; None for a slot not
+        audited."""
+        if spec.name not in self.slots:
             return None
-        n, cfg, first = self.calls[spec.name], self.config, tensors[spec.of_role(Role.INPUT)[0].name]
-        self.calls[spec.name] += 1
-        capturing = first.is_cuda and torch.cuda.is_current_stream_capturing()
-        if not capturing and first.device not in self.devices:
-            self.devices[first.device] = _Device(cfg, first.device)
-        slot = AUDITABLE.index(spec.name)
-        total = first.reshape(-1, first.shape[-1]).shape[0]
-        if not total or mix(cfg.key, slot, n) >= cfg.rate * 2.0**64:
-            return None
-        if spec.name in PER_REQUEST:
-            draws = tuple(mix(cfg.key, slot, n, i) for i in (1, 2, 3))
-            site = None if capturing else PrefillSite.stage(n, draws, cfg.rows, MAX_ENTRY_BYTES, tensors, values)
-            if site is None:
-                self.skipped += 1
-            else:
-                self.eager.append(site)
-            return site
-        size = lambda a: spec.shape_of(a, dims)  # noqa: E731
-        per_row = sum(size(a)[-1] for a in spec.args if a.role is not Role.SCALAR and a.shape[0] == spec.count_dim)
-        fixed = sum(size(a)[0] for a in spec.args if a.role is Role.INPUT and a.shape[0] != spec.count_dim)
-        rows = max(1, min(cfg.rows, total, (MAX_ENTRY_BYTES // first.element_size() - fixed) // per_row))
-        window = (mix(cfg.key, slot, n, 1) % (total - rows + 1), rows, total)
+        first = tensors[spec.of_role(Role.INPUT)[0].name]
+        dims = plain_dims(dims)
         scalars = {a.name: float(values[a.name]) for a in spec.of_role(Role.SCALAR)}
-        dev, shapes = self.devices.get(first.device), Site.shapes(spec, dims, rows, RING if capturing else 1)
-        if not capturing:
-            buffers = {k: torch.empty(v, dtype=first.dtype, device=first.device) for k, v in shapes.items()}
-            site = Site(
-                spec,
-                n,
-                tensors,
-                scalars,
-                window,
-                1,
-                dev.always,
-                torch.zeros(3, dtype=torch.int64, device=first.device),
-                buffers,
-            )
-            self.eager.append(site)
-        elif dev is None or (buffers := dev.carve(shapes, first.dtype)) is None:
-            self.skipped += 1
-            return None
-        else:
-            offset = mix(cfg.key, slot, n, 2) % TABLE
-            cells, dev.used = dev.cells[dev.used : dev.used + RING + 2], dev.used + RING + 2
-            site = Site(spec, n, tensors, scalars, window, RING, dev.table[offset : offset + TABLE], cells, buffers)
-            self.captured.append(site)
-        site.copy_inputs(tensors)
-        return site
+        key = (spec.name, tuple(sorted(dims.items())), first.dtype, tuple(sorted(scalars.items())), first.device)
+        ring = self.rings.get(key)
+        if ring is None:
+            ring = self._ring(spec, dims, first, scalars, key)
+            if ring is None:
+                return None
+        taps = self._taps_for(first.device)
+        taps.pre(ring, tensors)
+        return Call(ring, taps)
 
-    def dump(self) -> list[tuple[dict, bytes]]:
-        """Every committed entry, captured sites first; syncs with the device, so only after the timed window."""
-        return [e for site in (*self.captured, *self.eager) for e in site.entries()]
+    def commit(self, call: Call, outputs: dict, routed: bool) -> None:
+        """After the call: its ring's post tap. Whether a call is routed depends only on its stratum (an op's domain
+        is dtypes, architectures and token counts), so the ring remembers it for its replays too."""
+        call.taps.post(call.ring, outputs, routed)
+        call.ring.routed = call.ring.routed or routed
+
+    def dump(self) -> dict:
+        """The round that ended: {"strata": [{slot, dims, dtype, scalars, calls, routed}], "entries": [(header,
+        ciphertext bytes)], "unaudited": {slot: calls}, "error"}; then the next round starts. Syncs with the
+        devices, so only while the engine is idle."""
+        strata, entries = [], []
+        with torch.inference_mode():  # rings made inside an inference-mode forward are inference tensors
+            for ring in self.rings.values():
+                self._dump_ring(ring, strata, entries)
+        out = {"strata": strata, "entries": entries, "unaudited": dict(self.unaudited), "error": self.error}
+        self.unaudited = {}
+        return out
+
+    def _dump_ring(self, ring: Ring, strata: list, entries: list) -> None:
+        calls, kept = ring.entries(self.config.key)
+        lay = ring.layout
+        ident = {"slot": lay.slot, "dims": dict(lay.dims), "dtype": lay.dtype, "scalars": dict(lay.scalars)}
+        strata.append({**ident, "calls": calls, "routed": ring.routed, "kept": len(kept)})
+        for k in kept:
+            head = {**ident, "execution": k["execution"], "routed": k["routed"], "mac": str(k["mac"])}
+            entries.append((head, k["words"].numpy().tobytes()))
+        ring.next_round()
+
+    def _taps_for(self, device: torch.device):
+        taps = self._taps.get(device.type)
+        if taps is None:
+            if device.type == "cuda":
+                from .audit_triton import TritonTaps
+
+                taps = TritonTaps(self.config.key)
+            else:
+                taps = TorchTaps(self.config.key)
+            self._taps[device.type] = taps
+        return taps
+
+    def _ring(self, spec: SlotSpec, dims: dict, first: torch.Tensor, scalars: dict, key: tuple) -> Ring | None:
+        cfg = self.config
+        if sum(k[0] == spec.name for k in self.rings) >= MAX_STRATA:
+            self.unaudited[spec.name] = self.unaudited.get(spec.name, 0) + 1
+            return None
+        lay = layout_for(spec, dims, DTYPE_NAMES[first.dtype], scalars, cfg.rows, cfg.context)
+        if lay is None:
+            return None
+        dev, capturing = first.device, first.is_cuda and torch.cuda.is_current_stream_capturing()
+        parts = self._taps_for(dev).parts_for(lay) if dev.type == "cuda" else TorchTaps.parts
+        if not capturing and dev.type == "cuda" and dev not in self.arenas:
+            self.arenas[dev] = _Arena(cfg.arena_mib, dev)
+        carve = None
+        if capturing:
+            arena = self.arenas.get(dev)
+            carve = arena.carve if arena is not None else None
+            if carve is None:
+                self.error = f"a {spec.name} stratum was first seen inside a CUDA-graph capture before any eager call"
+                return None
+        try:
+            ring = Ring(lay, cfg.keep, dev, parts, carve)
+        except MemoryError as e:
+            self.error = str(e)
+            return None
+        self.rings[key] = ring
+        return ring
+
+
+class _Arena:
+    """Zeroed device memory reserved before any capture, carved into the rings of strata first seen inside one (a
+    capture's own allocations would come from the graph's pool, whose blocks freed earlier in the capture its
+    kernels rewrite on every replay)."""
+
+    def __init__(self, mib: int, device: torch.device):
+        self.space = torch.zeros((mib << 20) // 8, dtype=torch.int64, device=device)
+        self.used = 0
+
+    def carve(self, shapes: dict[str, tuple[int, ...]]) -> dict[str, torch.Tensor]:
+        need = sum(math.prod(s) for s in shapes.values())
+        if self.used + need > self.space.numel():
+            raise MemoryError(f"the audit arena ({self.space.numel() * 8 >> 20} MiB) is exhausted")
+        out = {}
+        for k, s in shapes.items():
+            out[k] = self.space[self.used : self.used + math.prod(s)].view(s)
+            self.used += math.prod(s)
+        return out

@@ -2,8 +2,8 @@
 
 Arms: a null-armed reference, an exact-math bundle (must reproduce the reference's greedy output ids byte for byte),
 broken bundles (must change them), and an armed plugin with a missing prerequisite (must refuse to boot). Activation
-is silent by design, so the behavioural comparison plus each engine process's seam report (the armed identity and
-its routed/stock counts) is the honest detector; a routed count > 0 for the slots an arm covers proves the seam ran.
+is silent by design, so the behavioural comparison plus each scheduler's seam report over the control channel (the
+armed identity and its routed/stock counts, in the result file) is the honest detector; a routed count > 0 for the slots an arm covers proves the seam ran.
 Each boot is a child (`python -m hotfloat_sglang.offline SPEC`) in its own session, killed as a group on timeout;
 arms boot concurrently (one GPU holds several tiny engines), `parallel` at a time.
 """
@@ -70,7 +70,7 @@ class LiveConfig:
     command: tuple[str, ...] | None = None
     """Replaces `engine_python -m hotfloat_sglang.offline {spec}` (the CI stand-in); {spec} is substituted."""
     workdir: str | None = None
-    """Keeps each arm's spec, log, reports and result here (default: a temporary directory)."""
+    """Keeps each arm's spec, log and result here (default: a temporary directory)."""
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,6 @@ def _boot_all(cfg: LiveConfig, arms: list[ArmSpec], work: Path, ports: dict[str,
 
 def _start(cfg: LiveConfig, arm: ArmSpec, d: Path, port: int) -> _Boot:
     d.mkdir(parents=True, exist_ok=True)
-    (d / "reports").mkdir(exist_ok=True)
     identity = None
     if arm.bundle and arm.expect is not Expect.BOOT_FAILS:
         identity = load_bundle(arm.bundle).identity
@@ -187,7 +186,7 @@ def _start(cfg: LiveConfig, arm: ArmSpec, d: Path, port: int) -> _Boot:
     }
     (d / "spec.json").write_text(json.dumps(spec, indent=1))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HOTFLOAT_ARMED_")}
-    env.update(HOTFLOAT_SEAMS="1", SGLANG_PLUGINS="hotfloat", HOTFLOAT_SEAMS_REPORT_DIR=str(d / "reports"))
+    env.update(HOTFLOAT_SEAMS="1", SGLANG_PLUGINS="hotfloat")
     if arm.bundle:
         env["HOTFLOAT_ARMED_BUNDLE"] = str(Path(arm.bundle).resolve())
     if identity:
@@ -236,7 +235,7 @@ def _judge(arm: ArmSpec, boot: _Boot, ref: ArmResult | None) -> ArmResult:
     tail = "\n".join(log.strip().splitlines()[-8:])
     result_path = boot.dir / "result.json"
     result = json.loads(result_path.read_text()) if result_path.exists() else None
-    reports = [json.loads(p.read_text()) for p in sorted((boot.dir / "reports").glob("seams-*.json"))]
+    reports = result.get("reports", []) if result else []
     routed: dict[str, int] = {}
     stock: dict[str, int] = {}
     for r in reports:

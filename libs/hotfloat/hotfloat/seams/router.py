@@ -7,7 +7,7 @@ slot's positional write-into-output ABI, and counts what it did so a test can pr
 A router built as a *twin* of a candidate (`twin_of`) never imports the candidate's code: it reads only the
 manifest, and nudges the outputs inside the candidate's declared domains once the validator enabled their slots
 (hotfloat.seams.twin). With an AuditConfig (hotfloat.seams.audit) the router keeps a secret sample of its slot calls
-for the validator; with `handicap_us` every activation.silu_and_mul call is followed by a delay of that many
+for the validator (every call of an audited slot runs its taps); with `handicap_us` every activation.silu_and_mul call is followed by a delay of that many
 microseconds (a known slowdown the validator injects for calibration, never part of the engine identity). Arming
 from paths or the environment is hotfloat.seams.arm.
 """
@@ -79,7 +79,7 @@ class SeamRouter:
     def hooked(self) -> set[str]:
         """Slots whose seams the engine must hook: those it routes or nudges, and those its audit samples, so that
         every engine of a qualification sees (and audits) the same calls."""
-        return self.slots | set(self.audit.calls if self.audit else ())
+        return self.slots | set(self.audit.slots if self.audit else ())
 
     @property
     def identity(self) -> str | None:
@@ -112,7 +112,8 @@ class SeamRouter:
         if self.handicap_us and slot == HANDICAP_SLOT:
             _delay(outs[0].device, self.handicap_us)
         if site is not None:
-            site.commit(dict(zip((a.name for a in spec.of_role(Role.OUTPUT)), outs, strict=False)))
+            outputs = dict(zip((a.name for a in spec.of_role(Role.OUTPUT)), outs, strict=False))
+            self.audit.commit(site, outputs, routed=found is not None)
         return served
 
     def set_twin_slots(self, slots: set[str]) -> set[str]:

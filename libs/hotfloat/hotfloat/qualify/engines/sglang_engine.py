@@ -11,47 +11,40 @@ and one smaller than the workload's need refuses to serve: a squeezed pool would
 The pool is read where `Engine.get_server_info` reads it (the scheduler's init info), without that call's round trip. Logits are computed in fp32 (`enable_fp32_lm_head`): in
 bf16 a logit near 40 is only resolved to 0.25, coarser than the gate's 0.1 logprob tolerance, so on the H200
 (llama-8b) every top-2 gap was a multiple of 0.25 and a non-bit-exact kernel failed the gate on rounding of the
-logits rather than on its own error. The plugin is armed from the environment
-(HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE, HOTFLOAT_ARMED_IDENTITY, and HOTFLOAT_TWIN_OF for the gate's twin); each SGLang process keeps its seam counts in
-HOTFLOAT_SEAMS_REPORT_DIR up to date, and `counts` sums them. The router lives in SGLang's scheduler process, so
-the twin's slots and the audit's dump are asked of the plugin's report thread there through a control file in the
-same directory, and each request waits for every process's acknowledgement (hotfloat_sglang.plugin). The audit's
-settings (HOTFLOAT_AUDIT) and the calibration handicap (HOTFLOAT_HANDICAP_US) reach the plugin through the
-environment and stay out of the engine identity.
+logits rather than on its own error. The plugin arms the bundle from the environment
+(HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE, HOTFLOAT_ARMED_IDENTITY, and HOTFLOAT_TWIN_OF for the gate's twin) in SGLang's
+scheduler process only: this process never imports candidate code. It holds the schedulers' control channel
+(hotfloat.seams.control), which hands each scheduler the audit's settings with its secret key before the bundle is
+imported, and over which this process asks for the twin's slots, the seam counts and each round's audit. The audit's
+settings and the calibration handicap (HOTFLOAT_HANDICAP_US) stay out of the engine identity.
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
-import time
 from importlib import metadata
-from pathlib import Path
 
-from ...seams import ENV_HANDICAP, AuditConfig
-from ...seams.audit import ENV as ENV_AUDIT
-from ...seams.audit_dump import read_dump
+from ...audit.config import AuditConfig
+from ...seams import ENV_HANDICAP
+from ...seams.control import ControlServer
 
 CONTROL_TIMEOUT_S = 120.0
 
 
 class SglangEngine:
     def __init__(self, spec: dict):
-        home = os.environ.get("HOTFLOAT_WORKER_HOME", "/tmp")
-        self.reports = os.path.join(home, "seams")
-        os.makedirs(self.reports, exist_ok=True)
-        os.environ.update(HOTFLOAT_SEAMS="1", SGLANG_PLUGINS="hotfloat", HOTFLOAT_SEAMS_REPORT_DIR=self.reports)
+        os.environ.update(HOTFLOAT_SEAMS="1", SGLANG_PLUGINS="hotfloat")
         for k in ("HOTFLOAT_ARMED_BUNDLE", "HOTFLOAT_ARMED_IDENTITY", "HOTFLOAT_TWIN_OF", "HOTFLOAT_TWIN_IDENTITY"):
             os.environ.pop(k, None)
         if spec.get("bundle"):
             os.environ.update(HOTFLOAT_ARMED_BUNDLE=spec["bundle"], HOTFLOAT_ARMED_IDENTITY=spec["identity"])
         if spec.get("twin_of"):
             os.environ.update(HOTFLOAT_TWIN_OF=spec["twin_of"], HOTFLOAT_TWIN_IDENTITY=spec["twin_identity"])
-        audit = AuditConfig.from_spec(spec)
-        os.environ.update({ENV_AUDIT: audit.to_env() if audit else "", ENV_HANDICAP: str(spec.get("handicap_us", 0.0))})
-        self._seq = 0
+        os.environ[ENV_HANDICAP] = str(spec.get("handicap_us", 0.0))
+        audit = AuditConfig.from_wire(spec.get("audit"))
+        self.control = ControlServer({"audit": audit.to_wire() if audit else None, "dtype": spec["dtype"]})
         model = spec["model_dir"]
         self.settings = dict(
             attention_backend="triton",
@@ -72,6 +65,7 @@ class SglangEngine:
         import torch
 
         self.engine = sglang.Engine(model_path=model, skip_tokenizer_init=True, log_level="error", **self.settings)
+        self.control.wait(1, CONTROL_TIMEOUT_S)
         pool = int(self.engine._scheduler_init_result.scheduler_infos[0]["max_total_num_tokens"])
         if pool < int(spec["kv_need"]):
             raise RuntimeError(
@@ -116,57 +110,37 @@ class SglangEngine:
         warm-up as well as the timed passes (with graphs, capture is where a decode kernel is called at all)."""
 
     def counts(self) -> tuple[dict[str, int], dict[str, int]]:
-        """Sums the per-process reports the plugin rewrites within REPORT_INTERVAL_S of any change; after the last
-        pass the engine is idle, so waiting a few intervals gives the final counts."""
-        from hotfloat_sglang.plugin import REPORT_INTERVAL_S
-
-        time.sleep(3 * REPORT_INTERVAL_S)
+        """The schedulers' routed and stock calls per slot, summed."""
         routed: dict[str, int] = {}
         stock: dict[str, int] = {}
-        for path in glob.glob(os.path.join(self.reports, "seams-*.json")):
-            if int(path.rsplit("-", 1)[1].split(".")[0]) == os.getpid():
-                continue  # this process armed too but serves no model calls
-            with open(path) as f:
-                for slot, c in json.load(f)["counts"].items():
-                    routed[slot] = routed.get(slot, 0) + int(c["routed"])
-                    stock[slot] = stock.get(slot, 0) + int(c["stock"])
+        for reply, _ in self.control.ask({"op": "counts"}, CONTROL_TIMEOUT_S):
+            for slot, c in reply["counts"].items():
+                routed[slot] = routed.get(slot, 0) + int(c["routed"])
+                stock[slot] = stock.get(slot, 0) + int(c["stock"])
         return routed, stock
 
     def set_twin(self, slots: list[str]) -> list[str]:
-        """Enables the twin's nudge for `slots` in every SGLang process; returns the slots the schedulers enabled."""
-        reports = self._control(twin=sorted(slots))
-        return sorted({s for r in reports if r["pid"] != os.getpid() for s in r["twin"]})
+        """Enables the twin's nudge for `slots` in every scheduler; returns the slots they enabled."""
+        return sorted(
+            {
+                s
+                for reply, _ in self.control.ask({"op": "twin", "slots": sorted(slots)}, CONTROL_TIMEOUT_S)
+                for s in reply["twin"]
+            }
+        )
 
-    def audit(self) -> list[tuple[dict, bytes]]:
-        """The audit entries every scheduler process dumped on request (this process serves no model calls)."""
-        self._control(audit=True)
-        return [
-            e
-            for p in sorted(Path(self.reports).glob("audit-*.json"))
-            if int(p.stem.split("-")[1]) != os.getpid()
-            for e in read_dump(p)
-        ]
-
-    def _control(self, **request) -> list[dict]:
-        """Writes a request for the plugin threads and waits until every process's report acknowledged it."""
-        self._seq += 1
-        path = Path(self.reports) / "control.json"
-        path.with_suffix(".tmp").write_text(json.dumps({"seq": self._seq, **request}))
-        path.with_suffix(".tmp").replace(path)
-        deadline = time.monotonic() + CONTROL_TIMEOUT_S
-        while True:
-            reports = [json.loads(p.read_text()) for p in Path(self.reports).glob("seams-*.json")]
-            if reports and all(r.get("applied", 0) >= self._seq for r in reports):
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"the SGLang processes did not acknowledge {sorted(request)} within {CONTROL_TIMEOUT_S:.0f} s"
-                )
-            time.sleep(0.05)
-        errors = [f"pid {r['pid']}: {r['error']}" for r in reports if r.get("error")]
-        if errors:
-            raise RuntimeError(f"the plugin failed {sorted(request)}: {'; '.join(errors)}")
-        return reports
+    def audit(self) -> dict:
+        """The round's audit from the scheduler (one: the audit is per engine on one GPU), in the Auditor's dump form:
+        strata, entries as (header, sealed words), unaudited calls, error."""
+        replies = self.control.ask({"op": "audit"}, CONTROL_TIMEOUT_S)
+        if len(replies) != 1:
+            raise RuntimeError(f"the audit expects one scheduler, {len(replies)} answered")
+        (head, data), at, entries = replies[0], 0, []
+        for entry in head["entries"]:
+            n = 8 * int(entry.pop("words"))
+            entries.append((entry, data[at : at + n]))
+            at += n
+        return {"strata": head["strata"], "entries": entries, "unaudited": head["unaudited"], "error": head["error"]}
 
 
 def _version(*dists: str) -> str:

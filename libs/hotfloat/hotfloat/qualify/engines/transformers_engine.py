@@ -224,7 +224,8 @@ class TransformersEngine:
     def __init__(self, spec: dict):
         import os
 
-        from ...seams import AuditConfig, arm
+        from ...audit.config import AuditConfig
+        from ...seams import arm
 
         if spec["device"] == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"
@@ -234,7 +235,7 @@ class TransformersEngine:
             identity=spec.get("identity"),
             twin_of=spec.get("twin_of"),
             twin_identity=spec.get("twin_identity"),
-            audit=AuditConfig.from_spec(spec),
+            audit=AuditConfig.from_wire(spec.get("audit")),
             handicap_us=float(spec.get("handicap_us", 0.0)),
         )
         self.engine = build_engine(
@@ -270,6 +271,8 @@ class TransformersEngine:
         """Enables the twin's nudge for `slots`; returns those enabled (the router's twin_of declares them)."""
         return sorted(self.router.set_twin_slots(set(slots)))
 
-    def audit(self) -> list[tuple[dict, bytes]]:
-        """What the router's audit committed (hotfloat.seams.audit), after the timed window."""
-        return self.router.audit.dump() if self.router.audit else []
+    def audit(self) -> dict:
+        """The round's audit (hotfloat.seams.audit.Auditor.dump), between passes."""
+        if self.router.audit is None:
+            return {"strata": [], "entries": [], "unaudited": {}, "error": None}
+        return self.router.audit.dump()

@@ -26,7 +26,8 @@ from .. import hostload, wire
 
 SEED_CACHE = "/seed-cache"
 PART_BYTES = 5 << 19
-"""Raw audit bytes per message: 2.5 MiB is 3.4 MiB of base64, under wire.MAX_MESSAGE with the headers."""
+"""Raw audit bytes per message: 2.5 MiB is 3.4 MiB of base64, under wire.MAX_MESSAGE with the headers; an entry is
+at most 4 MiB (hotfloat.audit.layout.MAX_ENTRY_BYTES) and then travels in a part of its own."""
 PART_ENTRIES = 512
 
 
@@ -57,7 +58,7 @@ def main(conn) -> None:
             elif msg["op"] == "counts":
                 _counts(conn, engine)
             elif msg["op"] == "audit":
-                for part in audit_parts(engine.audit()):
+                for part in audit_parts(engine.audit(), int(msg["round"])):
                     wire.send(conn, part)
             else:
                 engine.serve(
@@ -86,11 +87,12 @@ def _counts(conn, engine) -> None:
     wire.send(conn, {"type": "counts", "routed": routed, "stock": stock})
 
 
-def audit_parts(entries: list[tuple[dict, bytes]], limit: int = PART_BYTES, most: int = PART_ENTRIES) -> list[dict]:
-    """The audit's entries as `audit` messages (at least one): each part's entries with their tensors' offsets into
-    the part's base64 `data`, so every message stays under wire.MAX_MESSAGE."""
+def audit_parts(dump: dict, rnd: int, limit: int = PART_BYTES, most: int = PART_ENTRIES) -> list[dict]:
+    """A round's audit (hotfloat.seams.audit.Auditor.dump) as `audit` messages (at least one): the strata in the
+    first, then each part's entries with their words' offsets into the part's base64 `data`, so every message stays
+    under wire.MAX_MESSAGE."""
     groups: list[list] = [[]]
-    for entry in entries:
+    for entry in dump["entries"]:
         if groups[-1] and (sum(len(d) for _, d in groups[-1]) + len(entry[1]) > limit or len(groups[-1]) >= most):
             groups.append([])
         groups[-1].append(entry)
@@ -98,15 +100,16 @@ def audit_parts(entries: list[tuple[dict, bytes]], limit: int = PART_BYTES, most
     for i, group in enumerate(groups):
         heads, at = [], 0
         for head, data in group:
-            heads.append(
-                {**head, "tensors": {k: {**v, "offset": v["offset"] + at} for k, v in head["tensors"].items()}}
-            )
+            heads.append({**head, "offset": at, "words": len(data) // 8})
             at += len(data)
+        first = {"strata": dump["strata"], "unaudited": dump["unaudited"], "error": dump["error"]} if i == 0 else {}
         parts.append(
             {
                 "type": "audit",
+                "round": rnd,
                 "part": i,
                 "parts": len(groups),
+                **first,
                 "entries": heads,
                 "data": base64.b64encode(b"".join(d for _, d in group)).decode(),
             }

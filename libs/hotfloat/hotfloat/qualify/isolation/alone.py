@@ -52,6 +52,14 @@ class Isolation:
         except (TimeoutError, InfrastructureError) as e:
             wd.close()
             raise InfrastructureError(f"the GPU watchdog did not start: {e}") from None
+        seen = _contexts(wd) if hello.get("nvml") and hello.get("probe") else []
+        if seen and hello.get("pid") not in seen:
+            wd.close()
+            raise InfrastructureError(
+                "GPU isolation cannot see this host's processes: NVML lists the GPU's contexts under pids of another "
+                f"pid namespace (the watchdog's own pid {hello.get('pid')} is not among them), so no engine could be "
+                "locked or held to its memory share; run qualification in the host's pid namespace (hostPID)"
+            )
         if required and not (hello.get("checkpoint") and hello.get("probe")):
             wd.close()
             why = "; ".join(f"{k}: {v}" for k, v in hello.get("why", {}).items())
@@ -63,6 +71,7 @@ class Isolation:
 
     @property
     def mode(self) -> str:
+        """The protections that really ran, as the evidence records them."""
         parts = [
             "sigstop",
             *(["checkpoint-lock"] if self.locking else []),
@@ -259,3 +268,11 @@ class Isolation:
     def close(self) -> None:
         if self.wd is not None:
             self.wd.close()
+
+
+def _contexts(wd: Watchdog) -> list[int]:
+    try:
+        return list(wd.ask("contexts")["pids"])
+    except (TimeoutError, InfrastructureError) as e:
+        wd.close()
+        raise InfrastructureError(f"the GPU watchdog could not list the GPU's contexts: {e}") from None

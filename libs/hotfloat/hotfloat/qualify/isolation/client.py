@@ -15,6 +15,9 @@ from .. import wire
 
 REPLY_S = 10.0
 """Watchdog replies that take longer than this (plus the lock timeout) mean a hung driver call."""
+CLOSE_S = 5.0
+"""How long closing waits for the watchdog to exit: one stuck in a driver call cannot even die until the call
+returns, and the validator must not hang with it."""
 
 
 class Watchdog:
@@ -45,6 +48,14 @@ class Watchdog:
         return reply
 
     def close(self) -> None:
+        """Ends the watchdog within CLOSE_S; one that cannot die yet is left to the kernel and named on stderr."""
         self.conn.close()
         self.proc.kill()
-        self.proc.wait()
+        try:
+            self.proc.wait(timeout=CLOSE_S)
+        except subprocess.TimeoutExpired:
+            print(
+                f"hotfloat: the GPU watchdog (pid {self.proc.pid}) did not exit within {CLOSE_S:.0f} s of being killed "
+                "(a driver call it is stuck in must return first); left behind",
+                file=sys.stderr,
+            )

@@ -211,9 +211,9 @@ class ResidentEngine:
         if sorted(msg.slots) != sorted(slots):
             raise EngineFault(f"the twin applied slots {sorted(msg.slots)}, not {sorted(slots)}", kind="protocol")
 
-    def audit(self, timeout_s: float) -> list:
-        """What the engine's in-engine audit kept (hotfloat.seams.audit), as typed message parts."""
-        self._send({"op": "audit"})
+    def audit(self, rnd: int, timeout_s: float) -> list:
+        """What the engine's in-engine audit kept in round `rnd` (hotfloat.seams.audit), as typed message parts."""
+        self._send({"op": "audit", "round": rnd})
         deadline = time.monotonic() + timeout_s
         parts = [self._expect(deadline, "audit")]
         while len(parts) < parts[0].parts:

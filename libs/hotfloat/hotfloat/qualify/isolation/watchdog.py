@@ -5,7 +5,8 @@ caller's driver lock until that process runs again (measured on the H200, ../sha
 costs a process the validator can kill, not the validator. It loads libcuda and NVML through ctypes (no torch: it
 starts in a fraction of a second) and answers one request at a time over a socketpair on fd 0 (hotfloat.qualify.wire):
 
-- `hello`: what this host offers: the checkpoint API, NVML, the quiet probe (each with why not);
+- `hello`: what this host offers: the checkpoint API, NVML, the quiet probe (each with why not), and its own pid
+  (its probe holds a context: NVML must list it under that pid, or NVML speaks of another pid namespace);
 - `lock` / `unlock` pids: cuCheckpointProcessLock with a timeout (it waits for the process's submitted GPU work and
   then blocks its CUDA calls; CUDA_ERROR_NOT_READY when work is still running at the timeout) and its inverse;
 - `probe`: one single-thread kernel reads %globaltimer in a loop for a few milliseconds; the longest gap between two
@@ -246,6 +247,7 @@ def serve(conn: socket.socket) -> None:
                     "probe": drv.fn is not None,
                     "nvml": drv.nvml is not None,
                     "why": drv.why,
+                    "pid": os.getpid(),
                 }
             elif op == "lock":
                 reply = {"results": [[p, *drv.lock(p, int(msg["timeout_ms"]))] for p in msg["pids"]]}
