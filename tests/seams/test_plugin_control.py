@@ -103,3 +103,22 @@ def test_a_scheduler_without_its_channel_refuses_to_arm(tmp_path):
         timeout=120,
     )
     assert got.returncode != 0 and "could not open the host's control channel" in got.stderr
+
+
+def test_any_failure_while_activating_ends_the_scheduler(tmp_path):
+    """SGLang logs and ignores an exception from a plugin, and the engine would then serve stock unaudited: a
+    scheduler whose activation fails in any way exits, loudly."""
+    server = ControlServer({"audit": {"key": "not a number"}})
+    env = {**os.environ, "HOTFLOAT_SEAMS": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([SGLANG_PLUGIN, os.environ.get("PYTHONPATH", "")])
+    try:
+        got = subprocess.run(
+            [sys.executable, "-c", "from hotfloat_sglang import plugin; plugin.activate()"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        server.close()
+    assert got.returncode != 0 and "FATAL: activation failed" in got.stderr and "ValueError" in got.stderr

@@ -5,7 +5,7 @@
 # Run: bash tools/device/run_all.sh engine_install:40 audit_gpu:240
 set -u
 cd "$(dirname "$0")/../.."
-. tools/device/pyenv.sh
+. tools/device/sglang_env.sh || exit 1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 mkdir -p "${OUT:-/tmp/out}/audit_gpu"
 OUT="${OUT:-/tmp/out}/audit_gpu" python3 tools/device/audit_gpu.py ${AUDIT_QUICK:+--quick}

@@ -53,9 +53,19 @@ def abort(message: str) -> None:
 
 def activate() -> None:
     """Entry point: in a scheduler, open the control channel, arm with its settings, register the chokepoint
-    hooks, apply them, verify they took, and serve the host's requests."""
+    hooks, apply them, verify they took, and serve the host's requests. SGLang logs and ignores an exception a
+    plugin raises, which would leave the engine serving stock: any failure here ends the process instead."""
     if os.environ.get(ENV_ENABLE) != "1" or _router is not None or os.environ.get(ENV_OWNER) == str(os.getpid()):
         return
+    try:
+        _activate()
+    except SystemExit:
+        raise
+    except Exception as e:  # never formatted: it may come from candidate code
+        abort(f"activation failed in pid {os.getpid()} with {type(e).__name__}")
+
+
+def _activate() -> None:
     stacks.start()
     conn = arm_scheduler()
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
@@ -83,12 +93,15 @@ def arm_scheduler():
             conn, settings = connect(os.environ[ENV_CONTROL], {"pid": os.getpid()})
         except (OSError, ControlError) as e:
             abort(f"pid {os.getpid()} could not open the host's control channel: {e}")
-    try:
-        audit = AuditConfig.from_wire(settings.get("audit"))
-        if audit is not None and settings.get("dtype"):
+    audit = AuditConfig.from_wire(settings.get("audit"))
+    if audit is not None and settings.get("dtype"):
+        try:
             Auditor(audit).warm(settings["dtype"])  # the taps compiled before the bundle is imported
+        except Exception as e:  # our own kernels: the message is ours
+            abort(f"the audit's kernels failed to compile in pid {os.getpid()}: {type(e).__name__}: {str(e)[:300]}")
+    try:
         _router = arm_from_env(audit=audit)
-    except (HotfloatError, TypeError, ValueError) as e:
+    except HotfloatError as e:
         abort(f"the armed bundle failed to load in pid {os.getpid()}: {e}")
     return conn
 

@@ -8,12 +8,16 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..audit.philox import DATA, DECISION, PARAMS, WINDOW
+from ..audit import philox
 
-WB = 256
-"""64-bit words per program."""
-PB = 16
+WORDS_PER_PROGRAM = 256
+"""64-bit words per program (the host sizes grids by it)."""
+WB = tl.constexpr(WORDS_PER_PROGRAM)
+PB = tl.constexpr(16)
 """The parameter block (PARAMS words, padded to a power of two)."""
+PARAMS = tl.constexpr(philox.PARAMS)
+DATA, DECISION, WINDOW = tl.constexpr(philox.DATA), tl.constexpr(philox.DECISION), tl.constexpr(philox.WINDOW)
+"""Module values a kernel reads must be constexprs (a plain global is refused by the JIT compiler)."""
 
 
 @triton.jit
@@ -24,7 +28,7 @@ def _u32(x):
 @triton.jit
 def draw_words(key, c0, e, ring, purpose: tl.constexpr):
     """Philox words (as int64 in [0, 2^32)) of counters (c0, e, ring, purpose)."""
-    x0, x1, x2, x3 = tl.philox(key, _u32(c0), _u32(e), _u32(ring), _u32(purpose + 0 * e))
+    x0, x1, x2, x3 = tl.philox(key, _u32(c0), _u32(e), _u32(ring), _u32(tl.full([], purpose, tl.int32)))
     m = 0xFFFFFFFF
     return x0.to(tl.int64) & m, x1.to(tl.int64) & m, x2.to(tl.int64) & m, x3.to(tl.int64) & m
 
@@ -42,9 +46,11 @@ def seal(words, idx, mask, key, e, ring, dst, mac, part):
 
 @triton.jit
 def bits(x, BITS: tl.constexpr):
-    if BITS == 16:
-        return x.to(tl.int16, bitcast=True).to(tl.int64) & 0xFFFF
-    return x.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
+    if BITS == 16:  # one return: the JIT compiles the code after a return in a constexpr branch too
+        out = x.to(tl.int16, bitcast=True).to(tl.int64) & 0xFFFF
+    else:
+        out = x.to(tl.int32, bitcast=True).to(tl.int64) & 0xFFFFFFFF
+    return out
 
 
 @triton.jit

@@ -26,9 +26,10 @@ from .audit_device import (
     window_decode,
     window_prefill,
     window_rows,
+    DATA,
+    PARAMS,
     PB,
 )
-from ..audit.philox import DATA, PARAMS
 
 
 @triton.jit(do_not_specialize=list(range(32)))  # every argument before the constexprs

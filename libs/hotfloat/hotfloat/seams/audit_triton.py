@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..audit.layout import layout_for
 from .audit import Ring
-from .audit_device import WB
+from .audit_device import WORDS_PER_PROGRAM as WB
 from .audit_kernels import attn_post, attn_pre, rowwise_post, rowwise_pre
 
 PREFILL, DECODE = 1, 2
@@ -42,6 +42,10 @@ class TritonTaps:
             raise ValueError("the audit key must lie in [2^32, 2^63): the kernels take it as a 64-bit argument")
         self.key = key
 
+    def launch(self, kernel, grid: tuple[int, int], args: list, constexprs: dict) -> None:
+        """Every tap goes through here (a test compiles instead of launching, on a machine without a GPU)."""
+        kernel[grid](*args, **constexprs)
+
     def warm(self, slots: tuple[str, ...], dtype: str, device) -> None:
         """Compiles every kernel the taps of `slots` launch for `dtype`, now: before the bundle is imported, so the
         taps never load a compiled kernel later from a cache directory candidate code could have written."""
@@ -62,7 +66,8 @@ class TritonTaps:
             }
             self.pre(ring, t)
             self.post(ring, t, False)
-        torch.cuda.synchronize(device)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
 
     @staticmethod
     def blocks(lay) -> int:
@@ -101,8 +106,11 @@ class TritonTaps:
                 args += [p.word, p.words]
                 along.append(p.along)
             flags = {f"A{i}": a for i, a in enumerate(along)}
-            rowwise_pre[(1 + len(ins), nb)](
-                *self._common(ring), lay.dim["T"], lay.rows, *args, ring.keep, N_IN=len(ins), **flags, **self._bits(lay)
+            self.launch(
+                rowwise_pre,
+                (1 + len(ins), nb),
+                [*self._common(ring), lay.dim["T"], lay.rows, *args, ring.keep],
+                {"N_IN": len(ins), **flags, **self._bits(lay)},
             )
             return
         dim, decode = lay.dim, lay.kind == "decode"
@@ -111,7 +119,7 @@ class TritonTaps:
         qo = t["kv_indptr"] if decode else t["qo_indptr"]
         piece = {p.name: p for p in lay.pieces}
         kp, vp = (piece["q"], piece["q"]) if decode else (piece["k"], piece["v"])
-        attn_pre[(len(ins) + 1, nb)](
+        args = [
             *self._common(ring),
             ring.keep,
             q.shape[0] if decode else qo.shape[0] - 1,
@@ -143,9 +151,8 @@ class TritonTaps:
             vp.words,
             piece["kv"].word,
             piece["kv"].words,
-            KIND=DECODE if decode else PREFILL,
-            **self._bits(lay),
-        )
+        ]
+        self.launch(attn_pre, (len(ins) + 1, nb), args, {"KIND": DECODE if decode else PREFILL, **self._bits(lay)})
 
     def post(self, ring: Ring, outputs: dict, routed: bool) -> None:
         lay, nb = ring.layout, self.blocks(ring.layout)
@@ -157,37 +164,15 @@ class TritonTaps:
             for p in outs + [outs[0]] * (2 - len(outs)):
                 view = _rows(outputs[p.source])
                 args += [view, view.stride(0), view.stride(1), view.shape[1], p.word, p.words]
-            rowwise_post[(1 + len(outs), nb)](
-                *self._common(ring),
-                lay.dim["T"],
-                lay.rows,
-                int(routed),
-                pre_parts,
-                lo,
-                hi,
-                *args,
-                ring.keep,
-                N_OUT=len(outs),
-                **self._bits(lay),
+            head = [*self._common(ring), lay.dim["T"], lay.rows, int(routed), pre_parts, lo, hi]
+            self.launch(
+                rowwise_post, (1 + len(outs), nb), [*head, *args, ring.keep], {"N_OUT": len(outs), **self._bits(lay)}
             )
             return
         dim, out = lay.dim, outputs["out"]
-        attn_post[(2, nb)](
-            *self._common(ring),
-            ring.keep,
-            dim["Hq"] // dim["Hkv"],
-            dim["D"],
-            dim["Hq"],
-            out.shape[0],
-            int(routed),
-            pre_parts,
-            out,
-            *out.stride(),
-            lo,
-            hi - lo,
-            KIND=DECODE if lay.kind == "decode" else PREFILL,
-            **self._bits(lay),
-        )
+        args = [*self._common(ring), ring.keep, dim["Hq"] // dim["Hkv"], dim["D"], dim["Hq"], out.shape[0]]
+        args += [int(routed), pre_parts, out, *out.stride(), lo, hi - lo]
+        self.launch(attn_post, (2, nb), args, {"KIND": DECODE if lay.kind == "decode" else PREFILL, **self._bits(lay)})
 
 
 def ring_esize(lay) -> int:
