@@ -8,14 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
-import triton
 
-from hotfloat.audit.config import ALWAYS, OPTIONAL, AuditConfig
 from hotfloat.seams.audit_triton import TritonTaps
-from hotfloat.slots import get_slot
-
-KEY = (1 << 62) + 5
 
 
 def test_the_triton_taps_write_the_host_taps_words():
@@ -38,41 +32,21 @@ def test_the_key_must_be_a_64_bit_kernel_argument():
         TritonTaps(5)
 
 
-def _ptype(v) -> str:
-    """The argument type Triton's JIT gives a launch argument (do_not_specialize: no value or alignment attributes)."""
-    if isinstance(v, torch.Tensor):
-        return "*" + {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int64: "i64"}.get(
-            v.dtype, {torch.int32: "i32"}.get(v.dtype, "?")
-        )
-    if isinstance(v, bool):
-        return "i1"
-    return "i32" if -(1 << 31) <= v < 1 << 31 else "i64"
+ENGINE_PYTHON = Path(__file__).resolve().parents[2] / ".venv-engine/bin/python"
 
 
-def test_every_tap_kernel_compiles_for_sm90_without_a_gpu():
-    """The interpreter runs what the JIT compiler would refuse (a plain module global, say): every kernel and variant
-    the taps launch is compiled here for sm_90 with the arguments the taps pass, as the GPU's JIT will."""
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    seen = {}
-
-    def compile_instead(kernel, grid, args, constexprs):
-        sig = {name: _ptype(v) for name, v in zip(kernel.arg_names, args, strict=False)}
-        sig |= {name: "constexpr" for name in constexprs}
-        key = (kernel.__name__, tuple(sorted(sig.items())), tuple(sorted(constexprs.items())))
-        if key not in seen:
-            got = triton.compile(
-                ASTSource(fn=kernel, signature=sig, constexprs=constexprs), target=GPUTarget("cuda", 90, 32)
-            )
-            seen[key] = got.metadata.name
-
-    taps = TritonTaps(KEY)
-    taps.launch = compile_instead
-    cfg = AuditConfig(KEY)
-    for slot in ALWAYS + OPTIONAL:
-        for dtype in get_slot(slot).dtypes:
-            taps.warm((slot,), dtype, torch.device("cpu"))
-    kernels = {k[0] for k in seen}
-    assert kernels == {"rowwise_pre", "rowwise_post", "attn_pre", "attn_post"} and len(seen) >= 14, sorted(seen)
-    assert cfg.keep  # the settings the taps run under in qualification
+@pytest.mark.parametrize("python", ["tests' own", "the engine's"])
+def test_every_tap_kernel_compiles_for_sm90_without_a_gpu(python):
+    """The interpreter runs what the JIT compiler would refuse (a plain module global, an API a Triton release lacks):
+    every kernel and variant the taps launch is compiled for sm_90 with the arguments the taps pass, under this
+    environment's Triton and under the engine's (the GPU's: SGLang's pin), as the GPU's JIT will."""
+    exe = sys.executable if python == "tests' own" else str(ENGINE_PYTHON)
+    got = subprocess.run(
+        [exe, str(Path(__file__).with_name("taps_compile.py"))], capture_output=True, text=True, timeout=900
+    )
+    lines = got.stdout.strip().splitlines()
+    kernels = {line.split()[0] for line in lines}
+    assert got.returncode == 0 and kernels == {"rowwise_pre", "rowwise_post", "attn_pre", "attn_post"}, (
+        got.stdout + got.stderr[-3000:]
+    )
+    assert len(lines) >= 14

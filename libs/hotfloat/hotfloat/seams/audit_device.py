@@ -22,7 +22,7 @@ DATA, DECISION, WINDOW = tl.constexpr(philox.DATA), tl.constexpr(philox.DECISION
 
 @triton.jit
 def _u32(x):
-    return (tl.to_tensor(x).to(tl.int64) & 0xFFFFFFFF).to(tl.uint32)
+    return ((x + tl.zeros([], dtype=tl.int64)) & 0xFFFFFFFF).to(tl.uint32)  # x may be a literal
 
 
 @triton.jit
