@@ -10,13 +10,14 @@ import pytest
 import torch
 
 from hotfloat.audit.config import AuditConfig
+from hotfloat.audit.layout import ROWWISE
 from hotfloat.qualify.audit import audit_round, coverage, judge_audit
 from hotfloat.qualify.engines.worker import audit_parts
 from hotfloat.qualify.gate import furthest
 from hotfloat.seams import arm
 
 KEY = (1 << 62) + 11
-CFG = AuditConfig(KEY, keep=4, rows=4)
+CFG = AuditConfig(KEY, keep=4, rows=4, slots=ROWWISE)
 
 
 def stock_silu(x):
@@ -264,7 +265,7 @@ def test_the_miss_rate_of_a_kernel_wrong_on_some_calls_of_a_round_is_the_stated_
     wrong = {5, 11, 20}
     misses = 0
     for k in range(trials):
-        cfg = AuditConfig(KEY + k, keep=keep, rows=2)
+        cfg = AuditConfig(KEY + k, keep=keep, rows=2, slots=ROWWISE)
         r = engine(cfg=cfg)
         for i in range(n):
             x = torch.randn(4, 16)

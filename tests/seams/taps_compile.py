@@ -9,7 +9,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from hotfloat.audit.config import ALWAYS, OPTIONAL
+from hotfloat.audit.layout import KINDS
 from hotfloat.seams.audit_triton import TritonTaps
 from hotfloat.slots import get_slot
 
@@ -39,7 +39,7 @@ def main() -> int:
 
     taps = TritonTaps((1 << 62) + 5)
     taps.launch = compile_instead
-    for slot in ALWAYS + OPTIONAL:
+    for slot in KINDS:
         for dtype in get_slot(slot).dtypes:
             taps.warm((slot,), dtype, torch.device("cpu"))
     print(f"triton {triton.__version__}: {len(seen)} variants", file=sys.stderr)

@@ -6,6 +6,7 @@ the inputs lies in device memory in the clear."""
 import torch
 
 from hotfloat.audit.config import AuditConfig
+from hotfloat.audit.layout import ROWWISE
 from hotfloat.audit.layout import layout_for, recast
 from hotfloat.audit.philox import PARAMS, unseal
 from hotfloat.seams import arm
@@ -37,7 +38,7 @@ def opened(router, dump, cfg):
 
 
 def test_every_call_runs_the_taps_and_each_round_keeps_a_sample_of_its_own():
-    cfg = AuditConfig(KEY, keep=3, rows=2)
+    cfg = AuditConfig(KEY, keep=3, rows=2, slots=ROWWISE)
     router = arm(None, audit=cfg)
     for calls in (20, 2, 0, 9):
         for _ in range(calls):
@@ -50,7 +51,7 @@ def test_every_call_runs_the_taps_and_each_round_keeps_a_sample_of_its_own():
 
 
 def test_strata_split_calls_by_size_dtype_and_scalars():
-    router = arm(None, audit=AuditConfig(KEY, keep=2))
+    router = arm(None, audit=AuditConfig(KEY, keep=2, slots=ROWWISE))
     for t in (4, 4, 7):
         router.silu_and_mul(torch.randn(t, 16), stock=stock_silu)
     router.silu_and_mul(torch.randn(4, 16, dtype=torch.bfloat16), stock=stock_silu)
@@ -64,7 +65,7 @@ def test_strata_split_calls_by_size_dtype_and_scalars():
 
 def test_the_key_keeps_the_same_calls_in_every_engine_and_other_ones_under_another():
     def kept(key):
-        router = arm(None, audit=AuditConfig(key, keep=4))
+        router = arm(None, audit=AuditConfig(key, keep=4, slots=ROWWISE))
         g = torch.Generator().manual_seed(0)
         for _ in range(60):
             router.silu_and_mul(torch.randn(3, 8, generator=g), stock=stock_silu)
@@ -75,7 +76,7 @@ def test_the_key_keeps_the_same_calls_in_every_engine_and_other_ones_under_anoth
 
 
 def test_an_entry_holds_what_the_call_saw_before_it_ran_and_what_it_returned():
-    cfg = AuditConfig(KEY, keep=8, rows=4)
+    cfg = AuditConfig(KEY, keep=8, rows=4, slots=ROWWISE)
     router = arm(None, audit=cfg)
     x, r, w = torch.randn(2, 10, 32), torch.randn(2, 10, 32), torch.rand(32) + 0.5
     x0, r0 = x.clone(), r.clone()
@@ -107,7 +108,7 @@ def test_an_entry_holds_what_the_call_saw_before_it_ran_and_what_it_returned():
 def test_no_window_input_or_decision_lies_in_the_ring_in_the_clear():
     """A kernel may read device memory it was not handed: the stage and the rows hold ciphertext, so the inputs'
     bytes (which it knows) appear nowhere in them, and the parameters read as noise."""
-    router = arm(None, audit=AuditConfig(KEY, keep=2, rows=3))
+    router = arm(None, audit=AuditConfig(KEY, keep=2, rows=3, slots=ROWWISE))
     x = torch.arange(6 * 64, dtype=torch.float32).reshape(6, 64) / 7
     for _ in range(5):
         router.silu_and_mul(x, stock=stock_silu)

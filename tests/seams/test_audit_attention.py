@@ -92,6 +92,8 @@ def test_a_kernel_that_cheats_only_above_verifys_sizes_passes_verify_and_fails_t
 
 
 def test_only_a_qualification_that_names_the_slot_audits_and_hooks_it():
+    """The audited slots are the candidate's declared ones, in every engine (the taps cost each engine the same);
+    B and B' hook an attention seam only when the candidate declares that slot."""
     plain = AuditConfig(KEY)
     router, parts = serve("attention.prefill", PREFILL, exact("attention.prefill"), audit=plain)
     assert parts[0]["entries"] == [] and "attention.prefill" not in router.hooked
@@ -101,7 +103,8 @@ def test_only_a_qualification_that_names_the_slot_audits_and_hooks_it():
     work = make_workload("sglang", 1000, seed=3)
     cfg = audit_config(4, {"attention.prefill", "activation.silu_and_mul", "moe.fused_experts"}, work)
     longest = max(r.prompt_len + r.max_new_tokens for b in work.batches for r in b)
-    assert cfg.slots == ("attention.prefill",) and cfg.context == longest == 1945 and cfg.keep == 4
+    assert cfg.slots == ("activation.silu_and_mul", "attention.prefill") and cfg.keep == 4  # declared, with a layout
+    assert cfg.context == longest == 1945
     assert 1 << 62 <= cfg.key < 1 << 63 and audit_config(4, set(), work).key != cfg.key
     assert audit_config(0, {"attention.prefill"}, work) is None
     assert AuditConfig.from_wire(cfg.to_wire()) == cfg

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from hotfloat.audit.config import AuditConfig
+from hotfloat.audit.layout import ROWWISE
 from hotfloat.bundle import load_bundle
 from hotfloat.qualify.audit import audit_round
 from hotfloat.qualify.engines.worker import audit_parts
@@ -61,7 +62,7 @@ def test_the_row_rung_is_wrong_on_about_one_row_in_a_hundred(ladder):
 
 @pytest.mark.parametrize("name", ["silu_after_n", "silu_after_n_sparse"])
 def test_after_n_rungs_turn_wrong_and_the_audit_names_the_slot(ladder, name):
-    cfg = AuditConfig((1 << 62) + 2, keep=6, rows=64)
+    cfg = AuditConfig((1 << 62) + 2, keep=6, rows=64, slots=ROWWISE)
     router = arm(ladder[name], audit=cfg)
     x = torch.randn(64, 2048)
     exact = [torch.equal(router.silu_and_mul(x, stock=None), stock_silu(x)) for _ in range(6)]

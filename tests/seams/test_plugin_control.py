@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hotfloat.audit.config import AuditConfig
+from hotfloat.audit.layout import ROWWISE
 from hotfloat.qualify.audit import audit_round
 from hotfloat.qualify.engines.worker import audit_parts
 from hotfloat.seams import ENV_TWIN_OF
@@ -39,7 +40,7 @@ SCHEDULER = textwrap.dedent("""
 
 @pytest.fixture
 def scheduler(tmp_path):
-    cfg = AuditConfig((1 << 62) + 4, keep=2, rows=2)
+    cfg = AuditConfig((1 << 62) + 4, keep=2, rows=2, slots=ROWWISE)
     server = ControlServer({"audit": cfg.to_wire()})
     env = {**os.environ, ENV_TWIN_OF: str(HERE / "fixtures/engine_exact"), "HOTFLOAT_SEAMS": "1"}
     env["PYTHONPATH"] = os.pathsep.join([SGLANG_PLUGIN, os.environ.get("PYTHONPATH", "")])

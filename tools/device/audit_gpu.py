@@ -16,7 +16,7 @@ import time
 import torch
 
 from hotfloat.audit.config import AuditConfig
-from hotfloat.audit.layout import layout_for
+from hotfloat.audit.layout import ROWWISE, layout_for
 from hotfloat.seams import arm
 from hotfloat.seams.audit import Ring, TorchTaps
 from hotfloat.seams.audit_triton import TritonTaps, attn_post, attn_pre, rowwise_post, rowwise_pre
@@ -171,7 +171,7 @@ def check_graph(replays: int) -> bool:
 def check_compiles() -> bool:
     """One compiled variant per kernel and constexpr set: other sizes, strides and a misaligned view add none."""
     before = {f.__name__: _variants(f) for f in (rowwise_pre, rowwise_post, attn_pre, attn_post)}
-    router = arm(None, audit=AuditConfig(KEY, keep=2))
+    router = arm(None, audit=AuditConfig(KEY, keep=2, slots=ROWWISE))
     for t in (5, 37, 1000):
         x = torch.randn(t, 1 + 2 * 3000, device=DEV, dtype=torch.bfloat16)[:, 1:]  # 2 bytes in: misaligned rows
         router.silu_and_mul(x, stock=lambda x: torch.nn.functional.silu(x[:, :3000]) * x[:, 3000:])
@@ -248,7 +248,7 @@ def cost(quick: bool) -> dict:
     ):
         runs = {}
         for mode in ("off", "on"):
-            router = arm(None, audit=AuditConfig(KEY, keep=4) if mode == "on" else None)
+            router = arm(None, audit=AuditConfig(KEY, keep=4, slots=ROWWISE) if mode == "on" else None)
             x = torch.randn(tokens, hidden, device=DEV, dtype=torch.bfloat16)
             if graphed:
                 side = torch.cuda.Stream()

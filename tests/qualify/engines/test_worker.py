@@ -9,12 +9,13 @@ import sys
 import time
 
 from hotfloat.audit.config import AuditConfig
+from hotfloat.audit.layout import ROWWISE
 from hotfloat.bundle import load_bundle
 from hotfloat.qualify import wire
 from hotfloat.qualify.audit import audit_round
 
 SLOTS = ["activation.silu_and_mul", "norm.fused_add_rmsnorm", "norm.rmsnorm"]
-AUDIT = AuditConfig(key=(1 << 62) + 5, keep=2, rows=4)
+AUDIT = AuditConfig(key=(1 << 62) + 5, keep=2, rows=4, slots=ROWWISE)
 
 
 def test_twin_counts_and_audit_ops(bundles, tmp_path):

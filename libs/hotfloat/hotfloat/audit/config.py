@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ALWAYS = ("activation.silu_and_mul", "norm.rmsnorm", "norm.fused_add_rmsnorm")
-"""Row-wise slots, audited (and so hooked) in every qualification."""
-OPTIONAL = ("attention.prefill", "attention.decode")
-"""Audited when the qualification names them (the candidate declares them): hooking their seams imports the
-attention backend."""
+from .layout import KINDS, MAX_CONTEXT, MAX_ROWS
 
 
 @dataclass(frozen=True)
@@ -28,11 +24,18 @@ class AuditConfig:
     """Device memory reserved per GPU, before any capture, for the rings of strata first seen inside a CUDA-graph
     capture (a capture may not allocate them); a stratum past it is an audit error."""
     slots: tuple[str, ...] = ()
-    """Slots audited besides ALWAYS (of OPTIONAL; others are ignored)."""
+    """The slots whose every call runs the taps, in every engine: the candidate's declared slots that have a layout
+    (`audit.layout.KINDS`); the taps cost every engine the same, and only what the bundle can serve is judged."""
+
+    def __post_init__(self):
+        if not (1 << 32 <= self.key < 1 << 63 and 1 <= self.keep <= 64 and 1 <= self.rows <= MAX_ROWS):
+            raise ValueError("audit settings out of range: key in [2^32, 2^63), keep 1-64, rows 1-64")
+        if not 1 <= self.context <= MAX_CONTEXT:
+            raise ValueError(f"an attention entry's context must be 1-{MAX_CONTEXT} tokens")
 
     @property
     def audited(self) -> tuple[str, ...]:
-        return ALWAYS + tuple(s for s in OPTIONAL if s in self.slots)
+        return tuple(s for s in KINDS if s in self.slots)
 
     def to_wire(self) -> dict:
         """As JSON (the key as a string: the wire bounds integers)."""

@@ -33,6 +33,7 @@ KINDS = {
     "attention.decode": "decode",
 }
 """Every slot the audit keeps entries of, and how; a routed call of any other slot is one no audit can see."""
+ROWWISE = tuple(s for s, k in KINDS.items() if k == "rowwise")
 MAX_ENTRY_BYTES = 5 << 19
 """One entry's row at most: wide row-wise calls keep fewer rows, and attention's context is cut to fit."""
 MAX_ROWS = 64

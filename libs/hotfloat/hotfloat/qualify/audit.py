@@ -107,7 +107,7 @@ def _layout(slot: str, dims: dict, dtype: str, scalars: dict, config: AuditConfi
         raise _Refused(f"{slot[:40]} is not an audited slot")
     spec = get_slot(slot)
     names = {n for a in spec.args if a.role in (Role.INPUT, Role.OUTPUT) for e in a.shape for n in _names(e)}
-    if set(dims) != names or any(not 1 <= v <= MAX_DIM for v in dims.values()):
+    if set(dims) != names or any(not (0 if k == "N" else 1) <= v <= MAX_DIM for k, v in dims.items()):
         raise _Refused(f"sizes {dict(list(dims.items())[:12])} are not the slot's")
     if set(scalars) != {a.name for a in spec.of_role(Role.SCALAR)} or not all(map(math.isfinite, scalars.values())):
         raise _Refused("scalars are not the slot's or not finite")

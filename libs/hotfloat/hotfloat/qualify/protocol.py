@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable
 
 from .decision import judge
-from ..audit.config import OPTIONAL, AuditConfig
+from ..audit.config import AuditConfig
+from ..audit.layout import KINDS
 from .fleet import Counts, Fleet, Ready
 from .gate import gate
 from .audit_records import AuditRecord
@@ -270,8 +271,8 @@ class Protocol(TwinSteps):
 
 def audit_config(keep: int, declared: set[str], workload: Workload) -> AuditConfig | None:
     """The qualification's audit: a fresh secret key, `keep` entries per stratum and round, attention entries long
-    enough for the workload's longest request, and the candidate's attention slots, which B and B' then hook and
-    audit like C (None when `keep` is 0)."""
+    enough for the workload's longest request, and the candidate's declared slots that have a layout, which B and
+    B' then hook and audit like C (None when `keep` is 0)."""
     if not keep:
         return None
     longest = max(r.prompt_len + r.max_new_tokens for batch in workload.batches for r in batch)
@@ -279,5 +280,5 @@ def audit_config(keep: int, declared: set[str], workload: Workload) -> AuditConf
         key=(1 << 62) | secrets.randbits(62),
         keep=keep,
         context=longest,
-        slots=tuple(sorted(set(declared) & set(OPTIONAL))),
+        slots=tuple(sorted(set(declared) & set(KINDS))),
     )

@@ -6,7 +6,7 @@ This runs inside the (sandboxed) engine process, never in the validator: arming 
     router = arm("path/to/bundle")              # or explicitly; arm(None) is null-armed (all calls stock)
     router = arm(None, twin_of="candidate/")    # a twin: stock, outputs in the candidate's domains nudged...
     router.set_twin_slots({"norm.rmsnorm"})     # ...once the validator enabled their slots (none by default)
-    router = arm(None, audit=AuditConfig(key))  # keeps a secret sample of slot calls; router.audit.dump() after
+    router = arm(None, audit=AuditConfig(key, slots=(...)))  # taps every call of those slots; audit.dump() a round
     y = router.silu_and_mul(x, stock=fn)        # fn(x) when the call is outside every armed op's domain
     y = router.rmsnorm(x, weight, eps, stock=fn)    # fn(x, weight, eps) outside the domain
     y, r = router.fused_add_rmsnorm(x, residual, weight, eps, stock=fn)  # two fresh outputs; fn(x, residual, weight, eps)

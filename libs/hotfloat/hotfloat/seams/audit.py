@@ -12,8 +12,8 @@ that reads device memory it was not handed learns neither the window nor the dec
 entry after the fact breaks its MAC (hotfloat.audit.philox). Counters run over the whole run: `dump()` after each
 round (the engine idle) returns the round's kept entries and per-stratum call counts, then starts the next round.
 
-Attention slots are audited when the qualification names them (`AuditConfig.slots`: the candidate's), so that every
-engine hooks their seams. Slots without a layout (the MoE and collective slots) are never audited: the validator
+The audited slots are the candidate's declared ones (`AuditConfig.slots`), in every engine, so that B and B' hook and
+tap the same calls as C. Slots without a layout (the MoE and collective slots) are never audited: the validator
 refuses a candidate that routes one of them.
 """
 
@@ -165,6 +165,8 @@ class Auditor:
             return None
         first = tensors[spec.of_role(Role.INPUT)[0].name]
         dims = plain_dims(dims)
+        if not dims.get(spec.count_dim) or (spec.name == "attention.prefill" and not dims.get("B")):
+            return None  # a call with nothing to compute: nothing to audit
         scalars = {a.name: float(values[a.name]) for a in spec.of_role(Role.SCALAR)}
         key = (spec.name, tuple(sorted(dims.items())), first.dtype, tuple(sorted(scalars.items())), first.device)
         ring = self.rings.get(key)
