@@ -10,7 +10,7 @@ import triton.language as tl
 
 from ..audit import philox
 
-WORDS_PER_PROGRAM = 1024
+WORDS_PER_PROGRAM = 256
 """64-bit words per program (the host sizes grids by it)."""
 WB = tl.constexpr(WORDS_PER_PROGRAM)
 PB = tl.constexpr(16)
