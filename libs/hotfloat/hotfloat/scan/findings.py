@@ -1,9 +1,12 @@
 """What a file's scan finds: its findings and what the bundle-wide checks need from it (local imports, module names,
-attribute reads), kept apart from the AST checker that produces them."""
+value attributes left to settle, the names it defines and exports), kept apart from the AST checker that produces
+them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+
+from .values import settle
 
 WHERE = "(docs/security.md, 'Scan allow-list')"
 """Where every refusal sends the reader."""
@@ -23,17 +26,30 @@ class Finding:
 
 @dataclass(frozen=True)
 class FileScan:
-    """Findings of one file, the bundle-local modules it imports (relative imports, as dotted paths), the names it
-    binds to modules, and the attribute names it reads from values or imports from bundle files."""
+    """Findings of one file and what the bundle-wide checks need from it."""
 
     findings: tuple[Finding, ...]
     local_imports: tuple[str, ...]
+    """Bundle-local modules it imports (relative imports, as dotted paths)."""
     module_names: frozenset[str] = frozenset()
+    """Names it binds to modules."""
     value_reads: tuple[tuple[int, str], ...] = ()
+    """(line, name) of attribute names read from values or imported from bundle files."""
+    pending: tuple[tuple[int, str, str], ...] = ()
+    """(line, name, "read" | "store") value attributes outside VALUE_ATTRS, settled against the bundle's names."""
+    defined: frozenset[str] = frozenset()
+    """Names it defines for the value rules (values.py)."""
+    exports: frozenset[str] = frozenset()
+    """Names it binds at module level: what `from .this import name` may name."""
+    classes: frozenset[str] = frozenset()
+    """Module-level names bound only by class statements: what a class of another file may derive from."""
+    imports_from: tuple[tuple[int, str, str, bool], ...] = ()
+    """(line, relative module, name, used as a base class) of every relative from-import."""
 
-    def refuse_module_reads(self, path: str, modules: frozenset[str]) -> FileScan:
+    def settle(self, path: str, modules: frozenset[str], defined: frozenset[str]) -> FileScan:
         """Adds a finding where a value's attribute (or a name imported from a bundle file) is a name some file of the
-        bundle binds to a module: `helpers.torch` is that module, out of the resolver's reach."""
+        bundle binds to a module (`helpers.torch` is that module, out of the resolver's reach), and where a pending
+        value attribute is neither in VALUE_ATTRS nor a name the bundle defines outside LIB_NAMES."""
         extra = {
             line: Finding(
                 path,
@@ -43,5 +59,10 @@ class FileScan:
             for line, name in reversed(self.value_reads)
             if name in modules
         }
+        for line, name, kind in self.pending:
+            if line not in extra and (why := settle(name, kind, defined, WHERE)):
+                extra.setdefault(line, Finding(path, line, why))
         lines = {f.line for f in self.findings}
-        return replace(self, findings=self.findings + tuple(f for n, f in sorted(extra.items()) if n not in lines))
+        added = tuple(f for n, f in sorted(extra.items()) if n not in lines)
+        findings = tuple(sorted(self.findings + added, key=lambda f: f.line))
+        return replace(self, findings=findings, pending=(), value_reads=())
