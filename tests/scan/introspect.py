@@ -3,10 +3,10 @@ script in a fresh interpreter by tests/scan/test_values.py, printing one JSON ob
 
 - lib_names: every attribute name (dir() of the class, of its metaclass and of an instance) of every type an allowed
   call can return or a kernel is handed; `--write` stores them in hotfloat/scan/lib_names.txt.
-- fs: every allowed member and every attribute of those types that reaches the file system, judged by its name, its
-  parameters (path, file, fd, filename, ...) and its docstring.
-- hazards: VALUE_ATTRS names that, on some of those types or members, give a module, a namespace dict, a frame or
-  code object, or a list/dict/set the library keeps between calls.
+- fs_paths / fs_values: every attribute of an allowed namespace (by path) and of those types (by owner.name) that
+  reaches the file system, judged by its name, its parameters (path, file, fd, filename, ...) and its docstring.
+- hazards: allowed members, and VALUE_ATTRS on those types and members, that give a module, a metaclass, a namespace
+  dict, a frame or code object, or a list/dict/set the library keeps between calls.
 """
 
 from __future__ import annotations
@@ -193,23 +193,31 @@ def value_types() -> list[object]:
     ]
     for exc in (BaseException, Exception, OSError, ImportError, SyntaxError, StopIteration, KeyError, UnicodeError):
         out += [exc, exc()]
-    out += _cutlass_types()
     return [v for v in out if v is not None]
 
 
-def _cutlass_types() -> list[object]:
-    """Every class and callable the CuTe DSL's allowed namespaces hold, and the classes of their modules."""
-    try:
-        import cutlass
-        import cutlass.cute as cute
-    except Exception:
-        return []
+def _library_classes() -> list[object]:
+    """Every class and callable of the loaded Triton and CuTe DSL modules: the objects their calls hand back
+    (launchers, compiled kernels, DSL values) are instances of these."""
+    _optional(lambda: importlib.import_module("cutlass.cute"))
     out: list[object] = []
-    for mod in (cutlass, cute, cute.arch, cute.math, importlib.import_module("cutlass.cute.typing")):
-        for v in vars(mod).values():
-            if isinstance(v, type) or callable(v):
-                out.append(v)
+    for name, mod in list(sys.modules.items()):
+        if name.split(".")[0] in ("triton", "cutlass") and isinstance(mod, types.ModuleType):
+            out += [v for v in vars(mod).values() if isinstance(v, type) or callable(v)]
     return out
+
+
+def probed_names() -> set[str]:
+    """Names library code reads by string on objects it is handed (`hasattr(arg, "data_ptr")`): a bundle that sets
+    one on a tensor would run its code inside a trusted caller."""
+    import torch
+    import triton
+
+    roots = [Path(triton.__file__).parent / d for d in ("runtime", "language", "compiler")]
+    roots += [Path(torch.__file__).parent / f for f in ("_tensor.py", "overrides.py", "_utils.py", "nn/parameter.py")]
+    files = [f for r in roots for f in (r.rglob("*.py") if r.is_dir() else [r])]
+    probe = re.compile(r"\b(?:hasattr|getattr)\([^,()]+,\s*['\"]([A-Za-z_][A-Za-z0-9_]*)['\"]")
+    return {m for f in files for m in probe.findall(f.read_text(errors="replace"))}
 
 
 def allowed_members() -> dict[str, object]:
@@ -250,6 +258,8 @@ def hazard(value: object) -> str | None:
         return "a module"
     if isinstance(value, (types.FrameType, types.CodeType, types.TracebackType)):
         return "a frame, code or traceback object"
+    if isinstance(value, type) and issubclass(value, type):
+        return "a metaclass (builds classes from a namespace)"
     if isinstance(value, dict) and ("__builtins__" in value or "__name__" in value):
         return "a namespace dict"
     if isinstance(value, (dict, list, set, bytearray)) and len(value):
@@ -257,32 +267,49 @@ def hazard(value: object) -> str | None:
     return None
 
 
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
 def walk() -> dict[str, object]:
+    """The derived lists: names, file-system sinks (namespace attributes by path, value attributes by name with their
+    owner), and hazards among allowed members and VALUE_ATTRS."""
+    from hotfloat.scan.policy import ALLOWED
     from hotfloat.scan.values import VALUE_ATTRS
 
     types_ = value_types()
     members = allowed_members()
-    lib_names = set()
-    for v in types_ + list(members.values()):
+    lib_names = probed_names()
+    for v in types_ + list(members.values()) + _library_classes():
         lib_names |= names_of(v)
-    fs, hazards = [], []
-    for path, member in sorted(members.items()):
-        if reaches_fs(path.rsplit(".", 1)[1], member):
-            fs.append(path)
+    fs_paths, fs_values, hazards = set(), set(), set()
+    for ns in ALLOWED:
+        mod = importlib.import_module(ns)
+        for name in dir(mod):
+            if not _is_dunder(name) and reaches_fs(name, _optional(lambda name=name: getattr(mod, name))):
+                fs_paths.add(f"{ns}.{name}")
+    for path, member in members.items():
+        if why := hazard(member):
+            hazards.add(f"{path}: {why}")
     for v in types_ + list(members.values()):
         owner = getattr(v, "__qualname__", None) or type(v).__qualname__
-        for name in names_of(v):
+        for name in names_of(v) - {n for n in names_of(v) if _is_dunder(n)}:
             attr = _optional(lambda name=name: getattr(v, name))
             if reaches_fs(name, attr):
-                fs.append(f"{owner}.{name}")
+                fs_values.add(f"{owner}.{name}")
             if name in VALUE_ATTRS and not callable(attr) and (why := hazard(attr)):
-                hazards.append(f"{owner}.{name}: {why}")
-    return {"lib_names": sorted(lib_names), "fs": sorted(set(fs)), "hazards": sorted(set(hazards))}
+                hazards.add(f"{owner}.{name}: {why}")
+    return {
+        "lib_names": sorted(lib_names),
+        "fs_paths": sorted(fs_paths),
+        "fs_values": sorted(fs_values),
+        "hazards": sorted(hazards),
+    }
 
 
 if __name__ == "__main__":
     result = walk()
     if sys.argv[1:] == ["--write"]:
-        names = [n for n in result["lib_names"] if not (n.startswith("__") and n.endswith("__"))]
+        names = [n for n in result["lib_names"] if not _is_dunder(n)]
         OUT.write_text("".join(" ".join(names[i : i + 12]) + "\n" for i in range(0, len(names), 12)))
     print(json.dumps(result))

@@ -341,6 +341,8 @@ class _Checker(ast.NodeVisitor):
         v = node.value
         if isinstance(v, str) and len(v) < 64 and names.is_dunder(v) and v not in names.ALLOWED_DUNDER_NAMES:
             self.flag(node, f"string {v!r} names a dunder (introspection escape)")
+        if isinstance(v, str) and self._typed(node):
+            self._evaluated_string(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if node.keywords:
@@ -359,38 +361,29 @@ class _Checker(ast.NodeVisitor):
                 self.flag(node, "class bases: only the bundle's own classes, enum.Enum/IntEnum and typing.NamedTuple")
         self.generic_visit(node)
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        a = node.args
-        for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
-            if arg and arg.annotation:
-                self._annotation(arg.annotation)
-        if node.returns:
-            self._annotation(node.returns)
-        self.generic_visit(node)
+    def _typed(self, node: ast.AST) -> bool:
+        """A string that libraries may evaluate as code: in an annotation (CuTe's signature(eval_str=True)) or inside
+        a typing subscript (a ForwardRef that get_type_hints evaluates), Literal aside."""
+        child, parent = node, self.parents.get(node)
+        while parent is not None:
+            if isinstance(parent, ast.Subscript) and child is parent.slice and (path := self._path(parent.value)):
+                if path.startswith("typing."):
+                    return path != "typing.Literal"
+            if child is getattr(parent, "annotation", None) or child is getattr(parent, "returns", None):
+                return True
+            child, parent = parent, self.parents.get(parent)
+        return False
 
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._annotation(node.annotation)
-        self.generic_visit(node)
-
-    def _annotation(self, expr: ast.AST, depth: int = 0) -> None:
-        """String annotations are code to the libraries that evaluate them (CuTe's signature(eval_str=True), get_type_hints):
-        each is parsed and checked as an expression of the module."""
-        for const in ast.walk(expr):
-            if not (isinstance(const, ast.Constant) and isinstance(const.value, str)) or depth > 2:
-                continue
-            parent = self.parents.get(const)
-            if isinstance(parent, ast.Subscript) and self._path(parent.value) == "typing.Literal":
-                continue
-            try:
-                sub = ast.parse(const.value.strip(), mode="eval").body
-            except (SyntaxError, ValueError, RecursionError):
-                self.flag(const, "string annotation that does not parse as an expression")
-                continue
-            for n in ast.walk(sub):
-                ast.copy_location(n, const)
-                self.parents.update((c, n) for c in ast.iter_child_nodes(n))
-                if isinstance(n, ast.Name):
-                    self.scopes.global_loads[id(n)] = None
-            self.parents[sub] = const
-            self._annotation(sub, depth + 1)
-            self.check(sub)
+    def _evaluated_string(self, const: ast.Constant) -> None:
+        """Parses the string and checks it as an expression of the module."""
+        try:
+            sub = ast.parse(const.value.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError):
+            return self.flag(const, "string annotation that does not parse as an expression")
+        for n in ast.walk(sub):
+            ast.copy_location(n, const)
+            self.parents.update((c, n) for c in ast.iter_child_nodes(n))
+            if isinstance(n, ast.Name):
+                self.scopes.global_loads[id(n)] = None
+        self.parents[sub] = const
+        self.check(sub)

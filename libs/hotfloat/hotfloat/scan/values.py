@@ -19,7 +19,7 @@ VALUE_GROUPS = {
         "is_floating_point T mT"
     ),
     "tensor views, casts and copies": (
-        "view reshape contiguous copy_ to float half bfloat16 int long bool double clone detach transpose permute "
+        "view reshape as_strided contiguous copy_ to float half bfloat16 int long bool double clone detach transpose permute "
         "unsqueeze squeeze flatten unflatten expand expand_as narrow select split chunk unbind flip roll repeat "
         "repeat_interleave index_select gather masked_select nonzero unique tolist item cpu cuda new_zeros new_empty "
         "new_ones new_full"
