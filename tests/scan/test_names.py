@@ -78,7 +78,9 @@ def test_an_identifier_is_checked_wherever_it_stands(src):
 
 def test_every_builtin_outside_the_allow_list_is_refused():
     """Including the ones site adds (license, credits, copyright): the allow-list closes what a later Python adds."""
-    refused = sorted(n for n in dir(builtins) if n not in ALLOWED_BUILTINS and not n.startswith("__") and not iskeyword(n))
+    refused = sorted(
+        n for n in dir(builtins) if n not in ALLOWED_BUILTINS and not n.startswith("__") and not iskeyword(n)
+    )
     refused += ["license", "credits", "copyright", "exit", "quit", "help", "a_builtin_of_a_later_python"]
     for name in refused:
         findings = scan_source("kernels/k.py", f"x = {name}\n".encode()).findings

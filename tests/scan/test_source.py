@@ -55,7 +55,9 @@ def test_bytes_the_interpreter_reads_differently_are_refused(data):
     assert scan_source("kernels/k.py", data).findings
 
 
-@pytest.mark.parametrize("data", [b"x = 1\n", b"# coding: utf-8\nx = 1\n", b"\xef\xbb\xbfx = 1\n", b"# -*- coding: utf8 -*-\n"])
+@pytest.mark.parametrize(
+    "data", [b"x = 1\n", b"# coding: utf-8\nx = 1\n", b"\xef\xbb\xbfx = 1\n", b"# -*- coding: utf8 -*-\n"]
+)
 def test_utf8_with_or_without_cookie_or_bom_is_read(data):
     assert decode(data)[0] is not None
     assert scan_source("kernels/k.py", data).findings == ()

@@ -15,32 +15,14 @@ from . import names
 from .constructs import BASES, REFUSED_NODES, defined_names, enum_body_problem, format_problem, pure_names
 from .constructs import namedtuple_fields, restricted_problem
 from .findings import WHERE, FileScan, Finding
+from .paths import Aliases, getattr_name, module_use_ok, resolve
 from .policy import DENIED_ATTRS, MEMBERS, REEXPORTED_MODULES, RESTRICTED
 from .scope import Scopes
 from .source import decode
 from .values import COMPARE_ONLY, VALUE_ATTRS
 
 MAX_SOURCE_BYTES = 512 * 1024
-
-
-def resolve(path: str) -> tuple[bool, str | None]:
-    """(is an allowed namespace, why the path is refused or None). Every step must be a listed namespace or a member of
-    the namespace before it; the steps after a member are attributes of a value, which get the value rules."""
-    parts = path.split(".")
-    ns = step = parts[0]
-    for step in parts[1:] if ns in MEMBERS else ():
-        if step in MEMBERS[ns] and f"{ns}.{step}" not in MEMBERS:
-            return False, None
-        ns = f"{ns}.{step}"
-        if ns not in MEMBERS:
-            break
-    if ns in MEMBERS:
-        return True, None
-    if step in REEXPORTED_MODULES:
-        return False, f"{path}: reaches the {step} module, which bundle code may not import"
-    return False, f"{path}: private internals" if step.startswith("_") else (
-        f"{path} is not on the allow-list of what kernels may use {WHERE}"
-    )
+__all__ = ["check_file", "resolve", "scan_source"]
 
 
 def check_file(path: str, source: bytes) -> FileScan:
@@ -70,22 +52,6 @@ def scan_source(path: str, source: bytes) -> FileScan:
     return scan.settle(path, scan.module_names, scan.defined)
 
 
-def _getattr_name(node: ast.AST) -> str | None:
-    """The literal name of `getattr(x, 'name'[, default])` or `hasattr(x, 'name')`, or None for any other node."""
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in ("getattr", "hasattr")
-        and 2 <= len(node.args) <= (3 if node.func.id == "getattr" else 2)
-        and not node.keywords
-        and not any(isinstance(a, ast.Starred) for a in node.args)
-        and isinstance(node.args[1], ast.Constant)
-        and isinstance(node.args[1].value, str)
-    ):
-        return node.args[1].value
-    return None
-
-
 class _Checker(ast.NodeVisitor):
     def __init__(self, path: str, tree: ast.Module) -> None:
         self.path = path
@@ -100,11 +66,10 @@ class _Checker(ast.NodeVisitor):
         self.defined = defined_names(tree, self.parents)
         self.classes, self.relative = pure_names(tree)
         self.relative_origin: dict[str, tuple[str, str]] = {}
-        self.aliases: dict[str, str] = {}
-        """Local name -> allowed dotted path it stands for, bound anywhere in the file (a use before the binding runs
-        after it); a name bound to a module or a RESTRICTED member anywhere stands for it everywhere."""
-        if all(self._bind_aliases(tree) for _ in range(8)):
-            self.flag(tree, "aliases chained too deep to resolve")
+        paths = Aliases(tree)
+        self.aliases, self._path = paths.aliases, paths.path
+        for node, why in paths.conflicts:
+            self.flag(node, why)
 
     def result(self) -> FileScan:
         exports = frozenset(self.scopes.module_names)
@@ -128,67 +93,13 @@ class _Checker(ast.NodeVisitor):
             self.lines.add(line)
             self.findings.append(Finding(self.path, line, reason))
 
-    def _bind_aliases(self, tree: ast.AST) -> bool:
-        """One pass over the imports and plain assignments of allowed paths; True if it bound a new name."""
-        new = False
-        for node in ast.walk(tree):
-            pairs = []
-            if isinstance(node, ast.Import):
-                pairs = [(a.asname, a.name) if a.asname else (a.name.split(".")[0],) * 2 for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level:
-                pairs = [(a.asname or a.name, f"{node.module}.{a.name}") for a in node.names]
-            elif isinstance(node, ast.Assign) and (path := self._path(node.value)):
-                pairs = [(t.id, path) for t in node.targets if isinstance(t, ast.Name)]
-            for name, path in pairs:
-                is_module, why = resolve(path)
-                old = self.aliases.get(name)
-                if why or old == path:
-                    continue
-                if old and (resolve(old)[0] or old in RESTRICTED or is_module or path in RESTRICTED):
-                    self.flag(node, f"{name} stands for both {old} and {path}; give each its own name")
-                    continue
-                if not old:
-                    self.aliases[name] = path
-                    new = True
-        return new
-
-    def _path(self, node: ast.AST) -> str | None:
-        """Resolves Name(.attr | getattr(_, 'literal'))* through the aliases to a dotted path, or None."""
-        attrs = []
-        while True:
-            if isinstance(node, ast.Attribute):
-                attrs.append(node.attr)
-                node = node.value
-            elif (name := _getattr_name(node)) is not None:
-                attrs.append(name)
-                node = node.args[0]
-            else:
-                break
-        if isinstance(node, ast.Name) and node.id in self.aliases:
-            return ".".join([self.aliases[node.id], *reversed(attrs)])
-        return None
-
     def _module_value(self, node: ast.AST, path: str) -> None:
-        """A module may be followed by an attribute, read by a literal getattr, aliased or compared with `is`; any
-        other use (argument, container, return, conditional, walrus, `==`, ...) would hand it to code the resolver
-        cannot follow."""
-        parent = self.parents.get(node)
-        if (
-            isinstance(parent, ast.Attribute)
-            or (_getattr_name(parent) is not None and parent.args[0] is node)
-            or (
-                isinstance(parent, ast.Assign)
-                and parent.value is node
-                and all(isinstance(t, ast.Name) for t in parent.targets)
+        if not module_use_ok(node, self.parents):
+            self.flag(
+                node,
+                f"module {path} used as a value: a module may only be aliased (m = {path}) or followed by "
+                f"an attribute on the allow-list {WHERE}",
             )
-            or (isinstance(parent, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in parent.ops))
-        ):
-            return  # `is` runs no code of either side, so `if cutlass is None` hands the module to nothing
-        self.flag(
-            node,
-            f"module {path} used as a value: a module may only be aliased (m = {path}) or followed by "
-            f"an attribute on the allow-list {WHERE}",
-        )
 
     def _member(self, node: ast.AST, path: str) -> None:
         """An expression standing for a module or a RESTRICTED member: where it may stand."""
@@ -326,7 +237,7 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         if isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
-            name = _getattr_name(node)
+            name = getattr_name(node)
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 self.flag(node, f"{node.func.id}() with unpacked arguments")
             elif name is None:

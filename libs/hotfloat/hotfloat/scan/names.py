@@ -100,7 +100,9 @@ def problem(name: str, role: str) -> str | None:
             return f"dunder attribute access .{name} (introspection escape)"
         return f"dunder name {name} (namespace escape)"
     if name.startswith("__"):
-        return f"{name}: a name-mangled identifier is renamed at run time to what the scan cannot see; use one underscore"
+        return (
+            f"{name}: a name-mangled identifier is renamed at run time to what the scan cannot see; use one underscore"
+        )
     if name.startswith("_") and name.endswith("_"):
         return f"{name}: a _sunder_ name is a hook libraries call (enum's _missing_, _value_repr_)"
     return None
