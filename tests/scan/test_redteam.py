@@ -163,3 +163,32 @@ VARIANTS = {
 @pytest.mark.parametrize("cls,src", [(c, s) for c, srcs in VARIANTS.items() for s in srcs])
 def test_variants_of_each_class_are_refused(cls, src):
     assert scan_source("kernels/k.py", src.encode()).findings, src
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import enum\ndef f(s):\n    return s\nclass E(enum.Enum):\n    A = f\n",
+        "import enum\nclass E(enum.Enum):\n    A = len(())\n",
+        "import typing\nT = typing.TypeVar('T', bound=\"__import__('os')\")\n",
+    ],
+)
+def test_held_out_escapes_found_in_review_are_refused(src):
+    """An enum whose only 'member' is a function has no members (then E('X', names) builds a class); a TypeVar's
+    bound is a ForwardRef."""
+    assert scan_source("kernels/k.py", src.encode()).findings, src
+
+
+def test_a_restricted_member_may_not_travel_through_another_bundle_file(tmp_path):
+    root = tmp_path / "b"
+    (root / "kernels").mkdir(parents=True)
+    (root / "manifest.toml").write_text((FIXTURES / "format_attr" / "manifest.toml").read_text())
+    (root / "metadata").mkdir()
+    (root / "metadata" / "silu_and_mul.json").write_text('{"graph_safe": true}')
+    (root / "kernels" / "helper.py").write_text("from dataclasses import dataclass\nfrom enum import Enum\n")
+    (root / "kernels" / "silu_and_mul.py").write_text(
+        "from .helper import Enum\nfrom . import helper\nE = Enum('E', 'a')\nD = helper.dataclass\n"
+        "def silu_and_mul(x, out):\n    out.copy_(x[..., : x.shape[-1] // 2])\n"
+    )
+    findings = [f for op in scan_bundle(load_bundle(root)).ops for f in op.findings]
+    assert [f.split(": ", 1)[0] for f in findings] == ["kernels/silu_and_mul.py:1", "kernels/silu_and_mul.py:4"]

@@ -73,7 +73,7 @@ class _Checker(ast.NodeVisitor):
 
     def result(self) -> FileScan:
         exports = frozenset(self.scopes.module_names)
-        modules = frozenset(n for n, p in self.aliases.items() if resolve(p)[0])
+        modules = frozenset(n for n, p in self.aliases.items() if resolve(p)[0] or p in RESTRICTED)
         return FileScan(
             tuple(self.findings),
             tuple(self.local_imports),
@@ -261,7 +261,7 @@ class _Checker(ast.NodeVisitor):
         for base in node.bases:
             path = self._path(base)
             if path in BASES:
-                if path.startswith("enum.") and (why := enum_body_problem(node)):
+                if path.startswith("enum.") and (why := enum_body_problem(node, self._path)):
                     self.flag(node, why)
             elif isinstance(base, ast.Name) and base.id in self.classes:
                 continue
@@ -273,13 +273,15 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _typed(self, node: ast.AST) -> bool:
-        """A string that libraries may evaluate as code: in an annotation (CuTe's signature(eval_str=True)) or inside
-        a typing subscript (a ForwardRef that get_type_hints evaluates), Literal aside."""
+        """A string that libraries may evaluate as code: in an annotation (CuTe's signature(eval_str=True)), inside a
+        typing subscript or passed to a typing call (a ForwardRef get_type_hints evaluates); Literal and names aside."""
         child, parent = node, self.parents.get(node)
         while parent is not None:
             if isinstance(parent, ast.Subscript) and child is parent.slice and (path := self._path(parent.value)):
                 if path.startswith("typing."):
                     return path != "typing.Literal"
+            if isinstance(parent, ast.Call) and (path := self._path(parent.func)) and path.startswith("typing."):
+                return not (path == "typing.TypeVar" and parent.args and child is parent.args[0])
             if child is getattr(parent, "annotation", None) or child is getattr(parent, "returns", None):
                 return True
             child, parent = parent, self.parents.get(parent)

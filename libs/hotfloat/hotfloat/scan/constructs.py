@@ -92,12 +92,21 @@ def namedtuple_fields(call: ast.Call) -> list[str]:
     return _literal_strings(_argument(call, 1, "field_names")) or []
 
 
-def enum_body_problem(node: ast.ClassDef) -> str | None:
-    """An enum class holds members only: its hooks (_missing_, _generate_next_value_, ...) run inside trusted code,
-    and one without members can be called with names to build a new class."""
-    members = [s for s in node.body if isinstance(s, (ast.Assign, ast.AnnAssign)) and getattr(s, "value", None)]
-    others = [s for s in node.body if not isinstance(s, (ast.Assign, ast.AnnAssign, ast.Pass, ast.Expr))]
-    return None if members and not others else f"enum class {node.name}: members only, at least one"
+def enum_body_problem(node: ast.ClassDef, path) -> str | None:
+    """An enum class holds literal members only (constants, tuples of them, enum.auto()): its hooks (_missing_,
+    _generate_next_value_, ...) run inside trusted code, and one without members (a function value is a method, not
+    a member) can be called with names to build a new class with any special method."""
+
+    def literal(v: ast.AST | None) -> bool:
+        if isinstance(v, ast.Tuple):
+            return all(literal(e) for e in v.elts)
+        return isinstance(v, ast.Constant) or (isinstance(v, ast.Call) and path(v.func) == "enum.auto" and not v.args)
+
+    body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    members = [s for s in body if isinstance(s, (ast.Assign, ast.AnnAssign)) and literal(s.value)]
+    return (
+        None if members and len(members) == len(body) else f"enum class {node.name}: literal members only, one at least"
+    )
 
 
 def defined_names(tree: ast.Module, parents: dict) -> set[str]:

@@ -32,7 +32,7 @@ class FileScan:
     local_imports: tuple[str, ...]
     """Bundle-local modules it imports (relative imports, as dotted paths)."""
     module_names: frozenset[str] = frozenset()
-    """Names it binds to modules."""
+    """Names it binds to modules or RESTRICTED members (a name another file reads from it would arrive unchecked)."""
     value_reads: tuple[tuple[int, str], ...] = ()
     """(line, name) of attribute names read from values or imported from bundle files."""
     pending: tuple[tuple[int, str, str], ...] = ()
@@ -54,7 +54,8 @@ class FileScan:
             line: Finding(
                 path,
                 line,
-                f".{name}: {name} is a module in a bundle file; import what a file uses in that file {WHERE}",
+                f".{name}: {name} is a module (or a restricted member) in a bundle file; import what a file uses in "
+                f"that file {WHERE}",
             )
             for line, name in reversed(self.value_reads)
             if name in modules
