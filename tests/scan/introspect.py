@@ -5,6 +5,7 @@ script in a fresh interpreter by tests/scan/test_values.py, printing one JSON ob
   call can return or a kernel is handed; `--write` stores them in hotfloat/scan/lib_names.txt.
 - fs_paths / fs_values: every attribute of an allowed namespace (by path) and of those types (by owner.name) that
   reaches the file system, judged by its name, its parameters (path, file, fd, filename, ...) and its docstring.
+- name_params: parameters of allowed callables that may take attribute names, field names or source text.
 - hazards: allowed members, and VALUE_ATTRS on those types and members, that give a module, a metaclass, a namespace
   dict, a frame or code object, or a list/dict/set the library keeps between calls.
 """
@@ -29,6 +30,11 @@ FS_NAME = re.compile(
     r"(^|_)(file|files|filename|fd|path|save|load|dump|dumps|memmap|mmap|pickle|tofile|fromfile|open)(_|$)"
 )
 FS_PARAM = re.compile(r"^(path|file|fd|f|fid|filename|fname|file_name|filepath|dirname|dir|directory|fp|fileobj)$")
+NAME_PARAM = re.compile(
+    r"^(name|names|attr|attrs|attribute|assigned|updated|field_names|fields|typename|source|src|code|module|qualname|"
+    r"globals|locals|namespace|fmt|format|key|keys|eval_str|expr|asm)$"
+)
+"""Parameters that may take attribute names, field names or source text as data."""
 FS_DOC = re.compile(
     r"\b(file name|filename|file descriptor|file-like|file object|path to|pickle|to disk|from disk)\b", re.I
 )
@@ -113,7 +119,15 @@ def walk() -> dict[str, object]:
                 fs_values.add(f"{owner}.{name}")
             if name in VALUE_ATTRS and not callable(attr) and (why := hazard(attr)):
                 hazards.add(f"{owner}.{name}: {why}")
+    name_params = sorted(
+        f"{path}({p})"
+        for path, member in members.items()
+        if callable(member)
+        for p in (optional(lambda member=member: inspect.signature(member).parameters) or ())
+        if NAME_PARAM.match(p)
+    )
     return {
+        "name_params": name_params,
         "lib_names": sorted(lib_names),
         "fs_paths": sorted(fs_paths),
         "fs_values": sorted(fs_values),
