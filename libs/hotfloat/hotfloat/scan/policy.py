@@ -1,6 +1,8 @@
-"""What bundle code may reach: an allow-list of (namespace, member) pairs, and the names refused on any value.
+"""What bundle code may reach: an allow-list of (namespace, member) pairs, the one form each member that turns names
+into code may take, and the names refused on any value with a message of their own.
 
-Scan is hygiene that gives kernel authors an early, precise message; the runtime sandbox is what contains code."""
+In a verify child the sandbox contains code and scan is an early, precise message; in the engine, where the seam
+router and the in-engine audit import the bundle into their own process, scan is what keeps it from trusted state."""
 
 LIBDEVICE = (
     "abs acos asin atan atan2 cbrt ceil copysign cos cosh div_rn erf erfc erfinv exp exp10 exp2 expm1 "
@@ -154,7 +156,8 @@ DENIED_ATTRS = {
     "from_file": "file-system read",
     "get_type_hints": "evaluates strings as code",
 }
-"""Attribute names refused on any value, whose attributes the allow-list cannot follow (results of calls, arguments)."""
+"""Attribute names refused on any value with their own reason; a second net under VALUE_ATTRS (values.py), which
+already leaves every one of them out."""
 
 REEXPORTED_MODULES = frozenset(
     {
