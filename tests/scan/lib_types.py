@@ -190,13 +190,22 @@ def library_classes() -> list[object]:
 
 
 def probed_names() -> set[str]:
-    """Names library code reads by string on objects it is handed (`hasattr(arg, "data_ptr")`): a bundle that sets
-    one on a tensor would run its code inside a trusted caller."""
+    """Names library code reads by string on objects it is handed (`hasattr(arg, "data_ptr")`: a bundle that set one
+    on a tensor would run its code inside a trusted caller), and the instance attributes library classes set on
+    themselves (`self.rewriter = ...`), which dir() of a class does not show and an instance built inside a CuTe or
+    Triton trace carries."""
     import torch
     import triton
 
-    roots = [Path(triton.__file__).parent / d for d in ("runtime", "language", "compiler")]
-    roots += [Path(torch.__file__).parent / f for f in ("_tensor.py", "overrides.py", "_utils.py", "nn/parameter.py")]
+    roots = [Path(triton.__file__).parent]
+    roots += [Path(p).parent for p in (optional(lambda: importlib.import_module("cutlass").__file__),) if p]
+    roots += [Path(torch.__file__).parent / f for f in ("_tensor.py", "overrides.py", "_utils.py", "storage.py")]
+    roots += [Path(torch.__file__).parent / "nn" / "parameter.py"]
     files = [f for r in roots for f in (r.rglob("*.py") if r.is_dir() else [r])]
     probe = re.compile(r"\b(?:hasattr|getattr)\([^,()]+,\s*['\"]([A-Za-z_][A-Za-z0-9_]*)['\"]")
-    return {m for f in files for m in probe.findall(f.read_text(errors="replace"))}
+    own = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]+)?=[^=]")
+    out: set[str] = set()
+    for f in files:
+        text = f.read_text(errors="replace")
+        out |= set(probe.findall(text)) | set(own.findall(text))
+    return out

@@ -171,6 +171,9 @@ def test_variants_of_each_class_are_refused(cls, src):
         "import enum\ndef f(s):\n    return s\nclass E(enum.Enum):\n    A = f\n",
         "import enum\nclass E(enum.Enum):\n    A = len(())\n",
         "import typing\nT = typing.TypeVar('T', bound=\"__import__('os')\")\n",
+        "__name__ = 'triton.language.standard'\n",
+        "import math as __name__\n",
+        "def f():\n    global __doc__\n    __doc__ = 1\n",
     ],
 )
 def test_held_out_escapes_found_in_review_are_refused(src):

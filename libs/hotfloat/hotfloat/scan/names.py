@@ -16,18 +16,18 @@ IDENTIFIER_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
     "Name": (("id", "name"),),
     "Attribute": (("attr", "attr"),),
     "keyword": (("arg", "name"),),
-    "alias": (("name", "module"), ("asname", "name")),
+    "alias": (("name", "module"), ("asname", "bind")),
     "ImportFrom": (("module", "module"),),
-    "arg": (("arg", "name"),),
+    "arg": (("arg", "bind"),),
     "FunctionDef": (("name", "def"),),
     "AsyncFunctionDef": (("name", "def"),),
-    "ClassDef": (("name", "name"),),
-    "ExceptHandler": (("name", "name"),),
-    "Global": (("names", "name"),),
-    "Nonlocal": (("names", "name"),),
-    "MatchAs": (("name", "name"),),
-    "MatchStar": (("name", "name"),),
-    "MatchMapping": (("rest", "name"),),
+    "ClassDef": (("name", "bind"),),
+    "ExceptHandler": (("name", "bind"),),
+    "Global": (("names", "bind"),),
+    "Nonlocal": (("names", "bind"),),
+    "MatchAs": (("name", "bind"),),
+    "MatchStar": (("name", "bind"),),
+    "MatchMapping": (("rest", "bind"),),
     "MatchClass": (("kwd_attrs", "attr"),),
     "TypeVar": (("name", "name"),),
     "ParamSpec": (("name", "name"),),
@@ -35,7 +35,7 @@ IDENTIFIER_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 """AST class name -> (field, role) for every field of type `identifier` in Python's grammar. Roles: `module` (a dotted
 import path), `def` (a function's name, where the dunder methods a class may define apply), `attr` (an attribute read
-by name), `name` (all others)."""
+by name), `bind` (a name bound: a Name stored or deleted, a parameter, an `as` name), `name` (all others)."""
 
 ALLOWED_DUNDER_NAMES = frozenset({"__name__", "__doc__", "__all__", "__init__"})
 """Dunders with no introspection power (`fn.__name__`, `__all__ = [...]`); `.__init__` only as `super().__init__`."""
@@ -44,6 +44,8 @@ ALLOWED_DUNDER_DEFS = frozenset({"__init__", "__call__", "__post_init__"})
 (__del__, __str__, __eq__, __hash__, __iter__, __getattr__, ...) run whenever trusted code collects, formats, compares
 or walks the object: a formatted exception ran bundle code inside the loader's error handling."""
 ALLOWED_DUNDER_MODULES = frozenset({"__future__"})
+ALLOWED_DUNDER_BINDS = frozenset({"__all__"})
+"""The one dunder a bundle may bind: rebinding `__name__` or `__doc__` renames what trusted code reports and caches."""
 
 ALLOWED_BUILTINS = frozenset(
     "abs all any bool dict divmod enumerate filter float frozenset getattr hasattr int isinstance iter len list map max "
@@ -74,6 +76,8 @@ REFUSED_BUILTINS = {
 def identifiers(node: ast.AST) -> Iterator[tuple[str, str]]:
     """(identifier, role) for every identifier field of the node; a dotted module path gives each of its steps."""
     for field, role in IDENTIFIER_FIELDS.get(type(node).__name__, ()):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            role = "bind"
         value = getattr(node, field, None)
         for name in value if isinstance(value, list) else [value]:
             if isinstance(name, str):
@@ -91,7 +95,9 @@ def problem(name: str, role: str) -> str | None:
     if role == "attr" and name in DENIED_ATTRS:
         return f".{name}: {DENIED_ATTRS[name]}"
     if is_dunder(name):
-        allowed = {"def": ALLOWED_DUNDER_DEFS, "module": ALLOWED_DUNDER_MODULES}.get(role, ALLOWED_DUNDER_NAMES)
+        allowed = {"def": ALLOWED_DUNDER_DEFS, "module": ALLOWED_DUNDER_MODULES, "bind": ALLOWED_DUNDER_BINDS}.get(
+            role, ALLOWED_DUNDER_NAMES
+        )
         if name in allowed:
             return None
         if role == "def":
