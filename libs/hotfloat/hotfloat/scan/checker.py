@@ -178,8 +178,18 @@ class _Checker(ast.NodeVisitor):
             if not isinstance(parent, ast.Compare):
                 self.flag(node, f".{name} only in a comparison: {COMPARE_ONLY[name]}")
         elif name not in VALUE_ATTRS:
-            self.pending.append((node.lineno, name, "read"))
+            module = self._bundle_module(node)
+            self.pending.append((node.lineno, name, f"read {module}" if module else "read"))
         self.value_reads.append((node.lineno, name))
+
+    def _bundle_module(self, node: ast.AST) -> str | None:
+        """The relative module path (".moe") when node reads an attribute of a name bound only by a relative import,
+        which stands for a bundle file when one has that path: its attributes are what that file binds."""
+        value = node.value if isinstance(node, ast.Attribute) else None
+        if not (isinstance(value, ast.Name) and value.id in self.relative and value.id in self.relative_origin):
+            return None
+        rel, name = self.relative_origin[value.id]
+        return rel + name if rel.strip(".") == "" else f"{rel}.{name}"
 
     def _dunder(self, node: ast.AST, name: str) -> None:
         """`fn.__name__` and `__doc__` are plain strings; `.__init__` only as `super().__init__(...)`."""

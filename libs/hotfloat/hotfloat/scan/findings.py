@@ -4,6 +4,7 @@ them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .values import settle
@@ -46,10 +47,14 @@ class FileScan:
     imports_from: tuple[tuple[int, str, str, bool], ...] = ()
     """(line, relative module, name, used as a base class) of every relative from-import."""
 
-    def settle(self, path: str, modules: frozenset[str], defined: frozenset[str]) -> FileScan:
+    def settle(
+        self, path: str, modules: frozenset[str], defined: frozenset[str], exports: Callable = lambda rel: None
+    ) -> FileScan:
         """Adds a finding where a value's attribute (or a name imported from a bundle file) is a name some file of the
-        bundle binds to a module (`helpers.torch` is that module, out of the resolver's reach), and where a pending
-        value attribute is neither in VALUE_ATTRS nor a name the bundle defines outside LIB_NAMES."""
+        bundle binds to a module (`helpers.torch` is that module, out of the resolver's reach), where an attribute of
+        a bundle module (exports(rel): the names that file binds, None if no file has that path) is not a public name
+        the file binds, and where any other pending value attribute is neither in VALUE_ATTRS nor a name the bundle
+        defines outside LIB_NAMES."""
         extra = {
             line: Finding(
                 path,
@@ -61,7 +66,14 @@ class FileScan:
             if name in modules
         }
         for line, name, kind in self.pending:
-            if line not in extra and (why := settle(name, kind, defined, WHERE)):
+            names = exports(kind.split()[1]) if kind.startswith("read ") else None
+            if names is not None:
+                why = (
+                    None if name in names and not name.startswith("_") else f".{name}: not a public name of {kind[5:]}"
+                )
+            else:
+                why = settle(name, kind.split()[0], defined, WHERE)
+            if line not in extra and why:
                 extra.setdefault(line, Finding(path, line, why))
         lines = {f.line for f in self.findings}
         added = tuple(f for n, f in sorted(extra.items()) if n not in lines)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..bundle import Bundle
 from ..record import Record
 from dataclasses import replace
+from functools import partial
 
 from .checker import check_file
 from .findings import FileScan, Finding
@@ -47,6 +48,11 @@ def _module_files(importer: str, rel: str, files: set[str]) -> list[str]:
     return [c for c in (f"{stem}.py", f"{stem}/__init__.py") if c in files]
 
 
+def _exports(importer: str, scans: dict[str, FileScan], rel: str) -> frozenset[str] | None:
+    """The names the bundle file at the relative module path binds, or None when no file has that path."""
+    return next((scans[f].exports for f in _module_files(importer, rel, set(scans))), None)
+
+
 def _imported_name(importer: str, imported: tuple[int, str, str, bool], scans: dict[str, FileScan]) -> Finding | None:
     """`from .m import n` reads n from the file m: it must be a module-level name m binds (or a module file), and a
     class statement's there when it is used as a base class."""
@@ -86,12 +92,12 @@ def scan_bundle(bundle: Bundle) -> ScanReport:
     scans = {p: check_file(p, d) for p, d in py.items()}
     modules = frozenset().union(*(s.module_names for s in scans.values()))
     defined = frozenset().union(*(s.defined for s in scans.values()))
+    names = set(py)
     for p, s in list(scans.items()):
         more = {f.line: f for i in reversed(s.imports_from) if (f := _imported_name(p, i, scans))}
         lines = {f.line for f in s.findings}
         s = replace(s, findings=s.findings + tuple(f for n, f in sorted(more.items()) if n not in lines))
-        scans[p] = s.settle(p, modules, defined)
-    names = set(py)
+        scans[p] = s.settle(p, modules, defined, partial(_exports, p, scans))
     reached_by_any: set[str] = set()
     ops = []
     for op in bundle.ops:
