@@ -31,15 +31,23 @@ VALUE_GROUPS = {
         "sum mean max min amax amin abs neg exp exp2 log log2 log1p expm1 sqrt rsqrt sigmoid tanh erf sin cos pow "
         "square reciprocal clamp add sub mul div matmul mm bmm dot outer softmax log_softmax argmax argmin topk sort "
         "cumsum prod any all eq ne lt le gt ge isnan isinf isfinite where triu tril diff sign floor ceil round trunc "
-        "fmod remainder lerp masked_fill scatter scatter_add index_add index_copy norm addmm baddbmm"
+        "fmod remainder lerp masked_fill scatter scatter_add index_add index_copy norm addmm baddbmm type_as view_as "
+        "reshape_as movedim swapaxes t tensor_split squeeze_ unsqueeze_ clamp_min clamp_max relu addcmul addcmul_ "
+        "addcdiv index_put index_put_ scatter_reduce scatter_reduce_ nan_to_num argsort cumprod logsumexp abs_ neg_ "
+        "exp_ sigmoid_ tanh_ sqrt_ rsqrt_ pow_ bincount tile bitwise_and bitwise_or bitwise_xor bitwise_not "
+        "logical_and logical_or logical_not floor_divide true_divide fmax fmin isclose allclose equal std var "
+        "count_nonzero nbytes is_cpu new_tensor"
     ),
     "results of topk, sort and max": "values indices",
     "dtypes, devices, finfo and device properties": (
         "itemsize is_signed index eps tiny bits multi_processor_count major minor warp_size name"
     ),
-    "collectives: reduce ops and async handles": "SUM AVG MAX MIN PRODUCT wait",
+    "collectives: reduce ops, async handles, the process group's rank": "SUM AVG MAX MIN PRODUCT wait rank",
     "Triton device values and constexprs": "element_ty value",
-    "CuTe pointers and kernel launches": "load store launch",
+    "CuTe pointers, kernel launches and layout algebra (builds IR over the kernel's own tensors)": (
+        "load store launch element_type iterator layout fill get_slice retile partition_S partition_D partition_A "
+        "partition_B partition_C make_fragment_A make_fragment_B make_fragment_C"
+    ),
     "Python containers and strings the bundle builds": (
         "append extend insert pop remove clear count reverse copy get items keys setdefault update add discard join "
         "strip lstrip rstrip startswith endswith replace lower upper bit_length"
