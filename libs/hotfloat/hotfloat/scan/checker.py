@@ -13,7 +13,7 @@ import ast
 
 from . import names
 from .constructs import BASES, REFUSED_NODES, defined_names, enum_body_problem, format_problem, pure_names
-from .constructs import namedtuple_fields, restricted_problem
+from .constructs import evaluated_as_code, namedtuple_fields, restricted_problem
 from .findings import WHERE, FileScan, Finding
 from .paths import Aliases, getattr_name, module_use_ok, resolve
 from .policy import DENIED_ATTRS, MEMBERS, REEXPORTED_MODULES, RESTRICTED
@@ -262,7 +262,7 @@ class _Checker(ast.NodeVisitor):
         v = node.value
         if isinstance(v, str) and len(v) < 64 and names.is_dunder(v) and v not in names.ALLOWED_DUNDER_NAMES:
             self.flag(node, f"string {v!r} names a dunder (introspection escape)")
-        if isinstance(v, str) and self._typed(node):
+        if isinstance(v, str) and evaluated_as_code(node, self.parents, self._path):
             self._evaluated_string(node)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
@@ -281,21 +281,6 @@ class _Checker(ast.NodeVisitor):
             else:
                 self.flag(node, "class bases: only the bundle's own classes, enum.Enum/IntEnum and typing.NamedTuple")
         self.generic_visit(node)
-
-    def _typed(self, node: ast.AST) -> bool:
-        """A string that libraries may evaluate as code: in an annotation (CuTe's signature(eval_str=True)), inside a
-        typing subscript or passed to a typing call (a ForwardRef get_type_hints evaluates); Literal and names aside."""
-        child, parent = node, self.parents.get(node)
-        while parent is not None:
-            if isinstance(parent, ast.Subscript) and child is parent.slice and (path := self._path(parent.value)):
-                if path.startswith("typing."):
-                    return path != "typing.Literal"
-            if isinstance(parent, ast.Call) and (path := self._path(parent.func)) and path.startswith("typing."):
-                return not (path == "typing.TypeVar" and parent.args and child is parent.args[0])
-            if child is getattr(parent, "annotation", None) or child is getattr(parent, "returns", None):
-                return True
-            child, parent = parent, self.parents.get(parent)
-        return False
 
     def _evaluated_string(self, const: ast.Constant) -> None:
         """Parses the string and checks it as an expression of the module."""

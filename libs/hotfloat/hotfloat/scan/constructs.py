@@ -87,6 +87,22 @@ def restricted_problem(node: ast.AST, form: str, parents: dict) -> str | None:
     return asm_problem(asm.value) or constraints_problem(constraints.value)
 
 
+def evaluated_as_code(node: ast.AST, parents: dict, path_of) -> bool:
+    """A string that libraries may evaluate as code: in an annotation (CuTe's signature(eval_str=True)), inside a
+    typing subscript or passed to a typing call (a ForwardRef get_type_hints evaluates); Literal and names aside."""
+    child, parent = node, parents.get(node)
+    while parent is not None:
+        if isinstance(parent, ast.Subscript) and child is parent.slice and (path := path_of(parent.value)):
+            if path.startswith("typing."):
+                return path != "typing.Literal"
+        if isinstance(parent, ast.Call) and (path := path_of(parent.func)) and path.startswith("typing."):
+            return not (path == "typing.TypeVar" and parent.args and child is parent.args[0])
+        if child is getattr(parent, "annotation", None) or child is getattr(parent, "returns", None):
+            return True
+        child, parent = parent, parents.get(parent)
+    return False
+
+
 def namedtuple_fields(call: ast.Call) -> list[str]:
     """The field names of a checked namedtuple call (names the bundle defines)."""
     return _literal_strings(_argument(call, 1, "field_names")) or []
