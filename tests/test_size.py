@@ -6,9 +6,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 23_800
-"""Raised from 23,150 on 2026-12-06 by issue 49 (the red team's 25 scan bypasses, closed by class) to 23,752 counted:
-the scan went from 588 to 1,237 lines (+649): it parses what the interpreter reads (source.py), checks every
+BUDGET = 23_850
+"""Raised from 23,150 on 2026-12-06 by issue 49 (the red team's 25 scan bypasses, closed by class) to 23,804 counted:
+the scan went from 588 to 1,289 lines (+701): it parses what the interpreter reads (source.py), checks every
 identifier field of the grammar (names.py), allows builtins from a list with the scope analysis that tells a builtin
 lookup from a local (scope.py), allows attributes of values from VALUE_ATTRS or as the bundle's own names outside the
 generated LIB_NAMES (values.py, lib_names.txt is data), holds the members that turn names into code to one form each
