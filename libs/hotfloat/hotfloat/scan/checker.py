@@ -65,7 +65,12 @@ class _Checker(ast.NodeVisitor):
         self.scopes = Scopes(tree)
         self.defined = defined_names(tree, self.parents)
         self.classes, self.relative = pure_names(tree)
-        self.relative_origin: dict[str, tuple[str, str]] = {}
+        self.relative_origin = {
+            a.asname or a.name: ("." * n.level + (n.module or ""), a.name)
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom) and n.level
+            for a in n.names
+        }
         paths = Aliases(tree)
         self.aliases, self._path = paths.aliases, paths.path
         for node, why in paths.conflicts:
@@ -93,18 +98,12 @@ class _Checker(ast.NodeVisitor):
             self.lines.add(line)
             self.findings.append(Finding(self.path, line, reason))
 
-    def _module_value(self, node: ast.AST, path: str) -> None:
-        if not module_use_ok(node, self.parents):
-            self.flag(
-                node,
-                f"module {path} used as a value: a module may only be aliased (m = {path}) or followed by "
-                f"an attribute on the allow-list {WHERE}",
-            )
-
     def _member(self, node: ast.AST, path: str) -> None:
         """An expression standing for a module or a RESTRICTED member: where it may stand."""
         if resolve(path)[0]:
-            self._module_value(node, path)
+            if not module_use_ok(node, self.parents):
+                why = f"a module may only be aliased (m = {path}) or followed by an attribute on the allow-list {WHERE}"
+                self.flag(node, f"module {path} used as a value: {why}")
         elif path in RESTRICTED and (why := restricted_problem(node, RESTRICTED[path][0], self.parents)):
             self.flag(node, f"{path} {why}: {RESTRICTED[path][1]}")
         elif path == "collections.namedtuple" and isinstance(call := self.parents.get(node), ast.Call):
@@ -150,7 +149,6 @@ class _Checker(ast.NodeVisitor):
             self.local_imports.append(rel + ("." if node.module else "") + a.name)
             self.value_reads.append((node.lineno, a.name))
             self.imports_from.append((node.lineno, rel, a.name, False))
-            self.relative_origin[a.asname or a.name] = (rel, a.name)
 
     def _read(self, node: ast.AST, name: str) -> None:
         """One attribute read, `x.name` or `getattr(x, 'name')`: the allow-list on module paths, VALUE_ATTRS or the
