@@ -6,14 +6,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 24_350
-"""Raised from 23,150 on 2026-12-06 (session 30) to 24,283 counted by issue 49's in-engine audit: the audit's shared
-contract (audit/: the Philox stream its decisions, windows and seals come from, each slot's entry layout, its settings:
-+~330), the taps every audited call runs on the host and as Triton kernels on the GPU, sealed so a kernel reading
-device memory learns nothing and one rewriting an entry breaks its MAC (+~560), the control channel that replaced the
-files candidate code could write (+~110), and the validator's per-round opening, cross-engine and coverage judgement
-with evidence v3's own judge kept for the committed evidence (+~190), less the per-site sampler they replaced. Before:
-raised from 22,950 on 2026-12-05 (session 29) to 23,114 counted: the compat probe's `dtypes` rows (+~20: a
+BUDGET = 25_050
+"""Raised from 23,150 on 2026-12-06 (session 30) by issue 49, in two parts. The in-engine audit (+~1,130 counted): the
+audit's shared contract (audit/: the Philox stream its decisions, windows and seals come from, each slot's entry
+layout, its settings: +~330), the taps every audited call runs on the host and as Triton kernels on the GPU, sealed so
+a kernel reading device memory learns nothing and one rewriting an entry breaks its MAC (+~560), the control channel
+that replaced the files candidate code could write (+~110), and the validator's per-round opening, cross-engine and
+coverage judgement with evidence v3's own judge kept for the committed evidence (+~190), less the per-site sampler
+they replaced. The scan (+701: the red team's 25 bypasses closed by class): it parses what the interpreter reads
+(source.py), checks every identifier field of the grammar (names.py), allows builtins from a list with the scope
+analysis that tells a builtin lookup from a local (scope.py), allows attributes of values from VALUE_ATTRS or as the
+bundle's own names outside the generated LIB_NAMES (values.py, lib_names.txt is data), holds the members that turn
+names into code to one form each and checks format strings, class statements and string annotations (constructs.py),
+and reads inline PTX (ptx.py); alias resolution moved out of checker.py into paths.py. Before: raised
+from 22,950 on 2026-12-05 (session 29) to 23,114 counted: the compat probe's `dtypes` rows (+~20: a
 qualification on the H100 found every attention.prefill call sent stock because the slot declared an index dtype the
 engine never hands it, and the canary now reads the dtypes the pinned backend allocates), and the in-engine audit of
 attention.prefill a request at a time (+~140: seams/audit_prefill.py, the validator's offset checks, every engine

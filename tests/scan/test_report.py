@@ -34,7 +34,7 @@ def test_a_module_another_file_imports_is_refused_through_that_file(make_bundle)
     report = scan_bundle(load_bundle(make_bundle(kernel, files={"kernels/helper.py": helper})))
     (op,) = report.ops
     assert [f.split(": ", 1)[0] for f in op.findings] == ["kernels/k.py:2", "kernels/k.py:4", "kernels/k.py:5"]
-    assert all("is a module in a bundle file" in f for f in op.findings)
+    assert all("is a module (or a restricted member) in a bundle file" in f for f in op.findings)
 
 
 def test_unreferenced_files_are_scanned_too(make_bundle):
@@ -43,3 +43,15 @@ def test_unreferenced_files_are_scanned_too(make_bundle):
     assert not report.clean
     assert report.ops[-1].op == "(unreferenced files)"
     assert report.ops[0].clean
+
+
+def test_a_bundle_module_hands_out_the_public_names_its_file_binds(make_bundle):
+    """`from . import helper` stands for that file: `helper.layout` is its own function even though library types have
+    a `layout` attribute, and nothing else (no private name, nothing the file does not bind) comes through it."""
+    helper = "def layout(w):\n    return w\ndef _secret(w):\n    return w\n"
+    kernel = (
+        "from . import helper as h\ndef run(x, out):\n    out.copy_(h.layout(x)[:, : x.shape[1] // 2])\n"
+        "    h._secret(x)\n    h.tofile(x)\n"
+    )
+    (op,) = scan_bundle(load_bundle(make_bundle(kernel, files={"kernels/helper.py": helper}))).ops
+    assert [f.split(": ", 1)[0] for f in op.findings] == ["kernels/k.py:4", "kernels/k.py:5"]

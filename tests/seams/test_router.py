@@ -107,7 +107,7 @@ def test_missing_or_invalid_bundle_raises(tmp_path, make_bundle):
 @pytest.mark.parametrize(
     "kernel,match",
     [
-        ("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+        ("raise RuntimeError('boom')\n", "failed: RuntimeError$"),
         ("import sys\nsys.exit(3)\n", "SystemExit"),
         ("def other(x, out):\n    pass\n", "no callable 'run'"),
         ("def run(x, out:\n", "SyntaxError"),

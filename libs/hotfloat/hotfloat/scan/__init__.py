@@ -1,4 +1,4 @@
-"""Static scan of bundle code: an AST policy check that never imports the bundle."""
+"""Static scan of bundle code: allow-lists over the AST of the text the interpreter reads; never imports the bundle."""
 
 from .checker import scan_source
 from .findings import Finding

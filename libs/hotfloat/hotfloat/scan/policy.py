@@ -1,6 +1,8 @@
-"""What bundle code may reach: an allow-list of (namespace, member) pairs, and the names refused on any value.
+"""What bundle code may reach: an allow-list of (namespace, member) pairs, the one form each member that turns names
+into code may take, and the names refused on any value with a message of their own.
 
-Scan is hygiene that gives kernel authors an early, precise message; the runtime sandbox is what contains code."""
+In a verify child the sandbox contains code and scan is an early, precise message; in the engine, where the seam
+router and the in-engine audit import the bundle into their own process, scan is what keeps it from trusted state."""
 
 LIBDEVICE = (
     "abs acos asin atan atan2 cbrt ceil copysign cos cosh div_rn erf erfc erfinv exp exp10 exp2 expm1 "
@@ -86,7 +88,7 @@ ALLOWED: dict[str, tuple[str, str]] = {
         (
             "kernel jit Pointer Tensor TensorSSA Layout ComposedLayout Shape Stride Coord Tile Tiler IntTuple Int32 Int64 "
             "Float32 Float16 BFloat16 Boolean size shape rank depth make_layout make_ordered_layout make_identity_tensor "
-            "make_tensor make_rmem_tensor make_rmem_tensor_like make_fragment_like make_ptr recast_ptr recast_tensor "
+            "make_tensor make_rmem_tensor make_rmem_tensor_like make_fragment_like recast_ptr recast_tensor "
             "local_tile local_partition zipped_divide logical_divide tiled_divide flat_divide composition coalesce select "
             "slice_ group_modes copy autovec_copy basic_copy basic_copy_if make_copy_atom make_tiled_copy "
             "make_tiled_copy_tv make_mma_atom make_tiled_mma gemm CopyAtom MmaAtom TiledCopy TiledMma ceil_div round_up "
@@ -108,14 +110,6 @@ ALLOWED: dict[str, tuple[str, str]] = {
         (
             "abs acos asin atan atan2 ceil copysign cos cosh erf erfc exp exp2 expm1 floor fma isfinite isinf isnan log "
             "log10 log1p log2 max min pow rcp round rsqrt sin sinh sqrt tan tanh trunc"
-        ),
-    ),
-    "numpy": (
-        "host-side constants and small arrays a launcher may compute with; no files, no FFI",
-        (
-            "array asarray empty zeros ones full arange linspace prod sqrt exp log log2 abs maximum minimum clip where "
-            "isfinite isnan finfo iinfo dtype ndarray pi inf nan ceil floor copy float16 float32 float64 int8 int16 int32 "
-            "int64 uint8 uint16 uint32 uint64 bool_ sum mean max min allclose"
         ),
     ),
     "math": (
@@ -162,7 +156,8 @@ DENIED_ATTRS = {
     "from_file": "file-system read",
     "get_type_hints": "evaluates strings as code",
 }
-"""Attribute names refused on any value, whose attributes the allow-list cannot follow (results of calls, arguments)."""
+"""Attribute names refused on any value with their own reason; a second net under VALUE_ATTRS (values.py), which
+already leaves every one of them out."""
 
 REEXPORTED_MODULES = frozenset(
     {
@@ -222,28 +217,28 @@ REEXPORTED_MODULES = frozenset(
 """Names under which torch, numpy, triton and the stdlib re-export modules bundle code may not use (`torch.os`,
 `enum.bltns`): refused as attributes of any value, and named in the refusal of a module path that reaches them."""
 
-DENIED_BUILTINS = {
-    "eval": "dynamic code",
-    "exec": "dynamic code",
-    "compile": "dynamic code",
-    "__import__": "dynamic import",
-    "open": "file-system access",
-    "breakpoint": "debugger hook",
-    "globals": "namespace escape",
-    "locals": "namespace escape",
-    "vars": "namespace escape",
-    "setattr": "dynamic attribute write",
-    "delattr": "dynamic attribute delete",
-    "exit": "process control",
-    "quit": "process control",
-    "help": "interactive",
-    "memoryview": "raw memory views",
-    "__build_class__": "class construction hook",
+RESTRICTED = {
+    "dataclasses.dataclass": (
+        "class decorator",
+        "only as @dataclass or @dataclass(literal options) on a class statement: it execs source built from the "
+        "field names, which must be the class's own identifiers",
+    ),
+    "functools.wraps": (
+        "def decorator",
+        "only as @functools.wraps(f) on a def: `assigned`/`updated` are getattr/setattr by runtime string, and the "
+        "wrapper it writes to must be the bundle's own function",
+    ),
+    "enum.Enum": ("base", "only as a base class: called with names it builds a class with any special method"),
+    "enum.IntEnum": ("base", "only as a base class: called with names it builds a class with any special method"),
+    "typing.NamedTuple": ("base", "only as a base class: called, it builds a class from runtime names"),
+    "collections.namedtuple": (
+        "literal call",
+        "only with a literal type name and literal field names: it execs source built from them",
+    ),
+    "triton.language.inline_asm_elementwise": (
+        "asm call",
+        "only with literal register-only PTX and constraints (docs/security.md, 'Inline assembly')",
+    ),
 }
-
-ALLOWED_DUNDER_NAMES = frozenset({"__name__", "__all__", "__doc__", "__future__", "__init__"})
-"""Dunder names and attributes with no introspection power (`super().__init__`, `fn.__name__`)."""
-ALLOWED_DUNDER_DEFS = frozenset(
-    {"__init__", "__call__", "__repr__", "__str__", "__eq__", "__hash__", "__len__", "__iter__", "__post_init__"}
-)
-"""Dunder methods a kernel may define; others (__del__, __getattr__, __reduce__, ...) run code at surprising times."""
+"""Allowed members that turn names or source text into code or attribute access, and the one form each may take
+(checker.py enforces it at every use of the path, aliases included): (form, why)."""

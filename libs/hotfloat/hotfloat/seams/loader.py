@@ -51,7 +51,8 @@ def _entry(package: str, op: Op) -> Callable:
     try:
         module = importlib.import_module(name)
     except BaseException as e:  # candidate code: any failure, even SystemExit, is a failed arm
-        raise SeamLoadError(f"op {op.key}: importing {op.entry.source} failed: {type(e).__name__}: {e}") from None
+        # the type's name only: formatting the exception (str, repr, f"{e}") would run candidate code here
+        raise SeamLoadError(f"op {op.key}: importing {op.entry.source} failed: {type(e).__name__}") from None
     fn = getattr(module, op.entry.entry, None)
     if not callable(fn):
         raise SeamLoadError(f"op {op.key}: {op.entry.source} has no callable {op.entry.entry!r}")
