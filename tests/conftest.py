@@ -99,7 +99,10 @@ def qualified_record():
     from hotfloat.qualify.workload import make_workload
     from hotfloat.validator import Qualified
 
-    def make(status: str = "PASS", score: float = 0.0, gate: str = "PASS", seed: int = 7):
+    def make(status: str = "PASS", score: float = 0.0, gate: str = "PASS", seed: int = 7, calibration=None):
+        """`calibration`: the record the run names (default: none, as on CPU)."""
+        from hotfloat.qualify.calibration import Uncalibrated
+
         return Qualified(
             bundle_identity="0" * 64,
             engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
@@ -112,6 +115,7 @@ def qualified_record():
             seconds=1.0,
             score=score,
             decision=Decision(status=status, reason=f"{status} run", score=score, gate=gate),
+            calibration=calibration or Uncalibrated(why="the CPU rule, never calibrated"),
         )
 
     return make

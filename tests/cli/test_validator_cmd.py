@@ -166,9 +166,10 @@ def test_run_spawns_separate_service_processes(capsys, make_bundle, tmp_path):
 
 
 def test_the_committed_calibration_record_gives_serve_its_rule():
-    from hotfloat.qualify.calibrate.files import CalibrationRecord, load_rule
+    from hotfloat.qualify.calibrate.files import CalibrationRecord
+    from hotfloat.qualify.calibration import read_calibration
 
     record = Path(__file__).resolve().parents[2] / "docs" / "calibration-h200.json"
-    rule = load_rule(record)
+    rule = read_calibration(record).rule
     assert rule == CalibrationRecord.model_validate_json(record.read_bytes()).rule
     assert rule.look_rounds == 5  # the rule the H200 collection chose, not the library default

@@ -77,7 +77,7 @@ def test_rule_from_takes_the_records_timing_rule_under_the_flags_beside_it(bundl
 
     from hotfloat.qualify import QualifyOptions
     from hotfloat.qualify.options import recorded_gpus
-    from hotfloat.qualify.calibrate.files import load_rule
+    from hotfloat.qualify.calibration import read_calibration
 
     ev = tmp_path / "ev.json"
     code, out, _ = run(
@@ -98,7 +98,7 @@ def test_rule_from_takes_the_records_timing_rule_under_the_flags_beside_it(bundl
         "--json",
     )
     assert code == 1 and json.loads(out)["status"] == "FAIL"
-    rule, record = json.loads(Path(ev).read_text())["rule"], load_rule(recorded_gpus()["NVIDIA H200"])
+    rule, record = json.loads(Path(ev).read_text())["rule"], read_calibration(recorded_gpus()["NVIDIA H200"]).rule
     assert (rule["look_rounds"], rule["max_looks"]) == (3, 1)
     assert (rule["noise_floor"], rule["process_floor"], rule["carry_bound"]) == (
         record.noise_floor,

@@ -9,6 +9,7 @@ import pytest
 
 from hotfloat.errors import InputError
 from hotfloat.qualify import load_evidence, recompute, save_evidence
+from hotfloat.qualify.calibration import Uncalibrated
 from hotfloat.qualify.evidence import Evidence
 from hotfloat.qualify.records import Decision, EngineSpec, RuleConfig, RunFrame
 from hotfloat.qualify.workload import make_workload
@@ -44,6 +45,7 @@ def synthetic(scales=(1.0, 0.9, 1.0), logprob=-1.0, rounds=4):
         order=[[0, 1, 2]] * rounds,
         frames=frames,
         decision=judge(frames, rule, [[0, 1, 2]] * rounds),
+        calibration=Uncalibrated(why="the CPU rule, never calibrated"),
         started="2026-01-01T00:00:00+00:00",
         seconds=1.0,
     )

@@ -4,6 +4,7 @@ read back as untrusted input, and recomputed from alone."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -14,6 +15,7 @@ from ..env import EnvIdentity
 from ..errors import InputError
 from ..record import Record
 from ..verdict import Status
+from .calibration import Calibration, CalibrationFile, check
 from .decision import judge
 from .isolation.memory import MemoryRecord
 from .records import AuditRecord, Decision, EngineSpec, IsolationRecord, RuleConfig, RunFrame, Workload
@@ -28,8 +30,11 @@ def _serving_order(order: list[int]) -> list[int]:
 class Evidence(Record):
     """Everything needed to recompute a decision: identities, workload, parameters, raw frames and the verdict."""
 
-    format: Literal["hotfloat-qualify-evidence-v2", "hotfloat-qualify-evidence-v3"] = "hotfloat-qualify-evidence-v3"
-    """v3 added the rule's version, isolation and audit records; v2 evidence (rule version 1) still recomputes."""
+    format: Literal["hotfloat-qualify-evidence-v2", "hotfloat-qualify-evidence-v3", "hotfloat-qualify-evidence-v4"] = (
+        "hotfloat-qualify-evidence-v4"
+    )
+    """v4 added the calibration the verdict was judged under; v3 the rule's version, isolation and audit records; v2
+    evidence (rule version 1) still recomputes."""
     bundle_identity: str
     baseline_identity: str | None = None
     """The incumbent bundle armed in B runs, or None for the stock engine."""
@@ -61,6 +66,9 @@ class Evidence(Record):
     """The device's memory plan and what each engine held (hotfloat.qualify.isolation.memory); None where no driver
     reports per-process memory (the CPU engines)."""
     decision: Decision
+    calibration: Calibration | None = None
+    """The calibration record the verdict was judged under, with its digest and what it measured, or none and why
+    (hotfloat.qualify.calibration); every v4 evidence says which, earlier evidence did not."""
     started: str
     """UTC ISO time the qualification started."""
     seconds: float
@@ -76,6 +84,12 @@ class Evidence(Record):
         ):
             data = {**data, "rule": {"version": 1, **data["rule"]}}
         return data
+
+    @model_validator(mode="after")
+    def _names_its_calibration(self):
+        if (self.calibration is None) != (self.format != "hotfloat-qualify-evidence-v4"):
+            raise ValueError("evidence v4, and only v4, names the calibration its verdict was judged under")
+        return self
 
 
 class QualifyResult(Record):
@@ -112,3 +126,15 @@ def recompute(evidence: Evidence) -> Decision:
     if decision is None:
         raise InputError("the evidence ends before the protocol reached a decision (incomplete frames)")
     return decision
+
+
+def check_calibration(evidence: Evidence, given: Iterable[CalibrationFile] = ()) -> bool | None:
+    """Holds the evidence's calibration to the record it names, among the packaged records and `given`: True when
+    checked, False when no record at hand has its digest, None when the evidence names none (before v4); an
+    InputError when the evidence's summary is not what that record says for its rule and engine."""
+    if evidence.calibration is None:
+        return None
+    from .options import packaged, recorded_gpus
+
+    files = [*given, *(packaged(gpu) for gpu in recorded_gpus())]
+    return check(evidence.calibration, evidence.rule, evidence.engine_info, evidence.engine.device, files)
