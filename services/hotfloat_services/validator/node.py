@@ -80,6 +80,7 @@ class Validator:
             max_attempts=c.max_attempts,
             on_event=self._on_event,
             on_stop=self._abandon,
+            settlement=c.settlement,
         )
 
     def _stages(self, calibration) -> Stages:

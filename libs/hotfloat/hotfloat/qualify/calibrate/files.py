@@ -13,7 +13,6 @@ from pydantic import Field, model_validator
 
 from ...bundle.bounded import load_record
 from ...env import EnvIdentity
-from ...errors import InputError
 from ..isolation.memory import MemoryRecord
 from ..records import EngineSpec, IsolationRecord, Record, RuleConfig, Workload
 
