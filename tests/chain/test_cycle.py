@@ -127,6 +127,8 @@ def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
         "--cafile",
         origin.cafile,
         "--allow-private",
+        "--provisional",  # a CPU PASS names no calibration record: crowned here, held by a validator's default
+        "crowned",
     ]
     log = tmp_path / "validator.log"
     with open(log, "w") as errors:  # a file, not a pipe nobody drains while the test polls

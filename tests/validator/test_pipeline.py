@@ -155,7 +155,9 @@ def test_under_the_h200_record_a_third_run_is_banked_resumed_and_settles_full(su
 
 
 @pytest.mark.parametrize("policy, crowned", [("held", False), ("crowned", True)])
-def test_a_provisional_pass_is_scored_and_crowned_only_where_the_policy_says(submitted, qualified_record, policy, crowned):
+def test_a_provisional_pass_is_scored_and_crowned_only_where_the_policy_says(
+    submitted, qualified_record, policy, crowned
+):
     """The H100 record (77.6%) cannot reach the target within three runs: settled provisional after two, scored
     either way; `held` leaves the crown empty, `crowned` crowns it and names it provisional."""
     h100 = summary(packaged("NVIDIA H100 80GB HBM3"))

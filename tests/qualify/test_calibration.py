@@ -1,0 +1,152 @@
+"""The calibration a verdict was judged under: named only when the rule and the engine configuration are the record's
+own, summarised from the record's own figures, held to the record by its digest, and a PASS under a record that
+misses its targets is provisional in one line."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from hotfloat.errors import InputError
+from hotfloat.qualify import load_evidence
+from hotfloat.qualify.calibrate.analyse import analyse
+from hotfloat.qualify.calibrate.files import Preregistration, clopper_pearson_upper
+from hotfloat.qualify.calibration import (
+    Calibrated,
+    Uncalibrated,
+    caveat,
+    check,
+    describe,
+    read_calibration,
+    summary,
+)
+from hotfloat.qualify.options import CPU_RULE, packaged
+from hotfloat.qualify.records import RuleConfig
+
+from .calibrate.calibration_boots import raw
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNS = ROOT / "docs" / "qualify-runs"
+H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+CPU_INFO = {"engine": "transformers", "torch": "2.11.0", "decode": "eager"}
+CPU = RuleConfig(**CPU_RULE)
+
+
+def cpu_record(tmp_path, *, units_of_300=False) -> Path:
+    """A record of the CPU engine under the CPU rule (two synthetic boots: it misses its targets); `units_of_300`
+    rewrites its counts to 0 false PASS in 300 units and no shortfall, a record that meets them."""
+    prereg = Preregistration(fixed="2026-12-06", rule=CPU, selected_on=[], why="a test")
+    boots = [raw(n=12, stock=3, seed=s).model_copy(update={"engine_info": CPU_INFO}) for s in (1, 2)]
+    record = analyse(boots, prereg, sims=0)
+    if units_of_300:
+        record = record.model_copy(
+            update=dict(
+                independent_draws=300,
+                false_passes_independent=0,
+                false_pass_upper_95=clopper_pearson_upper(0, 300),
+                meets_targets=True,
+                shortfall=[],
+            )
+        )
+    path = tmp_path / ("cpu-full.json" if units_of_300 else "cpu-record.json")
+    path.write_text(record.model_dump_json())
+    return path
+
+
+def test_the_packaged_records_summarise_to_their_own_figures():
+    h100, h200 = summary(packaged(H100)), summary(packaged(H200))
+    assert (h100.units, h100.false_passes, round(h100.bound, 3), h100.controls, h100.meets_targets) == (
+        2,
+        0,
+        0.776,
+        0,
+        False,
+    )
+    assert (h200.units, round(h200.bound, 3), h200.controls, h200.control_passes, h200.meets_targets) == (
+        21,
+        0.133,
+        6,
+        6,
+        False,
+    )
+    assert h100.sha256 == hashlib.sha256((ROOT / "docs" / "calibration-h100.json").read_bytes()).hexdigest()
+    assert "MISSES ITS TARGETS" in h100.line() and "false PASS <= 77.6% (95%)" in h100.line()
+
+
+def test_the_first_qualified_win_was_judged_under_the_h100_record_and_is_a_provisional_pass():
+    """The committed prefill PASS (H100, seed 7) ran on the engine the H100 record measured, under its rule: it names
+    that record, whose 2 units bound false PASS by 77.6% and which has no positive control."""
+    ev = load_evidence(RUNS / "evidence-h100-llama8b-attention_prefill_triton.json.xz")
+    got = describe(packaged(H100), ev.rule, ev.engine_info, ev.engine.device)
+    assert isinstance(got, Calibrated) and got.record == "calibration-h100.json" and got.units == 2
+    line = caveat(ev.decision.status, got)
+    assert line.startswith("provisional PASS, not a full one: calibration-h100.json misses its targets (false PASS: ")
+    assert "0 real positive controls at 2%" in line and "\n" not in line
+
+
+def test_a_verdict_on_another_engine_configuration_or_rule_names_no_record():
+    """The MoE run (another model) and a rule with other looks measure what the record never did."""
+    moe = load_evidence(RUNS / "evidence-h100-mixtral8b-moe_triton.json.xz")
+    got = describe(packaged(H100), moe.rule, moe.engine_info, "cuda")
+    assert isinstance(got, Uncalibrated) and got.why.startswith("the engine configuration differs: model_config_sha256")
+    assert got.why.endswith("from calibration-h100.json's")
+    prefill = load_evidence(RUNS / "evidence-h100-llama8b-attention_prefill_triton.json.xz")
+    other = prefill.rule.model_copy(update={"look_rounds": 10})
+    assert describe(packaged(H100), other, prefill.engine_info, "cuda").why.startswith(
+        "the timing rule differs: look_rounds 10 (record 5)"
+    )
+    production = {**prefill.engine_info, "attention_backend": "fa3"}  # issue 50's production baseline
+    assert "attention_backend fa3 (record triton)" in describe(packaged(H100), prefill.rule, production, "cuda").why
+    assert caveat("PASS", describe(packaged(H100), prefill.rule, production, "cuda")).startswith("provisional PASS: ")
+
+
+def test_a_setting_the_record_never_pinned_differs_and_the_kv_pool_it_implies_does_not():
+    h200 = packaged(H200)
+    info = {**h200.record.engine, "kv_pool_tokens": "18961"}
+    assert isinstance(describe(h200, h200.rule, info, "cuda"), Calibrated)
+    assert (
+        "chunked_prefill 8192 (record: unset)"
+        in describe(h200, h200.rule, {**info, "chunked_prefill": "8192"}, "cuda").why
+    )
+    assert describe(h200, h200.rule, {}, "cuda").why.startswith("the engine reported no configuration")
+
+
+def test_no_file_a_pre_registration_and_the_cpu_rule_name_none():
+    assert describe(None, CPU, CPU_INFO, "cpu") == Uncalibrated(why="the CPU rule, never calibrated")
+    assert describe(None, CPU, {}, "cuda").why == "a rule given by hand, never calibrated"
+    prereg = read_calibration(ROOT / "docs" / "calibration-h100.preregistered.json")
+    assert prereg.record is None and "is a pre-registration" in describe(prereg, prereg.rule, {}, "cuda").why
+    assert caveat("FAIL", describe(None, CPU, CPU_INFO, "cpu")) is None
+
+
+def test_a_record_that_meets_its_targets_backs_a_full_pass(tmp_path):
+    full = read_calibration(cpu_record(tmp_path, units_of_300=True))
+    got = describe(full, CPU, CPU_INFO, "cpu")
+    assert got.meets_targets and got.units == 300 and caveat("PASS", got) is None and "meets its targets" in got.line()
+    short = describe(read_calibration(cpu_record(tmp_path)), CPU, CPU_INFO, "cpu")
+    assert short.units == 2 and caveat("FAIL", short).startswith("judged under cpu-record.json, which misses its")
+
+
+def test_a_claim_is_held_to_the_record_with_its_digest(tmp_path):
+    file = read_calibration(cpu_record(tmp_path))
+    claim = describe(file, CPU, CPU_INFO, "cpu")
+    assert check(claim, CPU, CPU_INFO, "cpu", [file]) is True
+    assert check(claim, CPU, CPU_INFO, "cpu", [packaged(H100)]) is False  # not at hand: not checked, and says so
+    inflated = claim.model_copy(update={"meets_targets": True, "shortfall": []})
+    with pytest.raises(InputError, match="is not what cpu-record.json says for its rule and engine"):
+        check(inflated, CPU, CPU_INFO, "cpu", [file])
+    with pytest.raises(InputError, match="none \\(the engine configuration differs"):
+        check(claim, CPU, {**CPU_INFO, "decode": "static"}, "cpu", [file])
+    with pytest.raises(ValueError, match="Clopper-Pearson"):
+        Calibrated(**{**claim.model_dump(), "false_pass_upper_95": 0.01})
+
+
+@pytest.mark.parametrize("content", ["{}", "not json", '{"format": "hotfloat-calibration-v2"}'])
+def test_a_file_that_is_neither_a_record_nor_a_pre_registration_is_one_error_line(tmp_path, content):
+    path = tmp_path / "cal.json"
+    path.write_text(content)
+    with pytest.raises(InputError) as e:
+        read_calibration(path)
+    assert str(e.value).startswith(f"{path}: not a calibration record: ") and "\n" not in str(e.value)
