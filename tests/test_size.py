@@ -6,8 +6,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 23_150
-"""Raised from 22,950 on 2026-12-05 (session 29) to 23,114 counted: the compat probe's `dtypes` rows (+~20: a
+BUDGET = 23_800
+"""Raised from 23,150 on 2026-12-06 (issue 50, items 1 and 5) to 23,740 counted: every verdict names the calibration
+record it was judged under (+~195: qualify/calibration.py, the record read once with its digest, named only when the
+rule and the engine configuration are its own, held to the record by `recompute`), the settlement policy that says
+what such a PASS is worth (+~140: reproductions until the product of the runs' bounds meets the target, banked runs
+in the ledger's `runs` table, provisional scores and crowns), the CLI's calibration line, column and keys (+~100:
+`qualify run`, `recompute --record`, `validator status`, `validator run --max-runs/--provisional`), and the source
+digest of the code that ran in every environment identity (+~65: env/source.py, shared with the image build, which
+lost its own copy). Before: raised from 22,950 on 2026-12-05 (session 29) to 23,114 counted: the compat probe's `dtypes` rows (+~20: a
 qualification on the H100 found every attention.prefill call sent stock because the slot declared an index dtype the
 engine never hands it, and the canary now reads the dtypes the pinned backend allocates), and the in-engine audit of
 attention.prefill a request at a time (+~140: seams/audit_prefill.py, the validator's offset checks, every engine

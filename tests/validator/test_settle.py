@@ -5,6 +5,7 @@ and what the PASS is worth follows from the calibration records its runs were ju
 import pytest
 
 from hotfloat.validator import Attempt, SettlementPolicy
+from hotfloat.validator.settle import DEFAULT_SETTLEMENT
 from hotfloat.validator import settle as settle_runs
 
 H = "a" * 64
@@ -23,7 +24,7 @@ def att(status, score=0.0, identity=H, gate=None, reason="", fault=None, bound=1
     )
 
 
-def settle(*runs, policy=SettlementPolicy()):
+def settle(*runs, policy=DEFAULT_SETTLEMENT):
     return settle_runs(list(runs), policy)
 
 

@@ -185,26 +185,28 @@ def describe(
         return Uncalibrated(why=f"{why}, never calibrated")
     if file.record is None:
         return Uncalibrated(why=f"{file.name} is a pre-registration: a rule fixed before any unit was collected")
-    if differs := _rule_differs(file.rule, rule) or _engine_differs(file.record.engine, engine_info):
-        return Uncalibrated(why=f"{differs} from {file.name}'s")
+    name = file.name
+    if differs := _rule_differs(file.rule, rule, name) or _engine_differs(file.record.engine, engine_info, name):
+        return Uncalibrated(why=differs)
     return summary(file)
 
 
-def _rule_differs(recorded: RuleConfig, rule: RuleConfig) -> str | None:
+def _rule_differs(recorded: RuleConfig, rule: RuleConfig, name: str) -> str | None:
     off = [
         f"{k} {getattr(rule, k)} (record {getattr(recorded, k)})"
         for k in sorted(TIMING)
         if getattr(rule, k) != getattr(recorded, k)
     ]
-    return f"the timing rule differs: {', '.join(off)}" if off else None
+    return f"the timing rule differs from {name}'s: {', '.join(off)}" if off else None
 
 
-def _engine_differs(recorded: dict[str, str], info: dict[str, str]) -> str | None:
+def _engine_differs(recorded: dict[str, str], info: dict[str, str], name: str) -> str | None:
     if not info:
-        return "the engine reported no configuration, so it cannot be held"
+        return f"the engine reported no configuration to hold against {name}'s"
     off = [f"{k} {info.get(k, '(unset)')} (record {v})" for k, v in sorted(recorded.items()) if info.get(k) != v]
     off += [f"{k} {v} (record: unset)" for k, v in sorted(info.items()) if k not in recorded and k not in DERIVED]
-    return f"the engine configuration differs: {', '.join(off[:4])}{', ...' if len(off) > 4 else ''}" if off else None
+    more = ", ..." if len(off) > 4 else ""
+    return f"the engine configuration differs from {name}'s: {', '.join(off[:4])}{more}" if off else None
 
 
 def check(

@@ -15,7 +15,7 @@ from ..bundle import Bundle, unpack
 from ..compiler import BuildRecord, build_bundle
 from ..errors import InputError
 from ..qualify import QualifyOptions, RuleConfig, qualify_bundle
-from ..qualify.calibration import CalibrationFile
+from ..qualify.calibration import CalibrationFile, caveat
 from ..qualify.options import rule_from, rule_given
 from ..record import first_error
 from ..scan import ScanReport, scan_bundle
@@ -134,11 +134,13 @@ def admit_stage(bundle: Bundle, built: Outcome[BuildRecord], options: VerifyOpti
 
 def qualify_stage(bundle: Bundle, options: QualifyOptions, on_progress: OnProgress) -> Outcome[Qualified]:
     """One complete-engine A/B; a calibration knob in force is named in the reasons, so no injected speed difference
-    passes for a real one."""
+    passes for a real one, and so is a calibration record that does not back the verdict in full."""
     result = qualify_bundle(
         bundle, options, progress=lambda what, done, most: on_progress("qualify", f"{what} ({done}/{most})")
     )
     reasons = [result.reason] if result.reason else []
+    if (line := caveat(result.status, result.evidence.calibration)) is not None:
+        reasons.append(line)  # a PASS its calibration does not back says so wherever its reasons go
     if options.extra_passes:
         reasons.append(
             f"calibration: extra stock passes per role {dict(sorted(options.extra_passes.items()))} were injected"
