@@ -153,3 +153,13 @@ def test_a_file_that_is_neither_a_record_nor_a_pre_registration_is_one_error_lin
     with pytest.raises(InputError) as e:
         read_calibration(path)
     assert str(e.value).startswith(f"{path}: not a calibration record: ") and "\n" not in str(e.value)
+
+
+def test_a_tampered_record_is_one_error_line(tmp_path):
+    """The committed H100 record with its bound edited down: not a record any more, and said so in one line."""
+    text = (ROOT / "docs" / "calibration-h100.json").read_text()
+    path = tmp_path / "calibration-h100.json"
+    path.write_text(text.replace('"false_pass_upper_95": 0.776393202250021', '"false_pass_upper_95": 0.001'))
+    with pytest.raises(InputError) as e:
+        read_calibration(path)
+    assert "not the Clopper-Pearson bound" in str(e.value) and "\n" not in str(e.value)

@@ -178,3 +178,19 @@ def test_every_committed_device_evidence_recomputes_to_its_decision(path):
     """Each verdict the docs quote from a GPU (plain or xz, as committed) follows from its evidence alone."""
     ev = load_evidence(path)
     assert ev.frames and recompute(ev) == ev.decision
+
+
+def test_evidence_v4_names_its_calibration_and_earlier_formats_none(tmp_path):
+    """The format says whether the calibration is there: v4 evidence without one, or v3 evidence claiming one, is
+    refused in one line."""
+    data = json.loads(synthetic().model_dump_json())
+    assert data["format"] == "hotfloat-qualify-evidence-v4" and data["calibration"]["kind"] == "none"
+    for fmt, calibration in (
+        ("hotfloat-qualify-evidence-v4", None),
+        ("hotfloat-qualify-evidence-v3", {"kind": "none", "why": "x"}),
+    ):
+        path = tmp_path / "ev.json"
+        path.write_text(json.dumps({**data, "format": fmt, "calibration": calibration}))
+        with pytest.raises(InputError, match="evidence v4, and only v4, names the calibration") as e:
+            load_evidence(path)
+        assert "\n" not in str(e.value)
