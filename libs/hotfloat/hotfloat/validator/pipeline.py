@@ -189,9 +189,9 @@ class Pipeline:
             return self.stages.qualify(archive, sub.identity, progress, on_start=begin)
         if stage == "score":  # the reproduction runs elsewhere when it can: a host's fault must not reproduce itself
             first = self.ledger.evidence(sub.id, State.QUALIFIED, StageEvidence[Qualified])
-            last = (reproductions(self.ledger, sub.id) or [Run.of(first)] if first else [None])[-1]
+            earlier = ([Run.of(first)] if first else []) + reproductions(self.ledger, sub.id)
             return self.stages.qualify(
-                archive, sub.identity, progress, on_start=begin, avoid=last.endpoint if last else None
+                archive, sub.identity, progress, on_start=begin, avoid=earlier[-1].endpoint if earlier else None
             )
         if stage != "admit":
             raise InfrastructureError(f"no client for stage {stage}")
