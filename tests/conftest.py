@@ -92,6 +92,27 @@ def aot_builds():
     return out
 
 
+def calibrated(units: int, false_passes: int = 0, record: str = "calibration-test.json"):
+    """A calibration summary of `false_passes` in `units` independent null units that misses its 1% target (as both
+    committed records do), for settlement and display tests that must not move when a packaged record grows."""
+    from hotfloat.qualify.calibrate.files import clopper_pearson_upper
+    from hotfloat.qualify.calibration import Calibrated
+
+    bound = clopper_pearson_upper(false_passes, units)
+    return Calibrated(
+        record=record,
+        sha256="c" * 64,
+        device="NVIDIA H100 80GB HBM3",
+        units=units,
+        false_passes=false_passes,
+        false_pass_upper_95=bound,
+        controls=0,
+        control_passes=0,
+        meets_targets=False,
+        shortfall=[f"false PASS: {false_passes} of {units} independent null qualifications, upper bound {bound:.1%}"],
+    )
+
+
 @pytest.fixture
 def qualified_record():
     """qualified(status, score, gate, seed) -> the record a qualification reply carries, with no engine run behind it."""

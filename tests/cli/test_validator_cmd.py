@@ -183,16 +183,17 @@ def test_status_names_each_verdicts_calibration_and_what_its_pass_is_worth(
     qualified names its first run's record and bound."""
     from hotfloat.bundle import load_bundle, pack
     from hotfloat.ledger import State
-    from hotfloat.qualify.calibration import summary
-    from hotfloat.qualify.options import packaged
     from hotfloat.validator import Outcome, Pipeline
     from hotfloat.verdict import Status
 
+    from ..conftest import calibrated
     from ..validator.test_pipeline import Scripted
 
+    records = {"NVIDIA H200": calibrated(21, record="calibration-h200.json")}
+    records["NVIDIA H100 80GB HBM3"] = calibrated(2, record="calibration-h100.json")  # the counts of both records
+
     def runs(gpu, *scores):
-        c = summary(packaged(gpu))
-        return [Outcome(Status.PASS, [], qualified_record("PASS", s, calibration=c)) for s in scores]
+        return [Outcome(Status.PASS, [], qualified_record("PASS", s, calibration=records[gpu])) for s in scores]
 
     db, ids = tmp_path / "l.db", []
     with Ledger(db) as led:

@@ -88,21 +88,23 @@ def test_a_verdict_under_a_record_names_it_and_its_bound_and_recompute_holds_it_
 
 
 def test_a_pass_under_a_record_that_misses_its_targets_is_visibly_provisional(tmp_path, capsys):
-    """A PASS (the rule's own: C 10% faster in every round) on the engine and under the rule of the committed H100
-    record, which misses its targets: `recompute`'s table and JSON call it provisional, not a full PASS; under no
-    record at all a PASS is provisional too."""
+    """A PASS (the rule's own: C 10% faster in every round) on the engine and under the rule of the H100 record the
+    first win ran under, which misses its targets: `recompute` checks it against that record and its table and JSON
+    call it provisional, not a full PASS; under no record at all a PASS is provisional too."""
+    from pathlib import Path
+
     from hotfloat.qualify import save_evidence
-    from hotfloat.qualify.calibration import describe
+    from hotfloat.qualify.calibration import describe, read_calibration
     from hotfloat.qualify.decision import judge
-    from hotfloat.qualify.options import packaged
 
     from .test_evidence import synthetic
 
-    h100 = packaged("NVIDIA H100 80GB HBM3")
+    path_h100 = Path(__file__).parent / "calibration-h100-session29.json"  # the record the first win ran under
+    h100 = read_calibration(path_h100)
     ev = synthetic(rounds=10)
     for file, says in (
         (None, "provisional PASS: no calibration record backs it (a rule given by hand, never calibrated)"),
-        (h100, "provisional PASS, not a full one: calibration-h100.json misses its targets (false PASS: 0 of 2"),
+        (h100, f"provisional PASS, not a full one: {h100.name} misses its targets (false PASS: 0 of 2"),
     ):
         rule = h100.rule
         decided = ev.model_copy(
@@ -115,8 +117,9 @@ def test_a_pass_under_a_record_that_misses_its_targets_is_visibly_provisional(tm
         )
         assert decided.decision.status == "PASS"
         save_evidence(decided, tmp_path / "pass.json")
-        code, out, _ = run(capsys, "recompute", str(tmp_path / "pass.json"), "--json")
+        code, out, _ = run(capsys, "recompute", str(tmp_path / "pass.json"), "--record", str(path_h100), "--json")
         got = json.loads(out)
         assert code == 0 and got["worth"] == "provisional" and got["caveat"].startswith(says)
+        assert got["calibration_checked"] is True
         code, out, _ = run(capsys, "recompute", str(tmp_path / "pass.json"))
         assert code == 0 and says[:60] in out

@@ -6,14 +6,15 @@ from __future__ import annotations
 import pytest
 
 from hotfloat.errors import InfrastructureError
-from hotfloat.qualify.calibration import Uncalibrated, summary
-from hotfloat.qualify.options import packaged
+from hotfloat.qualify.calibration import Uncalibrated
 from hotfloat.validator import Outcome
 from hotfloat.verdict import Status
 from hotfloat_services.qualification.convert import qualify_result
 from hotfloat_services.validator.convert import qualified
 
-H100 = summary(packaged("NVIDIA H100 80GB HBM3"))
+from ..conftest import calibrated
+
+H100 = calibrated(2, record="calibration-h100.json")
 
 
 @pytest.mark.parametrize("calibration", [H100, Uncalibrated(why="the CPU rule, never calibrated")])

@@ -15,13 +15,13 @@ from hotfloat.errors import InfrastructureError
 from hotfloat.ledger import Ledger, State
 from hotfloat.scan import ScanReport
 from hotfloat.validator import Admitted, Outcome, Pipeline, ScoreEvidence, StageRefused
-from hotfloat.qualify.calibration import summary
-from hotfloat.qualify.options import packaged
 from hotfloat.validator.runs import latest, reproductions
 from hotfloat.validator.settle import SettlementPolicy
 from hotfloat.validator.standings import crowns, scores
 from hotfloat.verdict import Status
 from hotfloat.verify import VerifyReport
+
+from ..conftest import calibrated
 
 CUBIN = b"\x7fELF pretend cubin"
 KERNEL = KernelArtifact(
@@ -122,7 +122,7 @@ def test_under_the_h200_record_a_third_run_is_banked_resumed_and_settles_full(su
     target, so the second is banked with its evidence and the stage runs again, on another endpoint than the
     second's. A validator stopped there resumes at the third run (the second is not redone) and three PASSes settle
     full, crowned, each run named in the ledger."""
-    h200 = summary(packaged("NVIDIA H200"))
+    h200 = calibrated(21, record="calibration-h200.json")  # the committed H200 record's counts: 13.3%
 
     def run(score: float, endpoint: str) -> Outcome:
         record = qualified_record("PASS", score, "PASS", calibration=h200).model_copy(update={"endpoint": endpoint})
@@ -160,7 +160,7 @@ def test_a_provisional_pass_is_scored_and_crowned_only_where_the_policy_says(
 ):
     """The H100 record (77.6%) cannot reach the target within three runs: settled provisional after two, scored
     either way; `held` leaves the crown empty, `crowned` crowns it and names it provisional."""
-    h100 = summary(packaged("NVIDIA H100 80GB HBM3"))
+    h100 = calibrated(2, record="calibration-h100.json")  # the H100 record the first win ran under: 77.6%
     runs = [Outcome(Status.PASS, [], qualified_record("PASS", s, "PASS", calibration=h100)) for s in (0.0175, 0.0128)]
     led, sid = submitted
     settlement = SettlementPolicy(provisional=policy)
