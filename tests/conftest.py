@@ -92,6 +92,27 @@ def aot_builds():
     return out
 
 
+def calibrated(units: int, false_passes: int = 0, record: str = "calibration-test.json"):
+    """A calibration summary of `false_passes` in `units` independent null units that misses its 1% target (as both
+    committed records do), for settlement and display tests that must not move when a packaged record grows."""
+    from hotfloat.qualify.calibrate.files import clopper_pearson_upper
+    from hotfloat.qualify.calibration import Calibrated
+
+    bound = clopper_pearson_upper(false_passes, units)
+    return Calibrated(
+        record=record,
+        sha256="c" * 64,
+        device="NVIDIA H100 80GB HBM3",
+        units=units,
+        false_passes=false_passes,
+        false_pass_upper_95=bound,
+        controls=0,
+        control_passes=0,
+        meets_targets=False,
+        shortfall=[f"false PASS: {false_passes} of {units} independent null qualifications, upper bound {bound:.1%}"],
+    )
+
+
 @pytest.fixture
 def qualified_record():
     """qualified(status, score, gate, seed) -> the record a qualification reply carries, with no engine run behind it."""
@@ -99,7 +120,10 @@ def qualified_record():
     from hotfloat.qualify.workload import make_workload
     from hotfloat.validator import Qualified
 
-    def make(status: str = "PASS", score: float = 0.0, gate: str = "PASS", seed: int = 7):
+    def make(status: str = "PASS", score: float = 0.0, gate: str = "PASS", seed: int = 7, calibration=None):
+        """`calibration`: the record the run names (default: none, as on CPU)."""
+        from hotfloat.qualify.calibration import Uncalibrated
+
         return Qualified(
             bundle_identity="0" * 64,
             engine=EngineSpec(preset="tiny", dtype="fp32", device="cpu"),
@@ -112,6 +136,7 @@ def qualified_record():
             seconds=1.0,
             score=score,
             decision=Decision(status=status, reason=f"{status} run", score=score, gate=gate),
+            calibration=calibration or Uncalibrated(why="the CPU rule, never calibrated"),
         )
 
     return make

@@ -6,7 +6,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 25_050
+BUDGET = 25_700
 """Raised from 23,150 on 2026-12-06 (session 30) by issue 49, in two parts. The in-engine audit (+~1,130 counted): the
 audit's shared contract (audit/: the Philox stream its decisions, windows and seals come from, each slot's entry
 layout, its settings: +~330), the taps every audited call runs on the host and as Triton kernels on the GPU, sealed so
@@ -18,7 +18,13 @@ they replaced. The scan (+701: the red team's 25 bypasses closed by class): it p
 analysis that tells a builtin lookup from a local (scope.py), allows attributes of values from VALUE_ATTRS or as the
 bundle's own names outside the generated LIB_NAMES (values.py, lib_names.txt is data), holds the members that turn
 names into code to one form each and checks format strings, class statements and string annotations (constructs.py),
-and reads inline PTX (ptx.py); alias resolution moved out of checker.py into paths.py. Before: raised
+and reads inline PTX (ptx.py); alias resolution moved out of checker.py into paths.py. And by issue 50 (items 1 and
+5, +~590): every verdict names the calibration record it was judged under (+~195: qualify/calibration.py, the record
+read once with its digest, named only when the rule and the engine configuration are its own, held to the record by
+`recompute`), the settlement policy that says what such a PASS is worth (+~140: reproductions until the product of
+the runs' bounds meets the target, banked runs in the ledger's `runs` table, provisional scores and crowns), the
+CLI's calibration line, column and keys (+~100), and the source digest of the code that ran in every environment
+identity (+~65: env/source.py, shared with the image build, which lost its own copy). Before: raised
 from 22,950 on 2026-12-05 (session 29) to 23,114 counted: the compat probe's `dtypes` rows (+~20: a
 qualification on the H100 found every attention.prefill call sent stock because the slot declared an index dtype the
 engine never hands it, and the canary now reads the dtypes the pinned backend allocates), and the in-engine audit of

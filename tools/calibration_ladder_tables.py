@@ -17,12 +17,12 @@ from calibration_sources import CANDIDATES, LADDER, ROOT, RUNS, md_table, raw_fi
 def examples() -> str:
     """The three examples booted beside B1-B3: gate, measured effect, the verdict `calibrate evidence` forms under the
     recorded rule, and where their completions left B1's path."""
-    from hotfloat.qualify.calibrate.files import load_rule
+    from hotfloat.qualify.calibration import read_calibration
     from hotfloat.qualify.calibrate.analyse import gain
     from hotfloat.qualify.calibrate.noise import series
     from hotfloat.qualify.calibrate.evidence import KeptRound, evidence_from
 
-    raw, rule = raw_file(CANDIDATES), load_rule(ROOT / "docs" / "calibration-h200.json")
+    raw, rule = raw_file(CANDIDATES), read_calibration(ROOT / "docs" / "calibration-h200.json").rule
     text = lzma.decompress((RUNS / f"{CANDIDATES}.outputs.jsonl.xz").read_bytes())
     kept = {(k.round, k.engine): k for k in map(KeptRound.model_validate_json, text.splitlines())}
     rows = []

@@ -127,6 +127,8 @@ def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
         "--cafile",
         origin.cafile,
         "--allow-private",
+        "--provisional",  # a CPU PASS names no calibration record: crowned here, held by a validator's default
+        "crowned",
     ]
     log = tmp_path / "validator.log"
     with open(log, "w") as errors:  # a file, not a pipe nobody drains while the test polls
@@ -161,11 +163,11 @@ def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
         assert json.loads(out)["counts"]["scored"] == 2
 
         uid = {identities["miner1"]: 1, identities["miner2"]: 2}
-        kept = {led.get(sid).identity: score for sid, (_, score) in scores(led).items()}
+        kept = {led.get(sid).identity: s.score for sid, s in scores(led).items()}
         [crown] = crowns(led).values()
         older, newer = (identities["miner1"], identities["miner2"])
         winner, runner = (newer, older) if kept[newer] > kept[older] + CHALLENGE_MARGIN else (older, newer)
-        assert (crown.winner, crown.runner_up) == (winner, runner)
+        assert (crown.winner, crown.runner_up) == (winner, runner) and crown.provisional == [winner, runner]
         assert both.weights == pytest.approx({uid[winner]: 0.8, uid[runner]: 0.2})
         row, _ = chain.weights_row(NETUID, 0)
         assert row == {uid[winner]: 65535, uid[runner]: 16384}

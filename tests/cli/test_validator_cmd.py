@@ -166,9 +166,63 @@ def test_run_spawns_separate_service_processes(capsys, make_bundle, tmp_path):
 
 
 def test_the_committed_calibration_record_gives_serve_its_rule():
-    from hotfloat.qualify.calibrate.files import CalibrationRecord, load_rule
+    from hotfloat.qualify.calibrate.files import CalibrationRecord
+    from hotfloat.qualify.calibration import read_calibration
 
     record = Path(__file__).resolve().parents[2] / "docs" / "calibration-h200.json"
-    rule = load_rule(record)
+    rule = read_calibration(record).rule
     assert rule == CalibrationRecord.model_validate_json(record.read_bytes()).rule
     assert rule.look_rounds == 5  # the rule the H200 collection chose, not the library default
+
+
+def test_status_names_each_verdicts_calibration_and_what_its_pass_is_worth(
+    capsys, make_bundle, qualified_record, tmp_path
+):
+    """Submissions settled through the pipeline: one under the committed H200 record (three runs, combined bound
+    0.23%: full, crowned), one under the H100 record (two runs, 60.3%: provisional, held from the crown); one still
+    qualified names its first run's record and bound."""
+    from hotfloat.bundle import load_bundle, pack
+    from hotfloat.ledger import State
+    from hotfloat.validator import Outcome, Pipeline
+    from hotfloat.verdict import Status
+
+    from ..conftest import calibrated
+    from ..validator.test_pipeline import Scripted
+
+    records = {"NVIDIA H200": calibrated(21, record="calibration-h200.json")}
+    records["NVIDIA H100 80GB HBM3"] = calibrated(2, record="calibration-h100.json")  # the counts of both records
+
+    def runs(gpu, *scores):
+        return [Outcome(Status.PASS, [], qualified_record("PASS", s, calibration=records[gpu])) for s in scores]
+
+    db, ids = tmp_path / "l.db", []
+    with Ledger(db) as led:
+        for name, answers, through in (
+            ("h200", runs("NVIDIA H200", 0.03, 0.02, 0.025), State.SCORED),
+            ("h100", runs("NVIDIA H100 80GB HBM3", 0.0175, 0.0128), State.SCORED),
+            ("waiting", runs("NVIDIA H100 80GB HBM3", 0.02), State.QUALIFIED),
+        ):
+            ids.append(led.receive(pack(load_bundle(make_bundle(name=name))))[0].id)
+            Pipeline(led, Scripted(*answers), through=through, workers=1, backoff_s=0).run()
+    code, out, err = hotfloat(capsys, "validator", "status", "--ledger", str(db), "--json")
+    assert code == 0, err
+    rows = {r["id"]: r for r in json.loads(out)["submissions"]}
+    full, provisional, waiting = (rows[i] for i in ids)
+    assert full["calibration"]["records"] == "calibration-h200.json x3" and full["calibration"]["worth"] == "full"
+    assert full["calibration"]["bound"] < 0.01 and full["crown"] == "winner"
+    assert provisional["calibration"] == {
+        "records": "calibration-h100.json x2",
+        "bound": pytest.approx(0.6028, abs=1e-4),
+        "worth": "provisional",
+    }
+    assert provisional["state"] == "scored" and provisional["crown"] is None
+    got = waiting["calibration"]
+    assert (waiting["state"], got["records"], round(got["bound"], 3), got["worth"]) == (
+        "qualified",
+        "calibration-h100.json",
+        0.776,
+        None,
+    )
+    assert "MISSES ITS TARGETS" in got["line"]
+    code, out, _ = hotfloat(capsys, "validator", "status", "--ledger", str(db))
+    assert code == 0 and "PROVISIONAL" in out and "calibration-h200.json" in out

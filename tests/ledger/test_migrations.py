@@ -66,3 +66,26 @@ def test_another_programs_database_is_refused_untouched(tmp_path):
     ):
         Ledger(path)
     assert path.read_bytes() == before and not (tmp_path / "app.db-wal").exists()
+
+
+def test_a_ledger_scored_before_verdicts_named_their_calibration_reads_its_scores_as_provisional(tmp_path):
+    """0004_calibration on a ledger with a score and a crown: the score names no record (bound 1, provisional), so a
+    validator holding provisional PASSes drops it at the slot set's next crowning; the crown names no one provisional
+    until then."""
+    from hotfloat.validator.standings import crowns, scores
+
+    conn = sqlite3.connect(tmp_path / "l.db", isolation_level=None)
+    migrate(conn, LEDGER_MIGRATIONS[:3])
+    conn.execute("INSERT INTO blobs VALUES ('00', x'00')")
+    conn.execute(
+        "INSERT INTO submissions (id, identity, bundle_id, submitter, source, state, archive_sha256, created_at,"
+        " updated_at) VALUES (1, 'h', 'b', 's', 'x', 'scored', '00', 0, 0)"
+    )
+    conn.execute("INSERT INTO scores VALUES (1, 'activation.silu_and_mul', 0.02, 0)")
+    conn.execute("INSERT INTO crowns VALUES ('activation.silu_and_mul', 'h', NULL, '{\"h\": 0.8}', 'fastest', 0)")
+    conn.close()
+    with Ledger(tmp_path / "l.db") as led:
+        [kept] = scores(led).values()
+        assert kept.provisional and kept.bound == 1.0 and kept.calibration.startswith("not recorded: scored before")
+        assert crowns(led)["activation.silu_and_mul"].provisional == []
+    assert applied(sqlite3.connect(tmp_path / "l.db"))[-1] == "0004_calibration"

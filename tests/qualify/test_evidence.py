@@ -9,6 +9,7 @@ import pytest
 
 from hotfloat.errors import InputError
 from hotfloat.qualify import load_evidence, recompute, save_evidence
+from hotfloat.qualify.calibration import Uncalibrated
 from hotfloat.qualify.evidence import Evidence
 from hotfloat.qualify.records import Decision, EngineSpec, RuleConfig, RunFrame
 from hotfloat.qualify.workload import make_workload
@@ -44,6 +45,7 @@ def synthetic(scales=(1.0, 0.9, 1.0), logprob=-1.0, rounds=4):
         order=[[0, 1, 2]] * rounds,
         frames=frames,
         decision=judge(frames, rule, [[0, 1, 2]] * rounds),
+        calibration=Uncalibrated(why="the CPU rule, never calibrated"),
         started="2026-01-01T00:00:00+00:00",
         seconds=1.0,
     )
@@ -176,3 +178,19 @@ def test_every_committed_device_evidence_recomputes_to_its_decision(path):
     """Each verdict the docs quote from a GPU (plain or xz, as committed) follows from its evidence alone."""
     ev = load_evidence(path)
     assert ev.frames and recompute(ev) == ev.decision
+
+
+def test_evidence_v5_names_its_calibration_and_earlier_formats_none(tmp_path):
+    """The format says whether the calibration is there: v5 evidence without one, or v4 evidence claiming one, is
+    refused in one line."""
+    data = json.loads(synthetic().model_dump_json())
+    assert data["format"] == "hotfloat-qualify-evidence-v5" and data["calibration"]["kind"] == "none"
+    for fmt, calibration in (
+        ("hotfloat-qualify-evidence-v5", None),
+        ("hotfloat-qualify-evidence-v4", {"kind": "none", "why": "x"}),
+    ):
+        path = tmp_path / "ev.json"
+        path.write_text(json.dumps({**data, "format": fmt, "calibration": calibration}))
+        with pytest.raises(InputError, match="evidence v5, and only v5, names the calibration") as e:
+            load_evidence(path)
+        assert "\n" not in str(e.value)

@@ -90,7 +90,7 @@ def test_the_cuda_rule_is_the_record_of_the_gpu_it_runs_on_and_a_gpu_without_one
     (calibration collection needs no rule) that qualify_bundle refuses in one line naming the commands that make a
     record; a configured rule (a pre-registration's, through --rule-from) lets it qualify."""
     from hotfloat.errors import InputError
-    from hotfloat.qualify.calibrate.files import load_rule
+    from hotfloat.qualify.calibration import read_calibration
     from hotfloat.qualify.options import NO_RECORD, default_rule, recorded_gpus, rule_given
 
     h200 = QualifyOptions.for_device("cuda", gpu="NVIDIA H200")
@@ -102,7 +102,7 @@ def test_the_cuda_rule_is_the_record_of_the_gpu_it_runs_on_and_a_gpu_without_one
         qualify_bundle(bundles["exact"], a100)
     assert str(e.value) == NO_RECORD.format(gpu="NVIDIA A100-SXM4-80GB")
     assert "hotfloat qualify calibrate collect" in str(e.value) and "\n" not in str(e.value)
-    prereg = load_rule(Path(__file__).parents[2] / "docs" / "calibration-h100.preregistered.json")
+    prereg = read_calibration(Path(__file__).parents[2] / "docs" / "calibration-h100.preregistered.json").rule
     h100 = QualifyOptions.for_device("cuda", gpu="NVIDIA H100 80GB HBM3", **rule_given(prereg))
     assert h100.uncalibrated is None and h100.rule.look_rounds == prereg.look_rounds == 5
     with pytest.raises(InputError, match="no calibration record for NVIDIA A100"):

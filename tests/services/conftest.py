@@ -15,6 +15,7 @@ from hotfloat.compiler import BuildRecord
 from hotfloat.ledger import Ledger, State
 from hotfloat.qualify import Decision, EngineSpec, Evidence, QualifyResult, RuleConfig
 from hotfloat.qualify.workload import make_workload
+from hotfloat.qualify.calibration import Uncalibrated
 from hotfloat.scan import ScanReport
 from hotfloat.validator import Admitted, Outcome, Pipeline, local
 from hotfloat.admission.scope import QUICK_ADMISSION
@@ -129,6 +130,7 @@ def stand_in(monkeypatch):
             started="2026-01-01T00:00:00+00:00",
             seconds=STAND_IN_S,
             decision=Decision(status="PASS", reason="stand-in", score=0.05, gate="PASS"),
+            calibration=Uncalibrated(why="a stand-in run"),
         )
         return QualifyResult(status="PASS", score=0.05, reason="stand-in PASS", evidence=evidence)
 

@@ -39,6 +39,9 @@ def test_qualify_streams_runs_and_returns_recomputable_evidence(services, token,
     decision = recompute(evidence)
     assert decision.status == {1: "PASS", 2: "FAIL", 3: "NO_DECISION"}[result.verdict.status]
     assert decision.score == result.score
+    # the CPU rule names no calibration record, in the evidence and in the reply's typed field alike
+    assert result.HasField("calibration") and result.calibration.record == ""
+    assert result.calibration.why_none == evidence.calibration.why == "the CPU rule, never calibrated"
 
 
 def test_two_qualifications_on_one_host_are_timed_one_after_the_other(services, token, packed, make_bundle):

@@ -23,7 +23,8 @@ from hotfloat.qualify import RuleConfig
 from hotfloat.validator import Pipeline, Qualified, ScoreEvidence, StageEvidence
 from hotfloat.validator.crowns import CHALLENGE_MARGIN, RUNNER_UP_SHARE, WINNER_SHARE
 from hotfloat.validator.standings import crowns, scores
-from hotfloat.validator import StageConfig
+from hotfloat.validator import SettlementPolicy, StageConfig
+from hotfloat.qualify.calibration import Uncalibrated
 from hotfloat_services.serve import start as start_service
 from hotfloat_services.validator.clients import StageClients
 
@@ -39,6 +40,8 @@ RULE = RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=4, max_looks=2)
 """This machine's rule: drift far above a quiet GPU host's is tolerated, the error rate is the default."""
 FASTER = {"qualify_warmup_passes": 1, "qualify_rule": RULE, "qualify_extra_passes": (("B", 128),)}
 SLOWER = {**FASTER, "qualify_extra_passes": (("C", 128),)}
+CROWNED = SettlementPolicy(provisional="crowned")
+"""No calibration record measures a CPU, so every PASS here is provisional: crowned, to test the crowns."""
 ALL_STAGES = [State.RECEIVED, State.SCANNED, State.BUILT, State.ADMITTED, State.QUALIFIED, State.SCORED]
 
 
@@ -56,10 +59,12 @@ def test_reproduced_passes_are_scored_at_the_lower_score_and_crowned(services, t
     db = tmp_path / "l.db"
     with Ledger(db) as led:
         ids = _submit(led, make_bundle, "first", "second")
-        counts = Pipeline(led, clients, through=State.SCORED).run()
+        counts = Pipeline(led, clients, through=State.SCORED, settlement=CROWNED).run()
         assert counts["scored"] == 2, [led.get(i).reason for i in ids]
         kept = scores(led)
         for sid in ids:
+            # a CPU run names no calibration record: the settled PASS is provisional, and this policy crowns it
+            assert kept[sid].provisional and kept[sid].bound == 1.0 and kept[sid].calibration == "none x2"
             assert [t.to_state for t in led.transitions(sid)] == ALL_STAGES
             assert _stages(led, sid) == [("qualify", "done"), ("score", "done")]
             first, second = (
@@ -70,6 +75,7 @@ def test_reproduced_passes_are_scored_at_the_lower_score_and_crowned(services, t
             assert [r.status for r in runs] == ["PASS", "PASS"]
             assert runs[0].seed == first.record.workload.seed != runs[1].seed
             assert runs[1].seed == second.record.workload.seed
+            assert [r.calibration for r in runs] == [Uncalibrated(why="the CPU rule, never calibrated")] * 2
             assert runs[0].score == first.record.score and runs[1].score == second.record.score
             assert any("calibration: extra stock passes" in r for r in second.reasons)
             low = min(r.score for r in runs)
@@ -85,12 +91,14 @@ def test_reproduced_passes_are_scored_at_the_lower_score_and_crowned(services, t
     crown = table["activation.silu_and_mul"]
     assert (crown.winner, crown.runner_up) == (identity[winner], identity[runner])
     assert crown.weights == {identity[winner]: WINNER_SHARE, identity[runner]: RUNNER_UP_SHARE}
+    assert crown.provisional == [identity[winner], identity[runner]]
 
     with pytest.raises(SystemExit):
         main(["validator", "status", "--ledger", str(db), "--json"])
     status = json.loads(capsys.readouterr().out)
     rows = {r["id"]: r for r in status["submissions"]}
-    assert rows[winner]["crown"] == "winner" and rows[runner]["crown"] == "runner-up"
+    assert rows[winner]["crown"] == "winner (provisional)" and rows[runner]["crown"] == "runner-up (provisional)"
+    assert rows[winner]["calibration"] == {"records": "none x2", "bound": 1.0, "worth": "provisional"}
     assert (
         rows[winner]["score"] == kept[winner][1]
         and status["crowns"]["activation.silu_and_mul"]["winner"] == identity[winner]
@@ -99,6 +107,7 @@ def test_reproduced_passes_are_scored_at_the_lower_score_and_crowned(services, t
         main(["validator", "status", "--ledger", str(db)])
     out = capsys.readouterr().out
     assert "score" in out and "crown" in out and "runner-up" in out and f"{kept[winner][1]:.4f}" in out
+    assert "none x2 <= 100.0% PROVISIONAL" in out
 
 
 def test_a_pass_that_does_not_reproduce_ends_no_decision(services, token, sockdir, make_bundle, tmp_path):

@@ -72,6 +72,8 @@ def test_flags_override_the_file_key_by_key(tmp_path):
         ),
         ("ledger = 'a'\nstages = 'spawned'\n[chain]\nnetuid = 7\n", "apply only with --chain"),
         ("ledger = 'a'\nstages = 'spawned'\n[tls]\nca = 'ca.pem'\n", "mutual TLS needs all"),
+        ("ledger = 'a'\nstages = 'local'\n[settlement]\nprovisional = 'paid'\n", "settlement.provisional: Input"),
+        ("ledger = 'a'\nstages = 'local'\n[settlement]\nmax_runs = 1\n", "settlement.max_runs: Input should be"),
         ("x" * (2 << 20), "limit"),
     ],
 )
@@ -81,6 +83,19 @@ def test_a_hostile_or_inconsistent_file_is_one_input_error(tmp_path, text, says)
     with pytest.raises(InputError) as err:
         load_config(str(path), {})
     assert says in str(err.value) and "\n" not in str(err.value) and str(err.value).startswith(f"--config {path}: ")
+
+
+def test_the_settlement_policy_comes_from_its_table_and_its_flags_win_key_by_key(tmp_path):
+    """What a PASS is worth is the validator's setting: by default a PASS is reproduced up to three runs to bring its
+    combined calibration bound under 1%, and one that cannot is held from the crowns."""
+    from hotfloat.cli.validator_run_cmd import _settings
+
+    default = load_config(None, {"ledger": "x.db", "stages": "local"}).settlement
+    assert (default.target, default.max_runs, default.provisional) == (0.01, 3, "held")
+    path = tmp_path / "v.toml"
+    path.write_text("ledger = 'a'\nstages = 'local'\n[settlement]\nmax_runs = 5\ntarget = 0.02\n")
+    config = load_config(str(path), _settings({"provisional": "crowned"}))
+    assert (config.settlement.max_runs, config.settlement.target, config.settlement.provisional) == (5, 0.02, "crowned")
 
 
 def test_validator_run_reads_the_file_and_its_flags_win(capsys, tmp_path):

@@ -107,7 +107,7 @@ def test_a_configured_rule_sets_only_what_it_names_over_the_devices_defaults():
     audit: taken as given it would switch the audit's accuracy check off)."""
     from hotfloat.qualify import QualifyOptions, RuleConfig
     from hotfloat.qualify.options import recorded_gpus
-    from hotfloat.qualify.calibrate.files import load_rule
+    from hotfloat.qualify.calibration import read_calibration
 
     named = RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=3, max_looks=2)
     rule = StageConfig(qualify_rule=named).qualify_options().rule
@@ -119,7 +119,7 @@ def test_a_configured_rule_sets_only_what_it_names_over_the_devices_defaults():
     )
     got = StageConfig(qualify_rule=full).qualify_options().rule
     assert got == full.model_copy(update={"gate_slack": cpu.gate_slack, "audit_slack": cpu.audit_slack})
-    record = load_rule(recorded_gpus()["NVIDIA H200"])
+    record = read_calibration(recorded_gpus()["NVIDIA H200"]).rule
     assert "audit_slack" in record.model_fields_set and record.audit_slack == 0
     got = StageConfig(qualify_rule=record).qualify_options().rule
     assert (got.gate_slack, got.audit_slack) == (

@@ -14,10 +14,14 @@ from hotfloat.compiler import BuildRecord, KernelArtifact
 from hotfloat.errors import InfrastructureError
 from hotfloat.ledger import Ledger, State
 from hotfloat.scan import ScanReport
-from hotfloat.validator import Admitted, Outcome, Pipeline, StageRefused
-from hotfloat.validator.standings import scores
+from hotfloat.validator import Admitted, Outcome, Pipeline, ScoreEvidence, StageRefused
+from hotfloat.validator.runs import latest, reproductions
+from hotfloat.validator.settle import SettlementPolicy
+from hotfloat.validator.standings import crowns, scores
 from hotfloat.verdict import Status
 from hotfloat.verify import VerifyReport
+
+from ..conftest import calibrated
 
 CUBIN = b"\x7fELF pretend cubin"
 KERNEL = KernelArtifact(
@@ -97,8 +101,9 @@ def test_the_score_stage_settles_by_the_one_rule(submitted, qualified_record, se
         and len(stages.seen) == 1
     )
     assert scores(led).get(sid, (None, None))[1] == (0.03 if ends is State.SCORED else None)
-    if ends is State.SCORED:
-        assert sub.reason == "reproduced: scores 0.0500 and 0.0300, the lower is kept"
+    if ends is State.SCORED:  # CPU runs name no calibration record: the PASS is provisional, and held from the crown
+        assert sub.reason.startswith("reproduced: scores 0.0500 and 0.0300, the lower is kept; PROVISIONAL: ")
+        assert scores(led)[sid].provisional and crowns(led)["activation.silu_and_mul"].winner is None
     else:
         assert sub.reason.startswith("score: ") and sub.reason.endswith(f": {second.status.value} run")
 
@@ -110,6 +115,63 @@ def test_the_reproduction_is_asked_to_avoid_the_endpoint_of_the_first_run(submit
     stages = Scripted(Outcome(Status.PASS, [], first), Outcome(Status.PASS, [], qualified_record("PASS", 0.04, "PASS")))
     Pipeline(led, stages, through=State.SCORED, workers=1, backoff_s=0).run()
     assert led.get(sid).state is State.SCORED and stages.avoided == [None, "gpu-3:50051"]
+
+
+def test_under_the_h200_record_a_third_run_is_banked_resumed_and_settles_full(submitted, qualified_record):
+    """Each run names the committed H200 record (13.3%): two PASSes bound a null kernel by 1.77%, over the 1%
+    target, so the second is banked with its evidence and the stage runs again, on another endpoint than the
+    second's. A validator stopped there resumes at the third run (the second is not redone) and three PASSes settle
+    full, crowned, each run named in the ledger."""
+    h200 = calibrated(21, record="calibration-h200.json")  # the committed H200 record's counts: 13.3%
+
+    def run(score: float, endpoint: str) -> Outcome:
+        record = qualified_record("PASS", score, "PASS", calibration=h200).model_copy(update={"endpoint": endpoint})
+        return Outcome(Status.PASS, ["PASS run"], record)
+
+    led, sid = submitted
+    stop = threading.Event()
+    events = []
+
+    def on_event(sid, stage, message):
+        events.append(message)
+        if "reproduced again" in message:
+            stop.set()
+
+    first = Scripted(run(0.05, "gpu-0"), run(0.04, "gpu-1"))
+    Pipeline(led, first, through=State.SCORED, workers=1, backoff_s=0, on_event=on_event).run(stop=stop)
+    assert led.get(sid).state is State.QUALIFIED
+    assert any("PASS 2 of at most 3: combined false-PASS bound 1.77%" in e for e in events)
+    [banked] = reproductions(led, sid)
+    assert banked.calibration == h200 and banked.endpoint == "gpu-1" and latest(led)[sid] == banked
+    then = Scripted(run(0.045, "gpu-0"))
+    Pipeline(led, then, through=State.SCORED, workers=1, backoff_s=0).run()
+    assert led.get(sid).state is State.SCORED and then.avoided == ["gpu-1"]
+    kept = scores(led)[sid]
+    assert kept.score == 0.04 and not kept.provisional and kept.calibration == "calibration-h200.json x3"
+    assert kept.bound == h200.bound**3 and crowns(led)["activation.silu_and_mul"].winner == led.get(sid).identity
+    final = led.evidence(sid, State.SCORED, ScoreEvidence)
+    assert [r.endpoint for r in final.runs] == ["gpu-0", "gpu-1", "gpu-0"] and final.settled.bound == kept.bound
+    assert [(a.stage, a.outcome) for a in led.attempts(sid) if a.stage == "score"] == [("score", "done")] * 2
+
+
+@pytest.mark.parametrize("policy, crowned", [("held", False), ("crowned", True)])
+def test_a_provisional_pass_is_scored_and_crowned_only_where_the_policy_says(
+    submitted, qualified_record, policy, crowned
+):
+    """The H100 record (77.6%) cannot reach the target within three runs: settled provisional after two, scored
+    either way; `held` leaves the crown empty, `crowned` crowns it and names it provisional."""
+    h100 = calibrated(2, record="calibration-h100.json")  # the H100 record the first win ran under: 77.6%
+    runs = [Outcome(Status.PASS, [], qualified_record("PASS", s, "PASS", calibration=h100)) for s in (0.0175, 0.0128)]
+    led, sid = submitted
+    settlement = SettlementPolicy(provisional=policy)
+    Pipeline(led, Scripted(*runs), through=State.SCORED, workers=1, backoff_s=0, settlement=settlement).run()
+    kept, crown = scores(led)[sid], crowns(led)["activation.silu_and_mul"]
+    assert led.get(sid).state is State.SCORED and kept.provisional and kept.score == 0.0128
+    identity = led.get(sid).identity
+    if crowned:
+        assert crown.winner == identity and crown.provisional == [identity]
+    else:
+        assert crown.winner is None and crown.provisional == []
 
 
 def test_a_fault_is_retried_then_undecided(submitted):

@@ -135,7 +135,7 @@ class StageClients:
                 convert.qualify_request(archive, identity), timeout=self._deadlines.qualify, metadata=self._meta
             )
             result = _final(stream, "qualify", on_progress)
-        return convert.outcome(result.verdict, Qualified, extra={"score": result.score, "endpoint": where})
+        return convert.qualified(result, where)
 
 
 def _final(stream, stage: str, on_progress: OnProgress):

@@ -21,10 +21,10 @@ from .clients import StageClients
 from .spawn import spawned
 
 
-def stage_config(config: ValidatorConfig, rule=None) -> StageConfig:
+def stage_config(config: ValidatorConfig, calibration=None) -> StageConfig:
     """What stages in this process run with: the settings `spawned` gives its services as flags."""
     quick = QUICK_ADMISSION.stage_kwargs() if config.quick else {}
-    return StageConfig(device=config.stage_device(), qualify_rule=rule, **quick)
+    return StageConfig(device=config.stage_device(), qualify_calibration=calibration, **quick)
 
 
 class Validator:
@@ -63,12 +63,13 @@ class Validator:
 
     def _open(self) -> None:
         c = self.config
-        rule = None
+        calibration = None
         if c.rule_from:
-            from hotfloat.qualify.calibrate.files import load_rule
+            from hotfloat.qualify.calibration import read_calibration
 
-            rule = load_rule(c.rule_from)  # a spawned service reads it the same way: a bad record is refused first
-        stages = self._stages(rule)
+            # a spawned service reads it the same way: a bad record is refused first
+            calibration = read_calibration(c.rule_from)
+        stages = self._stages(calibration)
         self.ledger = self._ledger()
         through = State(c.through or ("scored" if c.qualifies else "admitted"))
         self.pipeline = Pipeline(
@@ -79,12 +80,13 @@ class Validator:
             max_attempts=c.max_attempts,
             on_event=self._on_event,
             on_stop=self._abandon,
+            settlement=c.settlement,
         )
 
-    def _stages(self, rule) -> Stages:
+    def _stages(self, calibration) -> Stages:
         c = self.config
         if c.stages == "local":
-            return LocalStages(stage_config(c, rule))
+            return LocalStages(stage_config(c, calibration))
         if c.stages == "spawned":
             names = ("compiler", "admission", "qualification") if c.rule_from else ("compiler", "admission")
             self._report(f"starting {', '.join(names[:-1])} and {names[-1]} services ...")

@@ -127,6 +127,9 @@ def test_cli_analyse_writes_the_record_with_the_preregistered_rule(tmp_path, cap
     assert (
         rec.independent_draws == 2 and rec.rule == RULE and rec.selection == "pre-registered" and rec.model.sims == 20
     )
+    from hotfloat.env.source import source_digest
+
+    assert rec.source == source_digest()  # the tree that analysed it, by content
     printed = capsys.readouterr().out
     assert "null (independent)" in printed and "process model: sigma" in printed
     assert f"robust model: sigma {rec.robust_model.sigma:.2%}" in printed and "passes winsorized" in printed

@@ -143,11 +143,11 @@ def test_evidence_refuses_hostile_kept_outputs(tmp_path, capsys, outputs, why):
 
 def test_a_record_that_is_not_one_names_its_first_problem(tmp_path):
     from hotfloat.errors import InputError
-    from hotfloat.qualify.calibrate.files import load_rule
+    from hotfloat.qualify.calibration import read_calibration
 
     record = tmp_path / "cal.json"
     record.write_text(
         analyse([raw(n=12)], PREREG, sims=0).model_dump_json().replace('"look_rounds":10', '"look_rounds":0')
     )
     with pytest.raises(InputError, match=r"not a calibration record: .*look_rounds: Input should be greater"):
-        load_rule(record)
+        read_calibration(record)

@@ -99,15 +99,25 @@ def load_record(path: str | os.PathLike, kind: type[R], *, max_bytes: int, what:
     number length before the parser runs; any refusal is an InputError `path: not <what>: <first problem>`. NaN and
     Infinity are accepted: records write them (hotfloat.record.Record)."""
     try:
-        text = unpack_xz(read_file(path, max_bytes), max_bytes).decode()
+        data = read_file(path, max_bytes)
+    except OSError as e:
+        raise InputError(f"{path}: not {what}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise InputError(f"{path}: not {what}: {e}") from None
+    return parse_record(data, kind, max_bytes=max_bytes, what=what, name=str(path))
+
+
+def parse_record(data: bytes, kind: type[R], *, max_bytes: int, what: str, name: str) -> R:
+    """`load_record` on bytes already read, so a caller that digests a file parses exactly the bytes it digested;
+    `name` says where they came from in the refusal."""
+    try:
+        text = unpack_xz(data, max_bytes).decode()
         _json_bounds(text)
         return kind.model_validate_json(text)
     except ValidationError as e:
-        raise InputError(f"{path}: not {what}: {first_error(e, kind.__name__)}") from None
-    except OSError as e:
-        raise InputError(f"{path}: not {what}: {e.strerror or e}") from None
-    except ValueError as e:  # read_file's and the bounds' refusals, and text that is not UTF-8
-        raise InputError(f"{path}: not {what}: {e}") from None
+        raise InputError(f"{name}: not {what}: {first_error(e, kind.__name__)}") from None
+    except ValueError as e:  # the bounds' refusals, and text that is not UTF-8
+        raise InputError(f"{name}: not {what}: {e}") from None
 
 
 def _no_constant(name: str) -> float:

@@ -120,6 +120,8 @@ def settings(handicap: int) -> list[str]:
             if handicap
             else "no handicap: the honest kernel is as fast as stock, so expect NO_DECISION or FAIL"
         ),
+        "settlement crowns provisional PASSes: no calibration record measures a CPU, so every PASS here is "
+        "provisional, which a validator's default holds out of the crowns",
     ]
 
 
@@ -151,6 +153,7 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
     from ..chain.client import Chain
     from ..chain.miner import commitment
     from ..chain.standin import LocalSubstrate
+    from ..validator import SettlementPolicy
     from ..validator.config import ChainSettings, ValidatorConfig
     from ..validator.standings import crowns, scores
 
@@ -223,6 +226,7 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
             through="scored",
             max_attempts=2,
             chain=chain_settings,
+            settlement=SettlementPolicy(provisional="crowned"),
         )
         names = {}
 
@@ -239,7 +243,7 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
         report(f"weights: the validator's row on chain is {dict(sorted(weights.items())) or 'empty (nothing crowned)'}")
 
         led = node.ledger
-        kept = {led.get(sid).identity: score for sid, (_, score) in scores(led).items()}
+        kept = {led.get(sid).identity: s.score for sid, s in scores(led).items()}
         held = {}
         for crown in crowns(led).values():
             held.update({crown.winner: "winner", crown.runner_up: "runner-up"})

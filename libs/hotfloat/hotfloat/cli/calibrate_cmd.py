@@ -9,7 +9,7 @@ import click
 from ..errors import InputError
 from .calibrate_collect_cmd import collect_cmd
 from .output import emit_json, exit_with, json_option, table
-from .qualify_options import decision_table
+from .qualify_options import calibration_json, decision_table
 
 
 @click.group("calibrate", commands=[collect_cmd])
@@ -148,12 +148,13 @@ def evidence_cmd(raw, candidate, rule_from, out_path, as_json):
     from pydantic import ValidationError
 
     from ..qualify import save_evidence
-    from ..qualify.calibrate.files import load_raw, load_rule
     from ..qualify.calibrate.evidence import evidence_from
+    from ..qualify.calibrate.files import load_raw
+    from ..qualify.calibration import read_calibration
 
-    rule = load_rule(rule_from)
+    file = read_calibration(rule_from)
     try:
-        ev = evidence_from(load_raw(raw), Path(f"{raw}.outputs.jsonl"), candidate, rule)
+        ev = evidence_from(load_raw(raw), Path(f"{raw}.outputs.jsonl"), candidate, file.rule, file)
     except (ValidationError, ValueError, OSError) as e:
         raise InputError(f"cannot form evidence for {candidate}: {str(e).splitlines()[0]}") from None
     save_evidence(ev, out_path)
@@ -166,8 +167,9 @@ def evidence_cmd(raw, candidate, rule_from, out_path, as_json):
                 "reason": d.reason,
                 "decision": d.model_dump(mode="json"),
                 "evidence": out_path,
+                **calibration_json(d.status, ev.calibration),
             }
         )
     else:
-        decision_table(d)
+        decision_table(d, ev.calibration)
     exit_with(d.status)

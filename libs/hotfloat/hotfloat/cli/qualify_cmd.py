@@ -8,7 +8,7 @@ from ..errors import InputError
 from .calibrate_cmd import calibrate
 from .options import bundle_argument, open_bundle
 from .output import emit_json, exit_with, json_option, progress, table
-from .qualify_options import decision_table, engine_options, qualify_options
+from .qualify_options import calibration_json, decision_table, engine_options, qualify_options
 
 
 class _DefaultRun(click.Group):
@@ -94,6 +94,7 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
                 "isolation": iso.model_dump(mode="json") if iso else None,
                 "memory": result.evidence.memory.model_dump(mode="json") if result.evidence.memory else None,
                 "evidence": evidence_path,
+                **calibration_json(result.status, result.evidence.calibration),
             }
         )
     else:
@@ -105,6 +106,8 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
             isolation += f"  memory={p.resident}x{p.share_bytes / 2**30:.1f} GiB" + (
                 " twin-apart-from-C" if p.twin_apart else ""
             )
+        cal = result.evidence.calibration
+        isolation += f"  calibration={getattr(cal, 'record', 'none')}"
         table(
             f"qualify {b.manifest.bundle_id}  sandbox={sandbox}{isolation}",
             ["engine", "role", "ok", "boot s", "median pass ms", "tok/s", "routed", "peak GiB"],
@@ -122,7 +125,7 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
                 for f in [*result.evidence.frames, *filter(None, [result.evidence.twin])]
             ],
         )
-        decision_table(d)
+        decision_table(d, cal)
     exit_with(result.status)
 
 
@@ -134,21 +137,46 @@ def _peak_gib(memory, name: str) -> str:
 
 @qualify.command("recompute")
 @click.argument("evidence", type=click.Path(dir_okay=False, path_type=str))
+@click.option(
+    "--record",
+    "records",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="A calibration record the evidence may name that this package does not ship (e.g. an older version); "
+    "repeatable.",
+)
 @json_option
-def recompute_cmd(evidence, as_json):
-    """Recompute the decision from EVIDENCE alone; exit 2 if it differs from the recorded one."""
+def recompute_cmd(evidence, records, as_json):
+    """Recompute the decision from EVIDENCE alone and hold its calibration to the record it names (by digest);
+    exit 2 if either differs from what the evidence says."""
     from ..qualify import load_evidence, recompute
+    from ..qualify.calibration import read_calibration
+    from ..qualify.evidence import check_calibration
 
     ev = load_evidence(evidence)
     d = recompute(ev)
     same = d == ev.decision
+    checked = check_calibration(ev, [read_calibration(r) for r in records])
+    said = {
+        None: "",
+        True: "calibration checked against its record",
+        False: "calibration NOT checked: the record it names is not at hand (give it with --record)",
+    }[checked]
     if as_json:
         emit_json(
-            {"matches": same, "recomputed": d.model_dump(mode="json"), "recorded": ev.decision.model_dump(mode="json")}
+            {
+                "matches": same,
+                "recomputed": d.model_dump(mode="json"),
+                "recorded": ev.decision.model_dump(mode="json"),
+                "calibration_checked": checked,
+                **calibration_json(d.status, ev.calibration),
+            }
         )
     else:
-        decision_table(d)
+        decision_table(d, ev.calibration)
         click.echo("matches the recorded decision" if same else "DIFFERS from the recorded decision")
+        if said:
+            click.echo(said)
     if not same:
         raise InputError(f"recomputed decision {d.status} ({d.reason}) differs from the recorded {ev.decision.status}")
 

@@ -137,13 +137,15 @@ def qualify_options(
         ).items()
         if v is not None
     }
-    if rule_from:  # the record's timing rule, under the flags given beside it
-        from ..qualify.options import rule_given
-        from ..qualify.calibrate.files import load_rule
+    calibration = None
+    if rule_from:  # the record's timing rule, under the flags given beside it (which then name no record)
+        from ..qualify.calibration import read_calibration
+        from ..qualify.options import rule_from as recorded_rule
 
-        recorded = rule_given(load_rule(rule_from))
+        recorded = recorded_rule(read_calibration(rule_from))
         rule = {**recorded["rule"], **rule}
         logprob_tol = recorded.get("logprob_tol") if logprob_tol is None else logprob_tol
+        calibration = recorded["calibration"]
     try:
         opts = QualifyOptions.for_device(
             device,
@@ -157,18 +159,23 @@ def qualify_options(
             sandboxed=not unsandboxed,
             logprob_tol=logprob_tol,
             rule=rule,
+            calibration=calibration,
         )
     except ValidationError as e:
         raise InputError(f"bad qualification options: {e.errors()[0]['msg']}") from None
     return opts.model_copy(update={"startup_timeout_s": boot_timeout}) if boot_timeout else opts
 
 
-def decision_table(d) -> None:
-    """A decision as one table row, as `run`, `recompute` and `calibrate evidence` print it."""
+def decision_table(d, calibration) -> None:
+    """A decision as one table row, then the calibration it was judged under and, where that record does not back
+    it in full, the one line saying so; as `run`, `recompute` and `calibrate evidence` print it."""
+    from ..qualify.calibration import caveat
+
     pct = lambda v: "" if v is None else f"{v:+.2%}"  # noqa: E731
+    worth = "" if calibration is None else f"{getattr(calibration, 'record', 'none')} <= {calibration.bound:.1%}"
     table(
         "decision",
-        ["status", "gate", "score", "improvement", "lower", "upper", "B vs B'", "rounds", "reason"],
+        ["status", "gate", "score", "improvement", "lower", "upper", "B vs B'", "rounds", "calibration", "reason"],
         [
             (
                 d.status,
@@ -179,7 +186,22 @@ def decision_table(d) -> None:
                 pct(d.upper),
                 pct(d.drift),
                 d.rounds,
+                worth or "not recorded",
                 d.reason,
             )
         ],
     )
+    click.echo(f"calibration: {calibration.line() if calibration else 'not recorded (evidence before v4)'}")
+    if calibration is not None and (line := caveat(d.status, calibration)):
+        click.secho(line, fg="yellow", bold=True)
+
+
+def calibration_json(status: str, calibration) -> dict:
+    """The calibration keys of a verdict's `--json`: the record (or none and why), the verdict's worth (a PASS is
+    `full` only under a record that meets its targets) and the caveat line."""
+    from ..qualify.calibration import caveat
+
+    if calibration is None:
+        return {"calibration": None, "worth": None, "caveat": "calibration not recorded (evidence before v4)"}
+    worth = ("full" if calibration.meets_targets else "provisional") if status == "PASS" else None
+    return {"calibration": calibration.model_dump(mode="json"), "worth": worth, "caveat": caveat(status, calibration)}

@@ -99,13 +99,16 @@ def serve(
 
         chosen = pin(gpu)
         click.echo(f"{name} uses only GPU {gpu}: {chosen.uuid} at {chosen.bus}, /dev/nvidia{chosen.minor}", err=True)
-    rule = None
+    calibration = None
     if rule_from:
-        from ..qualify.calibrate.files import load_rule
+        from ..qualify.calibration import read_calibration
 
-        rule = load_rule(rule_from)
+        calibration = read_calibration(rule_from)
     config = StageConfig(
-        device=device, verify_max_shapes=verify_max_shapes, verify_dtypes=verify_dtypes or None, qualify_rule=rule
+        device=device,
+        verify_max_shapes=verify_max_shapes,
+        verify_dtypes=verify_dtypes or None,
+        qualify_calibration=calibration,
     )
     running = start(
         name, socket_path or listen, token=load_token(token_file), config=config, concurrency=concurrency, tls=tls

@@ -11,6 +11,7 @@ from ..bundle import load_bundle, pack
 from ..errors import InputError
 from ..ledger import ORDER, Ledger, State
 from ..validator.evidence import EVIDENCE
+from ..validator.runs import latest
 from ..validator.standings import crowns, scores
 from .options import ledger_option, note_ignored, read_archive, writable_ledger
 from .output import emit_json, json_option, table
@@ -72,12 +73,20 @@ def status(submission, ledger_path, as_json) -> None:
         if submission is not None:
             _show_one(led, submission, as_json)
             return
-        subs, counts, kept, crowned = led.submissions(), led.counts(), scores(led), crowns(led)
+        subs, counts, kept, crowned, ran = led.submissions(), led.counts(), scores(led), crowns(led), latest(led)
     held = {
-        i: ("winner" if i == c.winner else "runner-up") for c in crowned.values() for i in (c.winner, c.runner_up) if i
+        i: ("winner" if i == c.winner else "runner-up") + (" (provisional)" if i in c.provisional else "")
+        for c in crowned.values()
+        for i in (c.winner, c.runner_up)
+        if i
     }
     rows = [
-        {**s.model_dump(mode="json"), "score": kept[s.id][1] if s.id in kept else None, "crown": held.get(s.identity)}
+        {
+            **s.model_dump(mode="json"),
+            "score": kept[s.id].score if s.id in kept else None,
+            "crown": held.get(s.identity),
+            "calibration": _calibration(kept.get(s.id), ran.get(s.id)),
+        }
         for s in subs
     ]
     if as_json:
@@ -96,7 +105,7 @@ def status(submission, ledger_path, as_json) -> None:
     )
     table(
         "submissions",
-        ["id", "bundle", "identity", "submitter", "state", "score", "crown", "reason"],
+        ["id", "bundle", "identity", "submitter", "state", "score", "crown", "calibration", "reason"],
         [
             (
                 r["id"],
@@ -106,6 +115,7 @@ def status(submission, ledger_path, as_json) -> None:
                 r["state"],
                 "" if r["score"] is None else f"{r['score']:.4f}",
                 r["crown"] or "",
+                _worth(r["calibration"]),
                 r["reason"][:120],
             )
             for r in rows
@@ -115,12 +125,41 @@ def status(submission, ledger_path, as_json) -> None:
         names = {s.identity: s.bundle_id for s in subs}
         table(
             "crowns",
-            ["slot set", "winner", "runner-up", "reason"],
+            ["slot set", "winner", "runner-up", "provisional", "reason"],
             [
-                (pool, names.get(c.winner, c.winner or ""), names.get(c.runner_up, c.runner_up or ""), c.reason[:120])
+                (
+                    pool,
+                    names.get(c.winner, c.winner or ""),
+                    names.get(c.runner_up, c.runner_up or ""),
+                    ", ".join(names.get(i, i) for i in c.provisional),
+                    c.reason[:120],
+                )
                 for pool, c in crowned.items()
             ],
         )
+
+
+def _calibration(score, run) -> dict | None:
+    """What stands behind a submission's verdict: for a score, the records of its runs, their combined false-PASS
+    bound and whether the PASS is full; else its last qualification's record and bound."""
+    if score is not None:
+        worth = "provisional" if score.provisional else "full"
+        return {"records": score.calibration, "bound": score.bound, "worth": worth}
+    if run is None:
+        return None
+    c = run.calibration
+    return {
+        "records": "not recorded" if c is None else getattr(c, "record", "none"),
+        "bound": 1.0 if c is None else c.bound,
+        "worth": None,
+        "line": None if c is None else c.line(),
+    }
+
+
+def _worth(c: dict | None) -> str:
+    if c is None:
+        return ""
+    return f"{c['records']} <= {c['bound']:.1%}" + (f" {c['worth'].upper()}" if c["worth"] == "provisional" else "")
 
 
 def _show_one(led: Ledger, sid: int, as_json: bool) -> None:

@@ -119,6 +119,18 @@ THROUGH = ("scanned", "built", "admitted", "qualified", "scored")
 @click.option(
     "--allow-private", is_flag=True, help="Allow archive origins on private or loopback addresses (tests only)."
 )
+@click.option(
+    "--max-runs",
+    type=click.IntRange(2, 10),
+    help="Most qualifications one submission gets: a PASS is reproduced until the combined false-PASS bound of its "
+    "runs' calibration records meets the target, within this [default: 3].",
+)
+@click.option(
+    "--provisional",
+    type=click.Choice(["held", "crowned"]),
+    help="A PASS whose combined bound cannot meet the target: held out of every crown, or crowned and named "
+    "provisional [default: held].",
+)
 @json_option
 def run(config_path, as_json, **flags) -> None:
     """Work the ledger's queue: resume interrupted submissions, then every received one, to a final state."""
@@ -156,12 +168,18 @@ CHAIN = {
     "allow_private": "allow_private",
 }
 """`validator run` flags that set the config's [chain] table, by the key each sets."""
+SETTLEMENT = ("max_runs", "provisional")
+"""`validator run` flags that set the config's [settlement] table."""
 RENAMED = {"ledger_path": "ledger", "spawn": None, "local": None}
 
 
 def _settings(flags: dict) -> dict:
     """The config keys and tables the given flags set (`ValidatorConfig`'s names)."""
-    out = {RENAMED.get(k, k): v for k, v in flags.items() if k not in CHAIN and not k.startswith("tls_")}
+    out = {
+        RENAMED.get(k, k): v
+        for k, v in flags.items()
+        if k not in CHAIN and k not in SETTLEMENT and not k.startswith("tls_")
+    }
     out.pop(None, None)
     for name, stages in (("spawn", "spawned"), ("local", "local")):
         if flags.get(name):
@@ -173,4 +191,6 @@ def _settings(flags: dict) -> dict:
         out["tls"] = tls
     if chain := {key: flags[k] for k, key in CHAIN.items() if k in flags}:
         out["chain"] = chain
+    if settlement := {k: flags[k] for k in SETTLEMENT if k in flags}:
+        out["settlement"] = settlement
     return out

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from .record import EnvIdentity, GpuReading
+from .source import source_digest
 
 IMAGE_IDENTITY_FILE = Path("/etc/hotfloat/image.json")
 """Where our images carry their identity; HOTFLOAT_IMAGE_IDENTITY overrides it (tests, unpacked rootfs)."""
@@ -76,6 +77,7 @@ def collect() -> EnvIdentity:
     if toolkit[0] is None and isinstance(nvcc[0], str):
         toolkit = ".".join(nvcc[0].split(".")[:2]), None  # a pip-installed nvcc ships no version.json
     put("cuda_toolkit", toolkit)
+    put("source", (source_digest(), None))
     put("revision", _revision())
     for name, probe in _image().items():
         put(name, probe)
@@ -179,7 +181,8 @@ def _nvcc() -> Probe:
 
 
 def _revision() -> Probe:
-    """The source revision: the git checkout this package runs from, else the one baked into our image."""
+    """The git revision of the checkout this package runs from, else the one baked into our image: a hint beside the
+    source digest."""
     here = Path(__file__).resolve().parent
     if shutil.which("git"):
         head, _ = _run(["git", "-C", str(here), "rev-parse", "HEAD"])

@@ -41,9 +41,12 @@ MATTERS: tuple[str, ...] = (
     "cutlass_dsl",
     "flashinfer",
     "image_digest",
-    "revision",
+    "source",
     "python",
 )
+
+
+UNRECORDED = "not recorded: collected before identities carried the source digest (`revision` is only a hint)"
 
 
 class EnvIdentity(Record):
@@ -85,14 +88,26 @@ class EnvIdentity(Record):
     """SHA-256 over the image's spec, locks and sources, recorded in the image at build time."""
     image_digest: str | None = None
     """OCI manifest digest of the running image, given by the launcher (an image cannot contain its own digest)."""
+    source: str | None = None
+    """`src-sha256:<hex>` over the project's own files as this process imports them (hotfloat.env.source): the code
+    that ran. Inside an image it equals the image's `revision`."""
     revision: str | None = None
-    """Project git revision, with '+dirty' when the tree has uncommitted changes."""
+    """The checkout's git revision, '+dirty' with uncommitted changes: a hint of where `source` came from, never what
+    ran (a dirty tree's edits are not in it)."""
     cuda_graphs: bool | None = None
     """Whether CUDA-graph capture is in use for GPU runs (HOTFLOAT_CUDA_GRAPHS=0 turns it off)."""
     gpus: tuple[GpuReading, ...] = ()
     """Clock and power readings of each visible GPU."""
     absent: dict[str, str] = Field(default_factory=dict)
     """Why each empty field is empty, by field name."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _before_source(cls, data):
+        """Identities written before `source` existed (committed evidence and raw files) say so in `absent`."""
+        if isinstance(data, dict) and "source" not in data and isinstance(data.get("absent", {}), dict):
+            data = {**data, "absent": {**data.get("absent", {}), "source": UNRECORDED}}
+        return data
 
     @model_validator(mode="after")
     def _every_gap_explained(self) -> EnvIdentity:

@@ -12,37 +12,21 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from ..env.source import PACKAGES, digest_of, package_files
 from ..errors import InputError
 from .layers import APP, SITE, epoch_for, load_base, python_layer
 from .locks import dpkg_status, python_pins
 from .oci import LAYER_TYPE, Layout, file_entries, tar_directory
 from .spec import ImageIdentity, ImageSpec
 
-SOURCES = {
-    "libs/hotfloat/hotfloat": "hotfloat",
-    "services/hotfloat_services": "hotfloat_services",
-    "libs/hotfloat_sglang/hotfloat_sglang": "hotfloat_sglang",
-}
+SOURCES = PACKAGES
 """Project packages every image ships: repository folder -> package folder in site-packages."""
 
 
 def source_files(repo: Path) -> list[tuple[str, Path]]:
-    """The project files an image ships, sorted, without caches."""
-    files = []
-    for entry in SOURCES:
-        for p in sorted(p for p in (repo / entry).rglob("*") if p.is_file()):
-            if "__pycache__" not in p.parts and p.suffix != ".pyc":
-                files.append((str(p.relative_to(repo)), p))
-    return files
-
-
-def digest_of(parts: list[tuple[str, bytes]]) -> str:
-    """SHA-256 over (name, data) pairs, each length-prefixed so no two inputs collide."""
-    h = hashlib.sha256()
-    for name, data in parts:
-        raw = name.encode()
-        h.update(len(raw).to_bytes(4, "big") + raw + len(data).to_bytes(8, "big") + data)
-    return h.hexdigest()
+    """The project files an image ships, sorted, without caches: the files a process running from them digests
+    (hotfloat.env.source), so the image's `revision` is the source digest its processes report."""
+    return [f for entry in SOURCES for f in package_files(repo / entry, entry)]
 
 
 def _place(src: Path, dst: Path) -> None:

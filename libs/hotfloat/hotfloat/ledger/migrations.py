@@ -85,6 +85,26 @@ LEDGER_MIGRATIONS: tuple[Migration, ...] = (
             updated_at REAL NOT NULL)""",
         ),
     ),
+    Migration(
+        # every verdict names the calibration record it was judged under (issue 50): each qualification run is kept
+        # with it (a reproduction banked while more are needed keeps its evidence here, no transition holds it); a
+        # score keeps its combined false-PASS bound, and scores from before say they name no record
+        "0004_calibration",
+        (
+            """CREATE TABLE runs (
+            submission_id INTEGER NOT NULL REFERENCES submissions(id),
+            number INTEGER NOT NULL,
+            run TEXT NOT NULL,
+            evidence TEXT,
+            at REAL NOT NULL,
+            PRIMARY KEY (submission_id, number))""",
+            "ALTER TABLE scores ADD COLUMN bound REAL NOT NULL DEFAULT 1.0",
+            "ALTER TABLE scores ADD COLUMN provisional INTEGER NOT NULL DEFAULT 1",
+            "ALTER TABLE scores ADD COLUMN calibration TEXT NOT NULL DEFAULT"
+            " 'not recorded: scored before verdicts named their calibration'",
+            "ALTER TABLE crowns ADD COLUMN provisional TEXT NOT NULL DEFAULT '[]'",
+        ),
+    ),
 )
 
 

@@ -144,13 +144,23 @@ class Ledger(LedgerReader):
             )
         return number
 
-    def end_attempt(self, sid: int, stage: str, outcome: str, reason: str = "") -> None:
-        """Closes the open try without a state change (e.g. a retryable infrastructure fault)."""
+    def end_attempt(
+        self,
+        sid: int,
+        stage: str,
+        outcome: str,
+        reason: str = "",
+        also: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
+        """Closes the open try without a state change (a retryable infrastructure fault, or a step done that leaves the
+        submission where it is); `also` writes what must commit with it."""
         with self.transaction() as c:
             c.execute(
                 "UPDATE attempts SET outcome = ?, reason = ? WHERE submission_id = ? AND stage = ? AND outcome IS NULL",
                 (outcome, reason, sid, stage),
             )
+            if also is not None:
+                also(c)
 
     def recover(self) -> int:
         """Marks tries left open by a dead process as interrupted; call once when a runner starts. Returns how many."""

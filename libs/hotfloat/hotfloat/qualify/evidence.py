@@ -4,6 +4,7 @@ read back as untrusted input, and recomputed from alone."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -15,6 +16,7 @@ from ..errors import InputError
 from ..record import Record
 from ..verdict import Status
 from .audit_v3 import RecordV3
+from .calibration import Calibration, CalibrationFile, check
 from .decision import judge
 from .isolation.memory import MemoryRecord
 from .audit_records import AuditRecord
@@ -30,11 +32,15 @@ def _serving_order(order: list[int]) -> list[int]:
 class Evidence(Record):
     """Everything needed to recompute a decision: identities, workload, parameters, raw frames and the verdict."""
 
-    format: Literal["hotfloat-qualify-evidence-v2", "hotfloat-qualify-evidence-v3", "hotfloat-qualify-evidence-v4"] = (
-        "hotfloat-qualify-evidence-v4"
-    )
-    """v4 keeps the audit per round and stratum (hotfloat.qualify.audit); v3 added the rule's version, isolation and
-    audit records (judged as v3 did, hotfloat.qualify.audit_v3); v2 evidence (rule version 1) still recomputes."""
+    format: Literal[
+        "hotfloat-qualify-evidence-v2",
+        "hotfloat-qualify-evidence-v3",
+        "hotfloat-qualify-evidence-v4",
+        "hotfloat-qualify-evidence-v5",
+    ] = "hotfloat-qualify-evidence-v5"
+    """v5 added the calibration the verdict was judged under; v4 keeps the audit per round and stratum
+    (hotfloat.qualify.audit); v3 added the rule's version, isolation and audit records (judged as v3 did,
+    hotfloat.qualify.audit_v3); v2 evidence (rule version 1) still recomputes."""
     bundle_identity: str
     baseline_identity: str | None = None
     """The incumbent bundle armed in B runs, or None for the stock engine."""
@@ -67,6 +73,9 @@ class Evidence(Record):
     """The device's memory plan and what each engine held (hotfloat.qualify.isolation.memory); None where no driver
     reports per-process memory (the CPU engines)."""
     decision: Decision
+    calibration: Calibration | None = None
+    """The calibration record the verdict was judged under, with its digest and what it measured, or none and why
+    (hotfloat.qualify.calibration); every v5 evidence says which, earlier evidence did not."""
     started: str
     """UTC ISO time the qualification started."""
     seconds: float
@@ -89,6 +98,12 @@ class Evidence(Record):
         ):
             data = {**data, "rule": {"version": 1, **data["rule"]}}
         return data
+
+    @model_validator(mode="after")
+    def _names_its_calibration(self):
+        if (self.calibration is None) != (self.format != "hotfloat-qualify-evidence-v5"):
+            raise ValueError("evidence v5, and only v5, names the calibration its verdict was judged under")
+        return self
 
 
 class QualifyResult(Record):
@@ -125,3 +140,15 @@ def recompute(evidence: Evidence) -> Decision:
     if decision is None:
         raise InputError("the evidence ends before the protocol reached a decision (incomplete frames)")
     return decision
+
+
+def check_calibration(evidence: Evidence, given: Iterable[CalibrationFile] = ()) -> bool | None:
+    """Holds the evidence's calibration to the record it names, among the packaged records and `given`: True when
+    checked, False when no record at hand has its digest, None when the evidence names none (before v5); an
+    InputError when the evidence's summary is not what that record says for its rule and engine."""
+    if evidence.calibration is None:
+        return None
+    from .options import packaged, recorded_gpus
+
+    files = [*given, *(packaged(gpu) for gpu in recorded_gpus())]
+    return check(evidence.calibration, evidence.rule, evidence.engine_info, evidence.engine.device, files)

@@ -16,7 +16,8 @@ from pydantic import Field, model_validator
 
 from ..devices import gpu_name
 from ..errors import InputError
-from .calibrate.files import load_calibration, load_rule
+from .calibrate.files import load_calibration
+from .calibration import TIMING, CalibrationFile, read_calibration
 from .presets import PRESETS
 from .records import Decode, EngineKind, EngineSpec, Record, Role, RuleConfig
 from .workload import SHAPES
@@ -93,6 +94,10 @@ class QualifyOptions(Record):
     twin: bool = True
     """Boot the gate's twin, whose divergence from B sets how far C may stray; False holds C to `logprob_tol`
     alone (bit-exact kernels only, on a model that amplifies rounding)."""
+    calibration: CalibrationFile | None = None
+    """The calibration record (or pre-registration) the timing rule came from: the GPU's packaged record on CUDA, or
+    `--rule-from`'s. The verdict names it when the rule and the engine configuration are its own
+    (hotfloat.qualify.calibration); None: the CPU rule, or a rule given by hand."""
     uncalibrated: str | None = None
     """The GPU model when it has no calibration record and no rule was configured: `qualify_bundle` refuses such
     options in one line naming the commands that make a record (calibration collection, which needs no rule, runs)."""
@@ -139,6 +144,8 @@ class QualifyOptions(Record):
         unrecorded = device == "cuda" and gpu not in recorded_gpus()
         if unrecorded and not TIMING <= set(given.get("rule", {})):
             given["uncalibrated"] = gpu or "this host (no GPU found)"
+        if device == "cuda" and not unrecorded:
+            given.setdefault("calibration", packaged(gpu))
         rule = {
             **(RuleConfig() if unrecorded else default_rule(device, gpu)).model_dump(),
             "gate_slack": GATE_SLACK,
@@ -160,10 +167,8 @@ class QualifyOptions(Record):
 
 
 CORRECTNESS = ("gate_slack", "audit_slack")
-"""Rule fields chosen from the correctness ladder, not by a timing calibration: a configured rule never sets them."""
-TIMING = set(RuleConfig.model_fields) - {*CORRECTNESS, "logprob_tol"}
-"""The fields a configured rule (a record's or a pre-registration's, `rule_given`) sets in full: with them a GPU
-without a packaged record may qualify."""
+"""Rule fields chosen from the correctness ladder, not by a timing calibration: a configured rule never sets them.
+A configured rule that sets every TIMING field lets a GPU without a packaged record qualify."""
 
 
 def rule_given(rule: RuleConfig) -> dict:
@@ -175,16 +180,26 @@ def rule_given(rule: RuleConfig) -> dict:
     return {"rule": fields, **({"logprob_tol": tol} if tol is not None else {})}
 
 
+def rule_from(file: CalibrationFile) -> dict:
+    """A calibration record's (or pre-registration's) rule as `for_device` takes it, with the record itself, so the
+    verdict can name it."""
+    return {**rule_given(file.rule), "calibration": file}
+
+
 @functools.cache
 def recorded_gpus() -> dict[str, Path]:
     """GPU model -> its packaged calibration record (each read and validated once per process)."""
     return {load_calibration(p).device: p for p in CUDA_RECORDS}
 
 
-def default_rule(device: str, gpu: str | None = None) -> RuleConfig:
-    """The timing rule a device's qualifications use unless told otherwise: on CUDA, the record of `gpu`."""
-    if device != "cuda":
-        return RuleConfig(**CPU_RULE)
+@functools.cache
+def packaged(gpu: str) -> CalibrationFile:
+    """The calibration record the package ships for `gpu`, read once per process."""
     if gpu not in recorded_gpus():
         raise InputError(NO_RECORD.format(gpu=gpu or "this host (no GPU found)"))
-    return load_rule(recorded_gpus()[gpu])
+    return read_calibration(recorded_gpus()[gpu])
+
+
+def default_rule(device: str, gpu: str | None = None) -> RuleConfig:
+    """The timing rule a device's qualifications use unless told otherwise: on CUDA, the record of `gpu`."""
+    return RuleConfig(**CPU_RULE) if device != "cuda" else packaged(gpu).rule

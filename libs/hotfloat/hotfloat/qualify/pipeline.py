@@ -18,6 +18,7 @@ import time
 from ..bundle import Bundle, load_bundle
 from ..sandbox import ensure_available
 from ..errors import InputError
+from .calibration import describe
 from .options import NO_RECORD, QualifyOptions
 from .evidence import Evidence, QualifyResult
 from .host import engine_policy, staged
@@ -83,6 +84,7 @@ def qualify_bundle(
         audit=out.audit,
         memory=out.memory,
         decision=out.decision,
+        calibration=describe(options.calibration, options.rule, out.info, options.device),
         started=started,
         seconds=time.monotonic() - t0,
     )

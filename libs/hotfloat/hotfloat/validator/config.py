@@ -1,6 +1,7 @@
 """One typed configuration for a validator run, from a TOML file (`validator run --config FILE`) with command-line
 flags over it: the ledger, where the stages run (in this process, as spawned local services, or at remote
-endpoints, several per admission and qualification), credentials, the device, the rule source and the chain."""
+endpoints, several per admission and qualification), credentials, the device, the rule source, what a PASS is worth
+and the chain."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ..bundle.bounded import load_toml, read_file
 from ..devices import resolve_device
 from ..errors import InputError
 from ..record import Record, first_error
+from .settle import SettlementPolicy
 
 MAX_CONFIG_BYTES = 1 << 20
 """A validator's configuration is a page of settings; anything larger is not one."""
@@ -85,6 +87,9 @@ class ValidatorConfig(Record):
     follow: bool = False
     """Keep polling for new submissions until stopped, instead of draining the queue once."""
     chain: ChainSettings = Field(default_factory=ChainSettings)
+    settlement: SettlementPolicy = Field(default_factory=SettlementPolicy)
+    """What a PASS is worth: how many reproductions it may take to bring its combined calibration bound under the
+    target, and whether a PASS that cannot is crowned (docs/qualification.md, "What a PASS is worth")."""
 
     @model_validator(mode="before")
     @classmethod

@@ -29,6 +29,9 @@ class Crown(Record):
     weights: dict[str, Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]]
     """Identity -> share of the pool; sums to at most 1."""
     reason: str
+    provisional: list[str] = []
+    """Share holders whose settled PASS misses the validator's calibration target (crowned only under the
+    `crowned` settlement policy)."""
 
     @model_validator(mode="after")
     def _one_pool(self):
@@ -73,4 +76,11 @@ def crown(settled: list[Settled], incumbent: str | None = None) -> Crown:
     weights = {winner.identity: WINNER_SHARE}
     if runner is not None:
         weights[runner.identity] = RUNNER_UP_SHARE
-    return Crown(winner=winner.identity, runner_up=runner.identity if runner else None, weights=weights, reason=why)
+    provisional = [s.identity for s in (winner, runner) if s is not None and s.provisional]
+    return Crown(
+        winner=winner.identity,
+        runner_up=runner.identity if runner else None,
+        weights=weights,
+        reason=why,
+        provisional=provisional,
+    )

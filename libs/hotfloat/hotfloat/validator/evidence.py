@@ -1,6 +1,7 @@
 """The evidence a stage leaves in the ledger, as typed records: the verdict the service gave, its own record (the
 scan report, the build record, the admission reports, the qualification evidence), and the digests of the artifacts
-kept as ledger blobs. The score stage adds both qualification runs and the settlement."""
+kept as ledger blobs. The score stage adds every qualification run, each with the calibration it was judged under, and
+the settlement."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from pydantic import BaseModel, Field
 from ..admission import AdmissionReport
 from ..compiler import BuildRecord
 from ..qualify import Evidence
+from ..qualify.calibration import Calibration
 from ..record import Record
 from ..scan import ScanReport
 from ..verdict import Status
 from ..verify import VerifyReport
-from .settle import Settled
+from .settle import Attempt, Settled
 
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 R = TypeVar("R", bound=BaseModel)
@@ -51,28 +53,56 @@ class StageEvidence(Record, Generic[R]):
 
 
 class Run(Record):
-    """One of the two qualifications the score stage settles."""
+    """One of the qualifications the score stage settles (the first and its reproductions)."""
 
     status: Status
     score: float
     """The score the qualification computed; 0 unless it passed."""
     seed: int | None
-    """The workload seed the service drew; the two runs must differ."""
+    """The workload seed the service drew; no two runs share one."""
     reasons: list[str]
+    gate: Status | None = None
+    """The correctness gate's verdict in the run (None in runs recorded before it was kept here)."""
+    fault: str | None = None
+    """The engine fault that ended the run, as its decision says."""
+    calibration: Calibration | None = None
+    """The calibration record the run was judged under, or none and why; None: the run named none (evidence v3)."""
+    endpoint: str | None = None
+    """Where it ran, so the next reproduction goes elsewhere."""
 
     @classmethod
     def of(cls, evidence: StageEvidence[Qualified]) -> Run:
-        """This qualification as the score stage reads it: verdict, score and the workload seed it was drawn with."""
+        """This qualification as the score stage reads it: verdict, score, the workload seed it was drawn with and
+        the calibration it was judged under."""
+        decision = evidence.record.decision
         return cls(
             status=evidence.status,
             score=evidence.record.score,
             seed=evidence.record.workload.seed,
             reasons=evidence.reasons,
+            gate=decision.gate,
+            fault=decision.fault,
+            calibration=evidence.record.calibration,
+            endpoint=evidence.record.endpoint,
+        )
+
+    def attempt(self, identity: str) -> Attempt:
+        """The run as settlement reads it; only a PASS carries its score."""
+        c = self.calibration
+        return Attempt(
+            identity=identity,
+            status=self.status,
+            score=self.score if self.status is Status.PASS else 0.0,
+            gate=self.gate,
+            fault=self.fault,
+            reason="; ".join(self.reasons),
+            bound=1.0 if c is None else c.bound,
+            calibration=getattr(c, "record", "none"),
         )
 
 
 class ScoreEvidence(StageEvidence[Qualified]):
-    """The second qualification's evidence, with both runs and, for a settled PASS, the settlement and slot set."""
+    """The last qualification's evidence, with every run and, for a settled PASS, the settlement and slot set."""
 
     runs: list[Run]
     settled: Settled | None = None

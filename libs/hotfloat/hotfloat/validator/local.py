@@ -15,7 +15,8 @@ from ..bundle import Bundle, unpack
 from ..compiler import BuildRecord, build_bundle
 from ..errors import InputError
 from ..qualify import QualifyOptions, RuleConfig, qualify_bundle
-from ..qualify.options import rule_given
+from ..qualify.calibration import CalibrationFile, caveat
+from ..qualify.options import rule_from, rule_given
 from ..record import first_error
 from ..scan import ScanReport, scan_bundle
 from ..verdict import Status, combine
@@ -38,9 +39,16 @@ class StageConfig:
     """Only these dtypes; None verifies every dtype an op declares."""
     qualify_warmup_passes: int = 1
     qualify_rule: RuleConfig | None = None
-    """The decision rule a calibrated host sets (`hotfloat qualify calibrate`); None: the library default."""
+    """A decision rule given by hand (tests, the CPU demo); None: the library default."""
+    qualify_calibration: CalibrationFile | None = None
+    """The calibration record qualification decides with (`--rule-from`), named in every verdict; not beside
+    `qualify_rule`."""
     qualify_extra_passes: tuple[tuple[str, int], ...] = ()
     """Calibration only: (role, extra stock passes) injected into every qualification, reported in its reasons."""
+
+    def __post_init__(self):
+        if self.qualify_rule is not None and self.qualify_calibration is not None:
+            raise ValueError("a stage decides with a rule given by hand or a calibration record's, not both")
 
     def verify_options(self, seed: int | None = None) -> VerifyOptions:
         """The configured verification with a caller's replay seed, validated like any other input."""
@@ -60,6 +68,7 @@ class StageConfig:
             self.device,
             warmup_passes=self.qualify_warmup_passes,
             extra_passes=dict(self.qualify_extra_passes),
+            **(rule_from(self.qualify_calibration) if self.qualify_calibration else {}),
             **(rule_given(self.qualify_rule) if self.qualify_rule else {}),
         )
 
@@ -125,11 +134,13 @@ def admit_stage(bundle: Bundle, built: Outcome[BuildRecord], options: VerifyOpti
 
 def qualify_stage(bundle: Bundle, options: QualifyOptions, on_progress: OnProgress) -> Outcome[Qualified]:
     """One complete-engine A/B; a calibration knob in force is named in the reasons, so no injected speed difference
-    passes for a real one."""
+    passes for a real one, and so is a calibration record that does not back the verdict in full."""
     result = qualify_bundle(
         bundle, options, progress=lambda what, done, most: on_progress("qualify", f"{what} ({done}/{most})")
     )
     reasons = [result.reason] if result.reason else []
+    if (line := caveat(result.status, result.evidence.calibration)) is not None:
+        reasons.append(line)  # a PASS its calibration does not back says so wherever its reasons go
     if options.extra_passes:
         reasons.append(
             f"calibration: extra stock passes per role {dict(sorted(options.extra_passes.items()))} were injected"

@@ -2,11 +2,13 @@
 
 The stages are whatever implements `Stages` (over gRPC: `hotfloat_services.validator.clients`).
 
-A qualification PASS counts only once reproduced: the score stage runs a second, independent qualification (the
-service draws a fresh workload seed) and `settle` decides (the one reproduction rule, in `settle.py`): both PASS ->
-SCORED at the lower score; a correctness-gate FAIL -> FAILED; anything else -> NO_DECISION, never a loss. A scored
-submission's slot set is re-crowned in the transaction that records SCORED.
-A validator stopped between the two runs resumes at the second: QUALIFIED already holds the first.
+A qualification PASS counts only once reproduced: the score stage runs an independent qualification (the service
+draws a fresh workload seed, on another endpoint where there is one) and `settle` decides (the one reproduction rule,
+in `settle.py`): every run PASS -> SCORED at the lowest score, full or provisional by the combined bound of the
+calibration records the runs were judged under; a correctness-gate FAIL -> FAILED; anything else -> NO_DECISION,
+never a loss. While more runs could bring that bound under the policy's target, a passing reproduction is banked
+(`runs.bank`) and the stage runs again. A scored submission's slot set is re-crowned in the transaction that records
+SCORED. A validator stopped between runs resumes at the next: QUALIFIED and the banked runs hold the earlier ones.
 
 Only a service's verdict moves a submission forward or fails it. Infrastructure faults (a dead worker, a missed
 deadline, a malformed reply) are retried up to `max_attempts` per stage, counted across restarts, and then end
@@ -22,6 +24,8 @@ abandoned with nothing recorded, and every submission stays at its last committe
 from __future__ import annotations
 
 import logging
+import math
+import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -32,7 +36,8 @@ from ..errors import HotfloatError, InfrastructureError
 from ..ledger import NEXT, Ledger, State, Submission
 from ..verdict import Status
 from .evidence import Qualified, Run, ScoreEvidence, StageEvidence
-from .settle import Attempt, settle
+from .runs import add_run, bank, reproductions
+from .settle import DEFAULT_SETTLEMENT, SettlementPolicy, settle
 from .stages import OnStart, Outcome, StageRefused, Stages
 from .standings import record_scored, slot_set
 
@@ -61,6 +66,7 @@ class Pipeline:
         on_event: OnEvent | None = None,
         on_progress: OnEvent | None = None,
         on_stop: Callable[[], None] | None = None,
+        settlement: SettlementPolicy = DEFAULT_SETTLEMENT,
     ):
         if through not in (State.SCANNED, State.BUILT, State.ADMITTED, State.QUALIFIED, State.SCORED):
             raise InfrastructureError(
@@ -70,6 +76,7 @@ class Pipeline:
         self.workers, self.max_attempts, self.backoff_s = workers, max_attempts, backoff_s
         self.on_event = on_event or (lambda sid, stage, msg: log.info("#%d %s: %s", sid, stage, msg))
         self.on_progress = on_progress or (lambda sid, stage, msg: None)
+        self.settlement = settlement
         self.on_stop = on_stop or (lambda: None)
         """Called when a run stops with calls in flight: the stages give up their waits for an endpoint (gRPC:
         `StageClients.abandon`), so a stop never waits for a dead endpoint to come back."""
@@ -182,8 +189,9 @@ class Pipeline:
             return self.stages.qualify(archive, sub.identity, progress, on_start=begin)
         if stage == "score":  # the reproduction runs elsewhere when it can: a host's fault must not reproduce itself
             first = self.ledger.evidence(sub.id, State.QUALIFIED, StageEvidence[Qualified])
+            earlier = ([Run.of(first)] if first else []) + reproductions(self.ledger, sub.id)
             return self.stages.qualify(
-                archive, sub.identity, progress, on_start=begin, avoid=first.record.endpoint if first else None
+                archive, sub.identity, progress, on_start=begin, avoid=earlier[-1].endpoint if earlier else None
             )
         if stage != "admit":
             raise InfrastructureError(f"no client for stage {stage}")
@@ -196,36 +204,50 @@ class Pipeline:
     def _record(self, sub: Submission, stage: str, result: Outcome) -> Submission:
         if stage == "score":
             return self._settle(sub, result)
+        evidence = result.ledger_evidence()
+        also = add_run(sub.id, 1, Run.of(evidence)) if stage == "qualify" else None
         if result.status in SKIPPABLE.get(stage, FORWARD):
             reason = "; ".join(result.reasons) or result.status.value
             self.on_event(sub.id, stage, f"{result.status.value} -> {NEXT[sub.state][1].value}")
             return self.ledger.advance(
-                sub.id, sub.state, NEXT[sub.state][1], reason, result.ledger_evidence(), result.artifacts
+                sub.id, sub.state, NEXT[sub.state][1], reason, evidence, result.artifacts, also=also
             )
         to = State.NO_DECISION if result.status in UNDECIDED else State.FAILED
         why = "; ".join(result.reasons) or f"{stage} returned {result.status.value}"
-        return self._decide(sub, to, f"{stage}: {why}", result.ledger_evidence())
+        return self._decide(sub, to, f"{stage}: {why}", evidence, also)
 
-    def _settle(self, sub: Submission, second: Outcome[Qualified]) -> Submission:
-        """Settles the reproduction by the one rule (`settle`): SCORED at the lower score, FAILED or NO_DECISION."""
+    def _settle(self, sub: Submission, latest: Outcome[Qualified]) -> Submission:
+        """Settles the runs so far by the one rule (`settle`): SCORED at the lowest score, FAILED or NO_DECISION, or
+        (every run passed, and another could bring the combined bound under the target) the run banked for the next."""
         first = self.ledger.evidence(sub.id, State.QUALIFIED, StageEvidence[Qualified])
-        reproduced = second.ledger_evidence()
+        reproduced = latest.ledger_evidence()
         try:
             if first is None:
                 raise ValueError("the ledger holds no first qualification")
-            runs = [Run.of(first), Run.of(reproduced)]
-            settled = settle(_attempt(sub.identity, first), _attempt(sub.identity, reproduced))
+            runs = [Run.of(first), *reproductions(self.ledger, sub.id), Run.of(reproduced)]
+            settled = settle([r.attempt(sub.identity) for r in runs], self.settlement)
         except ValueError as e:  # a score outside [0, 1], a malformed run: the service's fault
             scores = [(r.status.value, r.record.score) for r in (first, reproduced) if r is not None]
             return self._retry(sub, "score", f"unusable scores {scores}: {e}")
+        if settled is None:
+            bound = math.prod(r.attempt(sub.identity).bound for r in runs)
+            why = (
+                f"PASS {len(runs)} of at most {self.settlement.max_runs}: combined false-PASS bound {bound:.2%} is "
+                f"over the {self.settlement.target:.0%} target, so it is reproduced again"
+            )
+            self.on_event(sub.id, "score", why)
+            bank(self.ledger, sub.id, len(runs), reproduced, why)
+            return self.ledger.get(sub.id)
         evidence = ScoreEvidence(**dict(reproduced), runs=runs)
+        row = add_run(sub.id, len(runs), runs[-1])
         if settled.status is not Status.PASS:
             to = State.FAILED if settled.status is Status.FAIL else State.NO_DECISION
-            return self._decide(sub, to, f"score: {settled.reason}", evidence)
+            return self._decide(sub, to, f"score: {settled.reason}", evidence, row)
         pool = slot_set(unpack(self.ledger.archive(sub.id)))
         evidence = evidence.model_copy(update={"settled": settled, "slot_set": pool})
-        self.on_event(sub.id, "score", f"PASS -> scored {settled.score:.4f} in {pool}")
-        return record_scored(self.ledger, sub, settled, pool, settled.reason, evidence)
+        worth = "provisional" if settled.provisional else "full"
+        self.on_event(sub.id, "score", f"PASS -> scored {settled.score:.4f} in {pool} ({worth})")
+        return record_scored(self.ledger, sub, settled, pool, settled.reason, evidence, self.settlement, row)
 
     def _retry(self, sub: Submission, stage: str, why: str) -> Submission:
         self.ledger.end_attempt(sub.id, stage, "retry", why)
@@ -238,19 +260,13 @@ class Pipeline:
         self._stop.wait(self.backoff_s * tries)
         return self.ledger.get(sub.id)
 
-    def _decide(self, sub: Submission, to: State, reason: str, evidence: StageEvidence | None = None) -> Submission:
+    def _decide(
+        self,
+        sub: Submission,
+        to: State,
+        reason: str,
+        evidence: StageEvidence | None = None,
+        also: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> Submission:
         self.on_event(sub.id, NEXT[sub.state][0], f"{to.value}: {reason}")
-        return self.ledger.advance(sub.id, sub.state, to, reason, evidence)
-
-
-def _attempt(identity: str, evidence: StageEvidence[Qualified]) -> Attempt:
-    """One qualification's evidence as settlement reads it; only a PASS carries its score."""
-    passed = evidence.status is Status.PASS
-    return Attempt(
-        identity=identity,
-        status=evidence.status,
-        score=evidence.record.score if passed else 0.0,
-        gate=evidence.record.decision.gate,
-        fault=evidence.record.decision.fault,
-        reason="; ".join(evidence.reasons),
-    )
+        return self.ledger.advance(sub.id, sub.state, to, reason, evidence, also=also)

@@ -36,6 +36,7 @@ from .files import (
     Unit,
     clopper_pearson_upper,
 )
+from ...env.source import source_digest
 from .model import fit, process_model
 from .noise import noise, series
 from .robust import CUT
@@ -231,4 +232,5 @@ def analyse(
         collected_by=[r.command for r in raws],
         command=command,
         analysed=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        source=source_digest(),
     )

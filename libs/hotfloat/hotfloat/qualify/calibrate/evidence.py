@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from ...bundle.bounded import read_file
 from ...record import Record, first_error
 from .files import CalibrationRaw
+from ..calibration import CalibrationFile, describe
 from ..decision import judge
 from ..evidence import Evidence
 from ..records import RuleConfig, RunFrame
@@ -31,10 +32,13 @@ class KeptRound(Record):
     margins: list[list[float]]
 
 
-def evidence_from(raw: CalibrationRaw, outputs: Path, candidate: str, rule: RuleConfig) -> Evidence:
+def evidence_from(
+    raw: CalibrationRaw, outputs: Path, candidate: str, rule: RuleConfig, file: CalibrationFile | None = None
+) -> Evidence:
     """A qualification of `candidate` formed from a collection: B1 as B, the candidate as C, B2 as B', over the
     kept rounds (the three were served in a random order within each round, among the collection's other engines).
-    The rule's looks are capped to the kept rounds; the decision is `judge`'s."""
+    The rule's looks are capped to the kept rounds; the decision is `judge`'s. `file`: the record `rule` came from,
+    named when the capped rule and the collection's engine are its own."""
     if candidate not in raw.candidates or candidate not in raw.kept or not {"B1", "B2"} <= set(raw.kept):
         raise ValueError(f"{candidate!r} is not a candidate whose completions were kept (kept: {raw.kept})")
     try:
@@ -90,6 +94,7 @@ def evidence_from(raw: CalibrationRaw, outputs: Path, candidate: str, rule: Rule
         sandboxed=raw.sandboxed,
         frames=frames,
         decision=decision,
+        calibration=describe(file, rule, raw.engine_info, raw.engine.device),
         started=raw.started,
         seconds=seconds,
     )

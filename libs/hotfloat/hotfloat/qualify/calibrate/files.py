@@ -13,7 +13,6 @@ from pydantic import Field, model_validator
 
 from ...bundle.bounded import load_record
 from ...env import EnvIdentity
-from ...errors import InputError
 from ..isolation.memory import MemoryRecord
 from ..records import EngineSpec, IsolationRecord, Record, RuleConfig, Workload
 
@@ -224,6 +223,9 @@ class CalibrationRecord(Record):
     command: str
     """The analysis command that produced this record."""
     analysed: str
+    source: str | None = None
+    """The source digest of the tree that analysed the raw files (hotfloat.env.source; each raw file's `env.source`
+    names the tree that collected it); None in records analysed before records carried it."""
 
     @model_validator(mode="after")
     def _bound_is_of_the_counts(self):
@@ -254,18 +256,6 @@ RECORD_BYTES = 8 << 20
 """A calibration record is tens of KiB; a larger file is refused before it is parsed."""
 RAW_BYTES = 64 << 20
 """A raw collection is well under a MiB per hundred rounds; a larger file is refused before it is parsed."""
-
-
-def load_rule(path: str | os.PathLike) -> RuleConfig:
-    """The rule a calibration record chose, or a pre-registration fixed before a device's first collection (the record
-    made from it carries the same rule), for a service or validator to decide with (`--rule-from`)."""
-    try:
-        return load_calibration(path).rule
-    except InputError as e:
-        try:
-            return load_preregistration(path).rule
-        except InputError:
-            raise e from None
 
 
 def load_calibration(path: str | os.PathLike) -> CalibrationRecord:
