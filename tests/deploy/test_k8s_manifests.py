@@ -288,3 +288,21 @@ def test_the_sandbox_builds_as_the_pods_user_under_the_pod_profile_and_fails_clo
         pytest.skip(f"no unprivileged user namespaces on this host: {probe()}")
     for call in k8s.BWRAP_NEEDS:
         assert probe(call).startswith("bubblewrap cannot create namespaces here"), call
+
+
+def test_the_qualification_pod_maps_its_pids_to_the_nodes_and_no_other_pod_sees_the_node():
+    """NVML and the checkpoint lock speak the node's pids: the qualification runner reads the node's /proc, read-only,
+    to map them (hotfloat.qualify.isolation.pids); no other workload mounts anything of the node."""
+    for overlay, docs in rendered().items():
+        for name, w in workloads(docs).items():
+            pod = w["spec"]["template"]["spec"]
+            host = [v for v in pod["volumes"] if "hostPath" in v]
+            if name != "qualification":
+                assert not host, f"{overlay}: {name} mounts the node"
+                continue
+            assert host == [{"name": "node-proc", "hostPath": {"path": "/proc", "type": "Directory"}}], overlay
+            c = container(w)
+            mount = next(m for m in c["volumeMounts"] if m["name"] == "node-proc")
+            assert mount == {"name": "node-proc", "mountPath": "/host/proc", "readOnly": True}
+            env = {e["name"]: e.get("value") for e in c["env"]}
+            assert env["HOTFLOAT_HOST_PROC"] == "/host/proc"

@@ -70,8 +70,14 @@ class StandinDriver:
     def contexts(self):
         state = self._state("contexts")
         got = state.get("contexts", [])
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()] if got == "everyone" else [*got, os.getpid()]
-        return [p + state.get("pid_offset", 0) for p in pids]  # its own context too, as the real watchdog's probe
+        pids = (
+            [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()] if got == "everyone" else got
+        )
+        return [p + state.get("pid_offset", 0) for p in pids]
+
+    def sees_itself(self):
+        """NVML lists the watchdog's probe context under its own pid, unless its pids are another namespace's."""
+        return not self._state().get("pid_offset")
 
     def memory(self):
         s = self._state("memory")

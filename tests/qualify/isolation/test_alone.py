@@ -270,7 +270,8 @@ def test_a_host_whose_nvml_reports_another_pid_namespace_refuses_to_qualify(tmp_
     state.write_text(json.dumps({"contexts": "everyone", "pid_offset": 1 << 20}))
     with pytest.raises(InfrastructureError) as got:
         Isolation.connect(Watchdog([*STANDIN, str(state)]), required=False)
-    assert "another pid namespace" in str(got.value) and "hostPID" in str(got.value) and "\n" not in str(got.value)
+    assert "speaks the node's pids" in str(got.value) and "HOTFLOAT_HOST_PROC" in str(got.value)
+    assert "\n" not in str(got.value)
     state.write_text(json.dumps({"contexts": "everyone"}))
     Isolation.connect(Watchdog([*STANDIN, str(state)]), required=True).close()
 

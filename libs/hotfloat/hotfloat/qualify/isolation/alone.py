@@ -52,13 +52,14 @@ class Isolation:
         except (TimeoutError, InfrastructureError) as e:
             wd.close()
             raise InfrastructureError(f"the GPU watchdog did not start: {e}") from None
-        seen = _contexts(wd) if hello.get("nvml") and hello.get("probe") else []
-        if seen and hello.get("pid") not in seen:
+        if hello.get("sees_itself") is False:
             wd.close()
+            why = hello.get("why", {}).get("pids", "")
             raise InfrastructureError(
-                "GPU isolation cannot see this host's processes: NVML lists the GPU's contexts under pids of another "
-                f"pid namespace (the watchdog's own pid {hello.get('pid')} is not among them), so no engine could be "
-                "locked or held to its memory share; run qualification in the host's pid namespace (hostPID)"
+                "GPU isolation cannot see this namespace's processes: NVML does not list the watchdog's own context "
+                f"under its pid {hello.get('pid')} (it speaks the node's pids), so no engine could be locked or held to "
+                "its memory share; mount the node's /proc read-only and name it in HOTFLOAT_HOST_PROC"
+                + (f" ({why})" if why else "")
             )
         if required and not (hello.get("checkpoint") and hello.get("probe")):
             wd.close()
@@ -268,11 +269,3 @@ class Isolation:
     def close(self) -> None:
         if self.wd is not None:
             self.wd.close()
-
-
-def _contexts(wd: Watchdog) -> list[int]:
-    try:
-        return list(wd.ask("contexts")["pids"])
-    except (TimeoutError, InfrastructureError) as e:
-        wd.close()
-        raise InfrastructureError(f"the GPU watchdog could not list the GPU's contexts: {e}") from None

@@ -49,10 +49,7 @@ def quiet(iso: Isolation, serving: ResidentEngine, owner: dict[int, str], locked
             return
     why = f"the GPU was not quiet before {serving.name}'s pass: the probe's timer stalled {got['gap_us']:.0f} us"
     mine = set(serving.pids())
-    ours = iso.hello.get("pid")  # the watchdog's own probe context
-    loose = [
-        p for p in iso.ask("contexts", serving.name)["pids"] if p not in locked and p != ours and hostload.alive(p)
-    ]
+    loose = [p for p in iso.ask("contexts", serving.name)["pids"] if p not in locked and hostload.alive(p)]
     for pid in loose:
         name = owner.get(pid) or (serving.name if pid in mine else None)
         if name is not None:

@@ -12,6 +12,7 @@ import time
 
 from ...errors import InfrastructureError
 from .. import wire
+from .pids import ENV_HOST_PROC
 
 REPLY_S = 10.0
 """Watchdog replies that take longer than this (plus the lock timeout) mean a hung driver call."""
@@ -30,7 +31,7 @@ class Watchdog:
         env = {
             k: v
             for k, v in os.environ.items()
-            if k in ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "HOME")
+            if k in ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "HOME", ENV_HOST_PROC)
         }
         self.proc = subprocess.Popen(
             self.argv, stdin=theirs, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env

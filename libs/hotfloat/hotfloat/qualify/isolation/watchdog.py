@@ -5,8 +5,10 @@ caller's driver lock until that process runs again (measured on the H200, ../sha
 costs a process the validator can kill, not the validator. It loads libcuda and NVML through ctypes (no torch: it
 starts in a fraction of a second) and answers one request at a time over a socketpair on fd 0 (hotfloat.qualify.wire):
 
-- `hello`: what this host offers: the checkpoint API, NVML, the quiet probe (each with why not), and its own pid
-  (its probe holds a context: NVML must list it under that pid, or NVML speaks of another pid namespace);
+- `hello`: what this host offers: the checkpoint API, NVML, the quiet probe (each with why not), its own pid, and
+  whether NVML lists its probe's context under that pid (`sees_itself`); in a pod NVML and the checkpoint lock speak
+  the node's pids, which the watchdog maps through the node's procfs when HOTFLOAT_HOST_PROC names it
+  (hotfloat.qualify.isolation.pids), and without that map no engine could be locked or charged its memory;
 - `lock` / `unlock` pids: cuCheckpointProcessLock with a timeout (it waits for the process's submitted GPU work and
   then blocks its CUDA calls; CUDA_ERROR_NOT_READY when work is still running at the timeout) and its inverse;
 - `probe`: one single-thread kernel reads %globaltimer in a loop for a few milliseconds; the longest gap between two
@@ -25,6 +27,7 @@ import socket
 import time
 
 from .. import wire
+from .pids import ENV_HOST_PROC, from_env
 
 CUDA_ERROR_NOT_READY = 600
 NVML_ERROR_INSUFFICIENT_SIZE = 7
@@ -97,7 +100,7 @@ class Driver:
 
     def __init__(self):
         self.why: dict[str, str] = {}
-        self.cu = self.nvml = self.handle = self.fn = self.buf = None
+        self.cu = self.nvml = self.handle = self.fn = self.buf = self.pids = None
         self.checkpoint = False
         try:
             self.cu = ctypes.CDLL("libcuda.so.1")
@@ -117,6 +120,10 @@ class Driver:
             self._nvml_setup()
         except (OSError, RuntimeError) as e:
             self.nvml, self.why["nvml"] = None, str(e)
+        try:
+            self.pids = from_env()
+        except (OSError, RuntimeError, ValueError) as e:
+            self.pids, self.why["pids"] = None, f"{ENV_HOST_PROC}: {e}"
 
     def _ok(self, rc: int, what: str) -> None:
         if rc != 0:
@@ -145,9 +152,28 @@ class Driver:
             raise RuntimeError(f"NVML does not know the device at {bus.value.decode()}")
         self.nvml, self.handle = nvml, handle
 
-    def _processes(self) -> list[_ProcInfo]:
-        """Every context holder, however many: a list that outgrows the buffer is asked for again, larger (an engine
-        that starts hundreds of CUDA processes must not turn the reading into an error the host is charged with)."""
+    def _processes(self) -> list[tuple[int, int | None]]:
+        """(pid in this namespace, GPU memory or None) of every other context holder of this namespace: NVML's
+        node pids mapped through the node's procfs where one is configured (a pod), holders outside it left out."""
+        out = []
+        for info in self._raw():
+            local = self.pids.to_local(info.pid) if self.pids else info.pid
+            if local is not None and local != os.getpid():
+                out.append((local, None if info.usedGpuMemory == NVML_VALUE_NOT_AVAILABLE else int(info.usedGpuMemory)))
+        return out
+
+    def sees_itself(self) -> bool | None:
+        """Whether NVML lists this process's own context (its probe's) under this process's node pid; None without
+        NVML or a context. False means NVML speaks of another pid namespace than the one mapped."""
+        if self.nvml is None or self.fn is None:
+            return None
+        me = self.pids.to_host(os.getpid()) if self.pids else os.getpid()
+        return me in [p.pid for p in self._raw()]
+
+    def _raw(self) -> list[_ProcInfo]:
+        """Every context holder as NVML lists it, however many: a list that outgrows the buffer is asked for again,
+        larger (an engine that starts hundreds of CUDA processes must not turn the reading into an error the host is
+        charged with)."""
         fn = (
             getattr(self.nvml, "nvmlDeviceGetComputeRunningProcesses_v3", None)
             or self.nvml.nvmlDeviceGetComputeRunningProcesses_v2
@@ -162,19 +188,24 @@ class Driver:
                 continue
             if rc != 0:
                 raise RuntimeError(f"nvmlDeviceGetComputeRunningProcesses failed ({rc})")
-            return [infos[i] for i in range(n.value) if infos[i].pid != os.getpid()]
+            return [infos[i] for i in range(n.value)]
         raise RuntimeError("nvmlDeviceGetComputeRunningProcesses kept growing")
 
     def lock(self, pid: int, timeout_ms: int) -> tuple[int, float]:
         args = _LockArgs(timeoutMs=timeout_ms)
         t = time.perf_counter()
-        rc = self.cu.cuCheckpointProcessLock(ctypes.c_int(pid), ctypes.byref(args))
+        rc = self.cu.cuCheckpointProcessLock(ctypes.c_int(self._host(pid)), ctypes.byref(args))
         return rc, 1e3 * (time.perf_counter() - t)
 
     def unlock(self, pid: int) -> tuple[int, float]:
         t = time.perf_counter()
-        rc = self.cu.cuCheckpointProcessUnlock(ctypes.c_int(pid), ctypes.byref(_UnlockArgs()))
+        rc = self.cu.cuCheckpointProcessUnlock(ctypes.c_int(self._host(pid)), ctypes.byref(_UnlockArgs()))
         return rc, 1e3 * (time.perf_counter() - t)
+
+    def _host(self, pid: int) -> int:
+        """The driver's pid of this namespace's process (the same pid without a map; 0, which no process has, for
+        one that is gone)."""
+        return (self.pids.to_host(pid) or 0) if self.pids else pid
 
     def probe(self, span_us: int) -> dict:
         """Runs the timer loop for `span_us`; returns its longest gap, its span and the host's wait for it (µs)."""
@@ -192,7 +223,7 @@ class Driver:
 
     def contexts(self) -> list[int]:
         """Pids holding a compute context on the device (NVML), this process left out."""
-        return [p.pid for p in self._processes()]
+        return [pid for pid, _ in self._processes()]
 
     def memory(self) -> dict:
         """The device's name, total and used bytes, and each context holder's GPU memory in bytes (None where NVML
@@ -202,10 +233,7 @@ class Driver:
             raise RuntimeError("nvmlDeviceGetMemoryInfo failed")
         if self.nvml.nvmlDeviceGetName(self.handle, name, 96) != 0:
             raise RuntimeError("nvmlDeviceGetName failed")
-        procs = [
-            [p.pid, None if p.usedGpuMemory == NVML_VALUE_NOT_AVAILABLE else int(p.usedGpuMemory)]
-            for p in self._processes()
-        ]
+        procs = [[pid, used] for pid, used in self._processes()]
         return {"name": name.value.decode(errors="replace"), "total": info.total, "used": info.used, "procs": procs}
 
     def util(self, since_us: int) -> list[dict]:
@@ -219,10 +247,11 @@ class Driver:
             if rc == 6 or (samples is None and n.value == 0):  # NVML_ERROR_NOT_FOUND: no sample since then
                 return []
             if rc == 0 and samples is not None:
+                mapped = [(self.pids.to_local(s.pid) if self.pids else s.pid, s) for s in samples[: n.value]]
                 return [
-                    {"pid": s.pid, "ts": s.timeStamp, "sm": s.smUtil}
-                    for s in samples[: n.value]
-                    if s.pid != os.getpid()
+                    {"pid": pid, "ts": s.timeStamp, "sm": s.smUtil}
+                    for pid, s in mapped
+                    if pid is not None and pid != os.getpid()
                 ]
             if rc not in (0, NVML_ERROR_INSUFFICIENT_SIZE):
                 raise RuntimeError(f"nvmlDeviceGetProcessUtilization failed ({rc})")
@@ -248,6 +277,7 @@ def serve(conn: socket.socket) -> None:
                     "nvml": drv.nvml is not None,
                     "why": drv.why,
                     "pid": os.getpid(),
+                    "sees_itself": drv.sees_itself(),
                 }
             elif op == "lock":
                 reply = {"results": [[p, *drv.lock(p, int(msg["timeout_ms"]))] for p in msg["pids"]]}
