@@ -6,35 +6,39 @@ run, so no two executions of a ring share a stream), `ring` the stratum's 32-bit
 execution is kept (Algorithm R over the round's executions, so a round keeps a uniform sample of `keep` of them),
 WINDOW where its window lies, DATA the per-word keystream and MAC weight that seal the entry: stage and ring hold
 ciphertext, so a kernel reading device memory it was not handed learns neither the window nor the decision, and an
-entry rewritten after the fact fails its MAC. Values are uint32 held in int64 tensors; 64-bit words wrap in int64."""
+entry rewritten after the fact fails its MAC. Values are uint32 held in uint64 arrays; 64-bit words wrap in uint64."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 WINDOW, DECISION, DATA = 1, 2, 3
 """Purposes (the counter's last word)."""
 PARAMS = 10
 """Leading 64-bit words of every entry row: its window parameters, sealed with the data (layout.Layout.params)."""
-_M32 = 0xFFFFFFFF
-_ROUND_A, _ROUND_B, _KEY_A, _KEY_B = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_ROUND_A, _ROUND_B = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+_KEY_A, _KEY_B = 0x9E3779B9, 0xBB67AE85
 
 
-def philox(key: int, c0: torch.Tensor, c1, c2, c3) -> tuple[torch.Tensor, ...]:
-    """Philox4x32-10 of counters (c0, c1, c2, c3) under the 64-bit key: four uint32 words per counter (int64)."""
-    c0 = c0.to(torch.int64) & _M32
-    c1, c2, c3 = (torch.as_tensor(c, dtype=torch.int64).expand_as(c0) & _M32 for c in (c1, c2, c3))
-    k0, k1 = key & _M32, (key >> 32) & _M32
+def philox(key: int, c0, c1: int, c2: int, c3: int) -> tuple[np.ndarray, ...]:
+    """Philox4x32-10 of counters (c0, c1, c2, c3) under the 64-bit key: four uint32 words per counter (as uint64;
+    numpy, whose small-array operations cost a fraction of torch's on the host taps' path)."""
+    c0 = np.asarray(c0, dtype=np.uint64) & _M32
+    c1, c2, c3 = (np.full(c0.shape, c & 0xFFFFFFFF, dtype=np.uint64) for c in (c1, c2, c3))
+    k0, k1 = key & 0xFFFFFFFF, (key >> 32) & 0xFFFFFFFF
     for _ in range(10):
-        pa, pb = c0 * _ROUND_A, c2 * _ROUND_B  # < 2^64: wraps in int64, the high word survives the mask
-        c0, c2, c1, c3 = ((pb >> 32) & _M32) ^ c1 ^ k0, ((pa >> 32) & _M32) ^ c3 ^ k1, pb & _M32, pa & _M32
-        k0, k1 = (k0 + _KEY_A) & _M32, (k1 + _KEY_B) & _M32
+        pa, pb = c0 * _ROUND_A, c2 * _ROUND_B  # < 2^64: exact in uint64
+        c0, c2, c1, c3 = (pb >> _S32) ^ c1 ^ np.uint64(k0), (pa >> _S32) ^ c3 ^ np.uint64(k1), pb & _M32, pa & _M32
+        k0, k1 = (k0 + _KEY_A) & 0xFFFFFFFF, (k1 + _KEY_B) & 0xFFFFFFFF
     return c0, c1, c2, c3
 
 
 def draw(key: int, e: int, ring: int, purpose: int) -> tuple[int, int, int, int]:
     """The four words of one (execution, ring, purpose)."""
-    return tuple(int(w) for w in philox(key, torch.zeros(1, dtype=torch.int64), e, ring, purpose))
+    return tuple(int(w[0]) for w in philox(key, np.zeros(1, dtype=np.uint64), e, ring, purpose))
 
 
 def kept_row(key: int, e: int, base: int, ring: int, keep: int) -> int:
@@ -47,20 +51,20 @@ def kept_row(key: int, e: int, base: int, ring: int, keep: int) -> int:
     return u1 % keep if u0 * n < keep << 32 else keep
 
 
-def seal_words(key: int, e: int, ring: int, first: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(keystream, MAC weight) of the entry words first..first+n: 64-bit each, the weight odd (a single changed word
-    always changes the MAC)."""
-    w0, w1, w2, w3 = philox(key, torch.arange(first, first + n, dtype=torch.int64), e, ring, DATA)
-    return w0 | (w1 << 32), w2 | (w3 << 32) | 1
+def seal_words(key: int, e: int, ring: int, words) -> tuple[np.ndarray, np.ndarray]:
+    """(keystream, MAC weight) of the entry's words at the indices `words`: 64-bit each (uint64), the weight odd (a
+    single changed word always changes the MAC)."""
+    w0, w1, w2, w3 = philox(key, words, e, ring, DATA)
+    return w0 | (w1 << _S32), w2 | (w3 << _S32) | np.uint64(1)
 
 
-def mac(plain: torch.Tensor, weight: torch.Tensor) -> int:
-    """Sum of word x weight mod 2^64, as a non-negative int."""
-    return int((plain * weight).sum()) & ((1 << 64) - 1)
+def mac(plain: np.ndarray, weight: np.ndarray) -> int:
+    """Sum of word x weight mod 2^64 (uint64 wraps), as a non-negative int."""
+    return int((plain.astype(np.uint64, copy=False) * weight).sum(dtype=np.uint64))
 
 
 def unseal(key: int, e: int, ring: int, cipher: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """(plaintext words, their MAC) of an entry's leading words as an engine sealed them."""
-    ks, weight = seal_words(key, e, ring, 0, cipher.numel())
-    plain = cipher ^ ks
-    return plain, mac(plain, weight)
+    """(plaintext words as int64, their MAC) of an entry's leading words as an engine sealed them."""
+    ks, weight = seal_words(key, e, ring, np.arange(cipher.numel(), dtype=np.uint64))
+    plain = cipher.numpy().view(np.uint64) ^ ks
+    return torch.from_numpy(plain.view(np.int64)), mac(plain, weight)

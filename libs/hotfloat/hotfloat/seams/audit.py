@@ -19,9 +19,11 @@ refuses a candidate that routes one of them.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..audit.config import AuditConfig
@@ -59,8 +61,9 @@ class Ring:
             if e <= base:
                 continue
             words = self.data[r].cpu()
-            ks, _ = seal_words(key, e, self.layout.ring, 0, PARAMS)
-            used = used_words(self.layout, [int(x) for x in (words[:PARAMS] ^ ks).tolist()])
+            ks, _ = seal_words(key, e, self.layout.ring, np.arange(PARAMS, dtype=np.uint64))
+            params = (words[:PARAMS].numpy().view(np.uint64) ^ ks).view(np.int64).tolist()
+            used = used_words(self.layout, params)
             tag = int(macs[r].sum()) & ((1 << 64) - 1)
             out.append({"execution": e, "routed": bool(routed), "mac": tag, "words": words[:used].clone()})
         return count - base, sorted(out, key=lambda x: x["execution"])
@@ -81,7 +84,7 @@ def used_words(layout: Layout, params: list[int]) -> int:
 
 class TorchTaps:
     """The taps on the host, for CPU engines: the same words and rows the CUDA taps (hotfloat.seams.audit_triton)
-    write on the device, computed with torch on the ring's own tensors."""
+    write on the device, each tap sealing only the words it writes (numpy's Philox: a CPU engine's calls are small)."""
 
     parts = 2
     """MAC partial sums per row: the pre tap's, then the post tap's."""
@@ -90,38 +93,37 @@ class TorchTaps:
         self.key = key
 
     def pre(self, ring: Ring, tensors: dict) -> None:
-        lay, e = ring.layout, int(ring.state[0]) + 1
+        lay, e, stage = ring.layout, int(ring.state[0]) + 1, ring.keep + 1
         params = window(lay, draw(self.key, e, lay.ring, WINDOW), tensors)
-        plain = to_words(lay, params, gather(lay, params, tensors, output=False))
-        ks, weight = seal_words(self.key, e, lay.ring, 0, lay.words)
-        stage = ring.keep + 1
-        inputs = _input_words(lay)
-        ring.data[stage] = torch.where(inputs, plain ^ ks, 0)
-        ring.macs[stage, 0] = _signed(mac(torch.where(inputs, plain, 0), weight))
+        idx = _words(lay, output=False)
+        plain = to_words(lay, params, gather(lay, params, tensors, output=False)).numpy().view(np.uint64)[idx]
+        ks, weight = seal_words(self.key, e, lay.ring, idx)
+        ring.data[stage, torch.from_numpy(idx.view(np.int64))] = torch.from_numpy((plain ^ ks).view(np.int64))
+        ring.macs[stage, 0] = _signed(mac(plain, weight))
 
     def post(self, ring: Ring, outputs: dict, routed: bool) -> None:
         lay, stage = ring.layout, ring.keep + 1
         e, base = int(ring.state[0]) + 1, int(ring.state[1])
         ring.state[0] = e
         row = kept_row(self.key, e, base, lay.ring, ring.keep)
-        ks, weight = seal_words(self.key, e, lay.ring, 0, lay.words)
-        params = [int(x) for x in (ring.data[stage, :PARAMS] ^ ks[:PARAMS]).tolist()]
-        plain = to_words(lay, params, gather(lay, params, outputs, output=True))
-        inputs = _input_words(lay)
-        ring.data[row] = torch.where(inputs, ring.data[stage], plain ^ ks)
+        ks, _ = seal_words(self.key, e, lay.ring, np.arange(PARAMS, dtype=np.uint64))
+        params = (ring.data[stage, :PARAMS].numpy().view(np.uint64) ^ ks).view(np.int64).tolist()
+        idx, written = _words(lay, output=True), torch.from_numpy(_words(lay, output=False).view(np.int64))
+        plain = to_words(lay, params, gather(lay, params, outputs, output=True)).numpy().view(np.uint64)[idx]
+        ks, weight = seal_words(self.key, e, lay.ring, idx)
+        ring.data[row, written] = ring.data[stage, written]
+        ring.data[row, torch.from_numpy(idx.view(np.int64))] = torch.from_numpy((plain ^ ks).view(np.int64))
         ring.macs[row, 0] = ring.macs[stage, 0]
-        ring.macs[row, 1] = _signed(mac(torch.where(inputs, 0, plain), weight))
+        ring.macs[row, 1] = _signed(mac(plain, weight))
         ring.head[row, 0], ring.head[row, 1] = e, int(routed)
 
 
-def _input_words(lay: Layout) -> torch.Tensor:
-    """Which words of the row the pre tap writes: the parameters and the input pieces."""
-    mask = torch.zeros(lay.words, dtype=torch.bool)
-    mask[:PARAMS] = True
-    for p in lay.pieces:
-        if not p.output:
-            mask[p.word : p.word + p.words] = True
-    return mask
+@functools.cache
+def _words(lay: Layout, output: bool) -> np.ndarray:
+    """The row's words a tap writes: the parameters and input pieces (pre), or the output pieces (post)."""
+    got = [] if output else [np.arange(PARAMS, dtype=np.uint64)]
+    got += [np.arange(p.word, p.word + p.words, dtype=np.uint64) for p in lay.pieces if p.output == output]
+    return np.concatenate(got)
 
 
 def _signed(v: int) -> int:
