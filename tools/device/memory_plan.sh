@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The memory plan this GPU gets (issue 41), before any engine boots: the watchdog's hello and `memory` reply (device
 # name, total, used, per-process holdings) and the plan for the qualification defaults (four engines with the twin,
-# else three with the twin never beside C (hotfloat.qualify.twin); and six stock engines for a calibration boot). A few seconds.
+# else three with the twin never beside C (hotfloat.qualify.protocol); and six stock engines for a calibration boot). A few seconds.
 # Run: bash tools/device/run_all.sh engine_install:60 memory_plan:30 ...
 set -u -o pipefail
 cd "$(dirname "$0")/../.."
