@@ -11,7 +11,7 @@ import click
 from ..errors import ExitCode
 from ..slots import DTYPES
 from ..devices import resolve_device
-from .options import bundle_argument, device_option, open_bundle
+from .options import bundle_argument, device_option, open_bundle, seed_option
 from .output import emit_json, fit, json_option, natural_width, progress, table, wide_option
 
 SETS = ("bench", "decode", "all")
@@ -45,7 +45,7 @@ SETS = ("bench", "decode", "all")
     default=None,
     help="Seconds per measurement before the 1% relative-standard-error rule gives up.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@seed_option("the random inputs of every shape", fixed=True)
 @click.option(
     "--stock",
     "stock",

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from ..errors import ExitCode, InputError
+from .options import seed_option
 from .output import emit_json, json_option, progress, table
 
 STAGES = ("scan", "build", "admit", "qualify", "score")
@@ -40,7 +41,7 @@ EXPECTED = "expected.toml"
     default=None,
     help=f"Instead: scan, build and verify every bundle in this folder against its {EXPECTED}.",
 )
-@click.option("--seed", type=int, default=None, help="With --examples: replay a run's secret seed.")
+@seed_option("with --examples, the inputs every example is verified on")
 @json_option
 def demo(handicap: int, workdir: Path | None, examples: Path | None, seed: int | None, as_json: bool) -> None:
     """Run the arena on CPU: four miners commit bundles on a stand-in chain (one honest, one broken, two cheating),

@@ -70,6 +70,32 @@ def device_option(help_text: str):
     )
 
 
+def seed_option(draws: str, *, fixed: bool = False):
+    """--seed, the workload seed: the one meaning "seed" has on the command line. A command that judges draws a fresh
+    secret one and keeps it in its report, so a run can be replayed and a kernel cannot be tuned to it; `bench`, which measures for
+    the author, fixes it at 0 so two runs time the same inputs (docs/kernel-authors.md, "Seeds")."""
+    why = (
+        "0: every run the same, so runs compare"
+        if fixed
+        else "a fresh secret one, kept in the report; give it to replay a run"
+    )
+    return click.option(
+        "--seed",
+        type=int,
+        metavar="N",
+        default=0 if fixed else None,
+        callback=_seed_in_range,
+        help=f"Workload seed: {draws} [default: {why}].",
+    )
+
+
+def _seed_in_range(ctx, param, value: int | None) -> int | None:
+    """Every seed fits the 63 bits the generators and the wire take."""
+    if value is not None and not 0 <= value < 1 << 63:
+        raise click.BadParameter(f"{value} is not in 0 .. 2**63-1")
+    return value
+
+
 def default_ledger() -> str:
     """$HOTFLOAT_LEDGER, else $XDG_DATA_HOME/hotfloat/ledger.db (~/.local/share/hotfloat/ledger.db): per user, never
     whatever directory the command happens to run in."""

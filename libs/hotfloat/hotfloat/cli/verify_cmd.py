@@ -10,19 +10,14 @@ import click
 
 from ..slots import DTYPES
 from ..devices import resolve_device
-from .options import bundle_argument, device_option, open_bundle
+from .options import bundle_argument, device_option, open_bundle, seed_option
 from .output import emit_json, exit_with, json_option, stderr_is_tty, table
 
 
 @click.command("verify")
 @bundle_argument
 @device_option("cpu runs Triton through its interpreter; cuda adds CUDA-graph capture and replays.")
-@click.option(
-    "--seed",
-    type=click.IntRange(0, (1 << 63) - 1),
-    default=None,
-    help="Replay a run's secret seed (default: a fresh secret, printed in the report).",
-)
+@seed_option("the plan and inputs of every case")
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(sorted(DTYPES)), help="Only these dtypes.")
 @click.option("--trials", type=click.IntRange(1, 20), default=3, show_default=True, help="Calls per shape.")
 @click.option(

@@ -60,7 +60,7 @@ PASSTHROUGH = (
 PREFIXES = ("FLASHINFER_", "SGLANG_", "SGL_")
 """Environment the engine runtime needs from the validator's (set by tools/device/sglang_env.sh on the device)."""
 ENV_ROOT = "HOTFLOAT_ENGINE_ROOT"
-"""Where tools/device/engine_install.sh unpacked the SGLang payload; bound read-only, its cache/ seeds the engines'."""
+"""Where tools/device/engine_install.sh unpacked the SGLang payload; bound read-only, its cache/ warms the engines'."""
 
 
 def engine_policy(device: str, kind: str) -> SandboxPolicy:
@@ -195,7 +195,7 @@ def spawn_engine(
     else:
         home = str(workdir)
         extra["PYTHONPATH"] = os.pathsep.join([str(lib_dir()), *filter(None, [os.environ.get("PYTHONPATH")])])
-        if kind == "sglang":  # the validator's own runtime view, caches included (no seeding needed)
+        if kind == "sglang":  # the validator's own runtime view, caches included (nothing to copy)
             extra.update({k: v for k, v in os.environ.items() if k.startswith(PREFIXES) or k in PASSTHROUGH})
             extra["PATH"] = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
     extra.update(

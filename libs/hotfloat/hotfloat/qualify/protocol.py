@@ -176,7 +176,7 @@ class Protocol:
         """Boots the baselines (and T, unless it waits for C's teardown) concurrently, then C once they are ready (and
         T has served and left, where the two cannot be resident together); B' and T must report B's identity (else
         NO_DECISION), and C must too (else C misreported itself: its fault). Returns B's report. A stock B's JIT
-        caches seed the later boots (no candidate code ever ran in its sandbox)."""
+        caches warm the later boots (no candidate code ever ran in its sandbox)."""
         o = self.options
         audit = audit_spec(o.audit_rate, self.declared)
         self.specs = arms = {
@@ -196,7 +196,7 @@ class Protocol:
             self._twin_first()
         if not self.failed and isinstance(b, Ready):
             if not self.arms[0].get("bundle"):
-                self.progress(self.fleet.seed_caches(self.names[0]), 0, self.rule.max_rounds)
+                self.progress(self.fleet.warm_caches(self.names[0]), 0, self.rule.max_rounds)
             self.progress(f"booting {self.names[1]}", 0, self.rule.max_rounds)
             self._boot_group({self.names[1]: arms[self.names[1]]}, cpus)
         if not isinstance(b, Ready):
