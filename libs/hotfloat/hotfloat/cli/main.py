@@ -14,7 +14,7 @@ from ..errors import ExitCode, HotfloatError
 COMMANDS: dict[str, tuple[str, str]] = {
     "new": (
         "new_cmd:new",
-        "Write a new bundle into DIRECTORY: manifest, a plain-torch kernel with the slot's exact "
+        "Write a new bundle into DIRECTORY: manifest, a plain-torch kernel per slot with the slot's exact "
         "signature, metadata and a README; it passes `hotfloat scan` and `hotfloat verify` as written.",
     ),
     "bundle": ("bundle_cmd:bundle", "The bundle format: its JSON Schema, and importing bundles written for Cacheon."),
