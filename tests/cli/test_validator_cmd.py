@@ -172,3 +172,24 @@ def test_the_committed_calibration_record_gives_serve_its_rule():
     rule = load_rule(record)
     assert rule == CalibrationRecord.model_validate_json(record.read_bytes()).rule
     assert rule.look_rounds == 5  # the rule the H200 collection chose, not the library default
+
+
+def test_status_at_80_columns_prints_each_reason_whole_beneath_the_table(capsys, make_bundle, tmp_path, monkeypatch):
+    from hotfloat.ledger import State
+
+    db = str(tmp_path / "l.db")
+    hotfloat(capsys, "validator", "submit", str(make_bundle()), "--ledger", db)
+    why = "verify: activation.silu_and_mul:default bf16 T=8,D=64: wrote out[3,2] wrong by 0.5 (tolerance 0.01)"
+    with Ledger(db) as led:
+        led.advance(1, State.RECEIVED, State.FAILED, why)
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = hotfloat(capsys, "validator", "status", "--ledger", db)
+    assert code == 0 and max(map(len, out.splitlines())) <= 80, out
+    assert why in " ".join(line.strip() for line in out.split("1: ", 1)[1].splitlines())
+
+
+def test_status_help_says_it_reads_the_ledger_and_never_creates_it(capsys, tmp_path):
+    code, out, _ = hotfloat(capsys, "validator", "status", "--help")
+    assert code == 0 and "created if missing" not in out and "never" in out
+    code, _, err = hotfloat(capsys, "validator", "status", "--ledger", str(tmp_path / "none.db"))
+    assert code == 2 and "no ledger here" in err and not (tmp_path / "none.db").exists()

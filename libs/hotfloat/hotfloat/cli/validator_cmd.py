@@ -13,7 +13,7 @@ from ..ledger import ORDER, Ledger, State
 from ..validator.evidence import EVIDENCE
 from ..validator.standings import crowns, scores
 from .options import ledger_option, note_ignored, read_archive, writable_ledger
-from .output import emit_json, json_option, table
+from .output import beneath, emit_json, json_option, table
 from .validator_run_cmd import run
 
 LEDGER = ledger_option()
@@ -61,7 +61,7 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 
 @validator.command("status")
 @click.argument("submission", type=click.IntRange(1, (1 << 63) - 1), required=False)
-@LEDGER
+@ledger_option("The validator's SQLite ledger to read (`validator submit` creates it; status never does).")
 @json_option
 def status(submission, ledger_path, as_json) -> None:
     """Show the queue, each submission's state, score and crown, and each slot set's crown; or one SUBMISSION's
@@ -96,31 +96,33 @@ def status(submission, ledger_path, as_json) -> None:
     )
     table(
         "submissions",
-        ["id", "bundle", "identity", "submitter", "state", "score", "crown", "reason"],
+        ["id", "bundle", "identity", "submitter", "state", "score", "crown"],
         [
             (
                 r["id"],
                 r["bundle_id"],
-                r["identity"][:16],
+                r["identity"][:12],
                 r["submitter"],
                 r["state"],
                 "" if r["score"] is None else f"{r['score']:.4f}",
                 r["crown"] or "",
-                r["reason"][:120],
             )
             for r in rows
         ],
+        fold=True,
     )
+    beneath([(f"{r['id']}", r["reason"]) for r in rows], "`hotfloat validator status ID` shows every transition")
     if crowned:
         names = {s.identity: s.bundle_id for s in subs}
         table(
             "crowns",
-            ["slot set", "winner", "runner-up", "reason"],
+            ["slot set", "winner", "runner-up"],
             [
-                (pool, names.get(c.winner, c.winner or ""), names.get(c.runner_up, c.runner_up or ""), c.reason[:120])
+                (pool, names.get(c.winner, c.winner or ""), names.get(c.runner_up, c.runner_up or ""))
                 for pool, c in crowned.items()
             ],
         )
+        beneath([(pool, c.reason) for pool, c in crowned.items()], "")
 
 
 def _show_one(led: Ledger, sid: int, as_json: bool) -> None:
