@@ -119,5 +119,7 @@ def test_several_slots_make_one_bundle_with_an_op_each_and_every_next_line_passe
 )
 def test_new_refuses_what_every_later_command_would_refuse_and_writes_nothing(args, why, tmp_path):
     p = hotfloat("new", tmp_path / "b", "--slot", "norm.rmsnorm", *args)
-    assert p.returncode == 2 and p.stderr.startswith("error: ") and why in p.stderr and "next:" not in p.stdout, p.stderr
+    assert p.returncode == 2 and p.stderr.startswith("error: ") and why in p.stderr and "next:" not in p.stdout, (
+        p.stderr
+    )
     assert not (tmp_path / "b").exists()

@@ -163,6 +163,8 @@ def test_run_spawns_separate_service_processes(capsys, make_bundle, tmp_path):
     assert code == 0, err
     assert json.loads(out)["counts"]["failed"] == 1 and json.loads(out)["counts"]["no_decision"] == 1
     assert "#1 scan: failed: scan:" in err and "#2 admit: no_decision: admit: no op of the bundle applies on cpu" in err
+    assert "note: submissions stop at admitted: no qualification service to time a candidate: give --rule-from" in err
+    assert json.loads(out)["through"] == "admitted" and "--rule-from" in json.loads(out)["stopped"]
 
 
 def test_the_committed_calibration_record_gives_serve_its_rule():

@@ -70,7 +70,7 @@ class Validator:
             rule = load_rule(c.rule_from)  # a spawned service reads it the same way: a bad record is refused first
         stages = self._stages(rule)
         self.ledger = self._ledger()
-        through = State(c.through or ("scored" if c.qualifies else "admitted"))
+        through = State(c.last_state()[0])
         self.pipeline = Pipeline(
             self.ledger,
             stages,
