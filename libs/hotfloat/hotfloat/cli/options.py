@@ -20,17 +20,18 @@ def bundle_argument(fn):
 
 
 def open_bundle(path: str):
-    """Loads a bundle from a directory or an archive, refusing anything else with one clear line; a directory's
-    ignored paths are named in one note on stderr (the author can see what was left out)."""
+    """Loads a bundle from a directory or an archive, refusing anything else with one clear line; the paths either
+    left out are named in one note on stderr (the author can see what was left out)."""
     from ..bundle import load_bundle, unpack
 
     if not Path(path).is_dir():
-        return unpack(read_archive(path))
+        return note_ignored(unpack(read_archive(path)), path)
     return note_ignored(load_bundle(path), path)
 
 
 def note_ignored(bundle, path: str):
-    """Names what a bundle directory's load left out, in one stderr line (none when nothing was); returns `bundle`."""
+    """Names what a bundle's load (folder or archive) left out, in one stderr line (none when nothing was); returns
+    `bundle`."""
     if bundle.ignored:
         click.echo(f"note: ignored {' '.join(bundle.ignored)} in {path} (never hashed, shipped or scanned)", err=True)
     return bundle

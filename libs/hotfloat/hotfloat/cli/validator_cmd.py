@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..bundle import load_bundle, pack
+from ..bundle import load_bundle, pack, unpack
 from ..errors import InputError
 from ..ledger import ORDER, Ledger, State
 from ..validator.evidence import EVIDENCE
@@ -35,7 +35,11 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
     with Ledger(writable_ledger(ledger_path)) as led:
         for path in bundles:
             p = Path(path)
-            archive = pack(note_ignored(load_bundle(p), path)) if p.is_dir() else read_archive(p)
+            if p.is_dir():
+                archive = pack(note_ignored(load_bundle(p), path))
+            else:
+                archive = read_archive(p)
+                note_ignored(unpack(archive), path)
             sub, created = led.receive(archive, submitter=submitter, source=str(p))
             rows.append(
                 {
