@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from ..bundle import Op
-from ..errors import InfrastructureError, InputError
+from ..errors import InfrastructureError, InputError, no_gpu
 from ..slots import DTYPES, Role, Shape, SlotSpec, get_slot
 from . import ceilings as ceil
 from .calls import MAX_SET_BYTES, ours_calls, stock_calls
@@ -60,7 +60,7 @@ def bench_in_process(path: str, options: Options, progress: Progress | None = No
     if options.device not in ("cpu", "cuda"):
         raise InputError(f"device {options.device!r}: expected cpu or cuda")
     if options.device == "cuda" and not torch.cuda.is_available():
-        raise InfrastructureError("--device cuda: no CUDA device is visible to torch here (use --device cpu)")
+        raise no_gpu("bench")
     if options.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise InfrastructureError("bench on CPU needs TRITON_INTERPRET=1 set before triton is imported")
     loaded = LoadedBundle(path)
@@ -117,7 +117,8 @@ class _Run:
         return out
 
     def report(self, progress: Progress | None) -> Report:
-        """Measures the ceilings once, then each task; the run fails if any of our kernels failed a check."""
+        """Measures the ceilings once, then each task; the run fails if any of our kernels failed a check, and is N/A
+        when none ran (no op is built for this device: every row timed the stock kernels only)."""
         tasks = self.tasks()
         c = ceil.measure_cuda(self.timer, self.budget) if self.cuda else ceil.measure_cpu(self.budget)
         rows = []
@@ -139,7 +140,11 @@ class _Run:
             method=self.method(),
             ceilings=c,
             rows=rows,
-            status="FAIL" if failed else "PASS",
+            status="FAIL"
+            if failed
+            else "PASS"
+            if any(r.impls and r.impls[0].name.startswith("ours") for r in rows)
+            else "N/A",
             skipped=[Skipped(slot=k[0], name=k[1], reason=v) for k, v in self.skipped.items()],
         )
 

@@ -96,7 +96,9 @@ def read_archive(data: bytes, ignored: list[str] | None = None) -> dict[str, byt
 def _ignored_as(name: str) -> str:
     """What the folder reader would name for an ignored member: the outermost ignored folder, else the file."""
     parts = name.split("/")
-    return next((f"{'/'.join(parts[:i])}/" for i in range(1, len(parts)) if is_ignored(f"{'/'.join(parts[:i])}/")), name)
+    return next(
+        (f"{'/'.join(parts[:i])}/" for i in range(1, len(parts)) if is_ignored(f"{'/'.join(parts[:i])}/")), name
+    )
 
 
 def _file_members(tar: tarfile.TarFile) -> list[tuple[str, tarfile.TarInfo]]:

@@ -7,8 +7,8 @@ import logging
 
 import click
 
-from ..errors import InputError
-from ..devices import resolve_device
+from ..errors import InputError, no_gpu
+from ..devices import gpu_name, resolve_device
 from .options import DEVICES
 from .output import table
 
@@ -122,6 +122,8 @@ def qualify_options(
     from ..qualify import QualifyOptions
 
     device = resolve_device(device)
+    if device == "cuda" and gpu_name() is None:  # before the calibration record it would otherwise look for
+        raise no_gpu(click.get_current_context().command_path.removeprefix("hotfloat "))
     if unsandboxed:
         logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
         click.secho(
