@@ -111,3 +111,15 @@ def test_rule_from_takes_the_records_timing_rule_under_the_flags_beside_it(bundl
     bad.write_text("[]")
     code, _, err = run(capsys, str(bundles["broken"]), "--device", "cpu", "--rule-from", str(bad))
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_a_cpu_decision_at_80_columns_shows_every_number_whole_and_says_a_cpu_cannot_show_speed(
+    bundles, capsys, monkeypatch
+):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run(capsys, str(bundles["exact"]), "--device", "cpu", "--look-rounds", "3", "--max-looks", "1")
+    lines = out.splitlines()
+    assert code in (0, 1, 5) and max(map(len, lines)) <= 80 and "…" not in out, out
+    flat = " ".join(" ".join(lines).split())
+    assert "reason: " in flat and "note: on a CPU, Triton kernels run in Triton's interpreter" in flat
+    assert "a FAIL for speed here says nothing of a GPU" in flat

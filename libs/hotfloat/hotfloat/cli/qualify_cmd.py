@@ -7,8 +7,8 @@ import click
 from ..errors import InputError
 from .calibrate_cmd import calibrate
 from .options import bundle_argument, open_bundle, seed_option
-from .output import emit_json, exit_with, json_option, progress, table
-from .qualify_options import decision_table, engine_options, qualify_options
+from .output import beneath, emit_json, exit_with, json_option, progress, table
+from .qualify_options import CPU_NOTE, decision_table, engine_options, qualify_options
 
 
 class _DefaultRun(click.Group):
@@ -124,6 +124,8 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
             ],
         )
         decision_table(d)
+        if opts.device == "cpu":
+            beneath([("note", CPU_NOTE)], "")
     exit_with(result.status)
 
 

@@ -10,7 +10,7 @@ import click
 from ..errors import InputError, no_gpu
 from ..devices import gpu_name, resolve_device
 from .options import DEVICES
-from .output import table
+from .output import beneath, table
 
 
 def engine_options(fn):
@@ -165,23 +165,22 @@ def qualify_options(
     return opts.model_copy(update={"startup_timeout_s": boot_timeout}) if boot_timeout else opts
 
 
+CPU_NOTE = (
+    "on a CPU, Triton kernels run in Triton's interpreter, far slower than the stock torch path: a CPU qualification "
+    "checks the protocol, the gate and the audit, never speed, and a FAIL for speed here says nothing of a GPU "
+    "(qualify on one with --device cuda)"
+)
+"""Said beside every CPU decision: the honest examples FAIL for speed there, by design."""
+
+
 def decision_table(d) -> None:
-    """A decision as one table row, as `run`, `recompute` and `calibrate evidence` print it."""
+    """A decision as one table row, as `run`, `recompute` and `calibrate evidence` print it: numbers whole at 80
+    columns (cells fold, never cut), the reason whole beneath."""
     pct = lambda v: "" if v is None else f"{v:+.2%}"  # noqa: E731
     table(
         "decision",
-        ["status", "gate", "score", "improvement", "lower", "upper", "B vs B'", "rounds", "reason"],
-        [
-            (
-                d.status,
-                d.gate,
-                f"{d.score:.4f}",
-                pct(d.improvement),
-                pct(d.lower),
-                pct(d.upper),
-                pct(d.drift),
-                d.rounds,
-                d.reason,
-            )
-        ],
+        ["status", "gate", "score", "improvement", "lower", "upper", "B vs B'", "rounds"],
+        [(d.status, d.gate, f"{d.score:.4f}", pct(d.improvement), pct(d.lower), pct(d.upper), pct(d.drift), d.rounds)],
+        fold=True,
     )
+    beneath([("reason", d.reason)], "--json")
