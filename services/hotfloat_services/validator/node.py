@@ -36,9 +36,10 @@ class Validator:
         config: ValidatorConfig,
         *,
         on_event: OnEvent | None = None,
+        on_progress: OnEvent | None = None,
         report: Callable[[str], None] = lambda message: None,
     ):
-        self.config, self._on_event, self._report = config, on_event, report
+        self.config, self._on_event, self._on_progress, self._report = config, on_event, on_progress, report
         self._stack = contextlib.ExitStack()
         self.ledger: Ledger | None = None
         self.cycle: Callable[[], None] | None = None
@@ -78,6 +79,7 @@ class Validator:
             workers=c.workers,
             max_attempts=c.max_attempts,
             on_event=self._on_event,
+            on_progress=self._on_progress,
             on_stop=self._abandon,
         )
 
