@@ -136,9 +136,12 @@ def test_the_table_honours_the_terminal_width(capsys, monkeypatch, columns):
 
 
 def test_a_bundle_with_no_op_for_the_device_is_not_applicable_never_a_pass(tmp_path, capsys):
-    """Every row timed only the stock kernels: exit 4 with the reason, as `verify` says N/A for the same bundle."""
+    """Every row timed only the stock kernels: exit 4 with the reason, as `verify` says N/A for the same bundle; the
+    op's module, which needs a GPU to import, is never imported here."""
     (tmp_path / "kernels").mkdir()
-    (tmp_path / "kernels" / "k.py").write_text("def run(x, out):\n    out.zero_()\n")
+    (tmp_path / "kernels" / "k.py").write_text(
+        "import torch\n\nDEVICE = torch.cuda.current_device()\n\n\ndef run(x, out):\n    out.zero_()\n"
+    )
     (tmp_path / "manifest.toml").write_text(
         'bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
         'source = "kernels/k.py"\nentry = "run"\narchitectures = ["sm_90"]\n'

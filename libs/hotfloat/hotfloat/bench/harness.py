@@ -63,11 +63,19 @@ def bench_in_process(path: str, options: Options, progress: Progress | None = No
         raise no_gpu("bench")
     if options.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise InfrastructureError("bench on CPU needs TRITON_INTERPRET=1 set before triton is imported")
-    loaded = LoadedBundle(path)
+    loaded = LoadedBundle(path, device_archs(options.device))
     try:
         return _Run(loaded, options).report(progress)
     finally:
         loaded.close()
+
+
+def device_archs(device: str) -> set[str]:
+    """The architectures an op must list to run here: cpu, or the GPU's sm_XY and its sm_XYa."""
+    if device == "cpu":
+        return {"cpu"}
+    major, minor = torch.cuda.get_device_capability(0)
+    return {f"sm_{major}{minor}", f"sm_{major}{minor}a"}
 
 
 def one_rank_group(device: str):
@@ -92,13 +100,9 @@ class _Run:
         collective = any(get_slot(op.entry.slot).of_role(Role.GROUP) for op in loaded.bundle.ops)
         self.group = one_rank_group(options.device) if collective else None
         self.measure = Measure(options.device, self.budget, self.timer, self.group)
-        self.arch = "cpu"
         self.skipped: dict[tuple[str, str], str] = {}
         """(slot, library) -> why it is left out; filled as slots are met, so a failed build is tried once."""
         self._probed: set[tuple[str, str]] = set()
-        if self.cuda:
-            major, minor = torch.cuda.get_device_capability(0)
-            self.arch = f"sm_{major}{minor}"
 
     def tasks(self) -> list[tuple[SlotSpec, str, Shape]]:
         """Every (slot, dtype, shape) to time, decided before any timing so bad requests fail fast."""
@@ -167,7 +171,7 @@ class _Run:
 
     def route(self, slot: SlotSpec, dtype: str, tokens: int) -> Op | None:
         """The variant the validator would route this call to, or None (then the stock kernel runs)."""
-        archs = {self.arch, self.arch + "a"}
+        archs = self.loaded.archs
         for op in self.loaded.bundle.ops:
             md = op.metadata
             if (
