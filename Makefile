@@ -47,7 +47,7 @@ lock: $(UV_STAMP)
 	$(UV) pip compile requirements.in --generate-hashes --python-version 3.11 \
 	    --find-links /opt/wheels --index-strategy unsafe-best-match --no-header -o requirements.lock
 
-## Cubins for tools/device/native.sh, built deviceless here (the GPU machine has no cutlass-dsl); carry .device-carry.
+## Cubins for the native device recipe (tools/device/recipes/native.sh), built deviceless here (the GPU machine has no cutlass-dsl); carry .device-carry.
 device-carry-native: setup
 	rm -rf .device-carry/native
 	for ex in silu_triton_aot silu_cute_aot; do $(BIN)/hotfloat build examples/$$ex --out .device-carry/native/$$ex || exit 1; done
@@ -124,7 +124,7 @@ engine-lock: $(UV_STAMP)
 	tools/images/lock.sh cuda
 
 ## The SGLang runtime for the H200 (cp312 wheels by hash, sgl-kernel cut to sm_90, libnuma, bubblewrap), packed into
-## .device-carry/engine/ as xz chunks <= 60 MiB + SHA256SUMS; carry .device-carry, then tools/device/engine_install.sh.
+## .device-carry/engine/ as xz chunks <= 60 MiB + SHA256SUMS; carry .device-carry, then `bash tools/device/run.sh engine_install:90 ...`.
 DEVICE_ENGINE := .device-carry/engine/SHA256SUMS
 $(DEVICE_ENGINE): engine/device-payload.lock engine/device-debs.lock engine/device_payload.py libs/hotfloat_sglang/pyproject.toml
 	$(PY) engine/device_payload.py build

@@ -16,17 +16,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 20_000
-"""Set on 2026-12-06 by issue 52 when the count became code lines: 19,829 counted after the twin's steps and the
-isolation's witnesses went back into their classes (the same library was 23,086 lines when docstrings counted), plus
-the rough edges of issue 52's first-hour review. The budgets before counted docstrings (the last, 23,150); their
-reasons are in this file's history. Raise it in the change that needs it, with the reason."""
-TOOLS = ROOT / "tools"
-TOOLS_BUDGET = 5_000
-"""Set on 2026-12-06 by issue 52 in code lines: tools/device/ curated to one entry point (run.sh) and its named
-recipes, the one-off scripts of past device calls removed (their outputs stay in docs/device-runs.md and
-docs/benchmarks.md). Before, 5,300 counting docstrings, for 5,263 lines. Raise it in the change that needs it, with
+BUDGET = 20_100
+"""Set on 2026-12-06 by issue 52 when the count became code lines. Counted then: 19,829 after the twin's steps and
+the isolation's witnesses went back into their classes (the same library was 23,086 lines while docstrings counted),
+then 19,990 with issue 52's first-hour fixes (+161: `new` with several slots and a checked id, one no-GPU error, the
+stdout a closed pipe leaves, reasons printed beneath tables and once per distinct reason, per-input digests, the
+validator's stop reason, an archive's ignored paths, the demo's progress and verdict). The budgets before counted
+docstrings (the last, 23,150); their reasons are in this file's history. Raise it in the change that needs it, with
 the reason."""
+TOOLS = ROOT / "tools"
+TOOLS_BUDGET = 3_000
+"""Set on 2026-12-06 by issue 52 at 2,916 code lines: tools/device/ curated to one entry point (run.sh) and the
+recipes of the calls still made, the one-off scripts of past device calls removed (their results stay in
+docs/device-runs.md and docs/benchmarks.md): tools/device/ went from 3,680 code lines to 1,670. Before, 5,300
+counting docstrings. Raise it in the change that needs it, with the reason."""
 MODULE_SIGNAL = 300
 """House style's module length (50-300 lines, one concept each): past it, a warning asks the reviewer to look."""
 MODULE_CEILING = 500

@@ -32,7 +32,9 @@ class LoadedBundle:
         else:
             raise InputError(f"{path}: no such bundle directory or archive")
         self.entries: dict[str, Callable] = {
-            op.key: _import_entry(self.bundle, op, root) for op in self.bundle.ops if archs & set(op.entry.architectures)
+            op.key: _import_entry(self.bundle, op, root)
+            for op in self.bundle.ops
+            if archs & set(op.entry.architectures)
         }
 
     def close(self) -> None:

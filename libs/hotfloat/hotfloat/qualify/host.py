@@ -58,9 +58,9 @@ PASSTHROUGH = (
     "HOTFLOAT_STACK_SAMPLES",
 )
 PREFIXES = ("FLASHINFER_", "SGLANG_", "SGL_")
-"""Environment the engine runtime needs from the validator's (set by tools/device/sglang_env.sh on the device)."""
+"""Environment the engine runtime needs from the validator's (set by tools/device/helpers/sglang_env.sh on the device)."""
 ENV_ROOT = "HOTFLOAT_ENGINE_ROOT"
-"""Where tools/device/engine_install.sh unpacked the SGLang payload; bound read-only, its cache/ warms the engines'."""
+"""Where the engine_install recipe (tools/device/recipes/engine_install.sh) unpacked the SGLang payload; bound read-only, its cache/ warms the engines'."""
 
 
 def engine_policy(device: str, kind: str) -> SandboxPolicy:
