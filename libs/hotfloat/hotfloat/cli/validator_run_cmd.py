@@ -130,8 +130,6 @@ def run(config_path, as_json, **flags) -> None:
     start = time.monotonic()
     writable_ledger(config.ledger)
     last, why = config.last_state()
-    if why:
-        click.echo(f"note: submissions stop at {last}: {why}", err=True)
     node = Validator(
         config,
         on_event=lambda sid, stage, msg: click.echo(f"#{sid} {stage}: {msg}", err=True),
@@ -139,7 +137,9 @@ def run(config_path, as_json, **flags) -> None:
     )
     stop = threading.Event()  # SIGTERM, also while starting: nothing new, calls in flight finish, waits are abandoned
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with node:
+    with node:  # once the services are up: a refused setting is the one line a failed start prints
+        if why:
+            click.echo(f"note: submissions stop at {last}: {why}", err=True)
         counts = node.run(stop)
     if as_json:
         emit_json({"counts": counts, "seconds": round(time.monotonic() - start, 3), "through": last, "stopped": why})
