@@ -28,8 +28,8 @@ def test_arena_stops_the_broken_and_the_cheats_and_weights_the_honest_miner(tmp_
     assert alice["stages"]["build"] == "N/A" and alice["stages"]["admit"] == "PASS"
     if alice["state"] == "scored":  # the honest kernel, crowned and weighted on the stand-in chain
         assert alice["crown"] == "winner" and out["weights"] == {"1": 65535}
-    else:  # CPU noise: the rule declines to decide, and the demo says so
-        assert alice["state"] == "no_decision" and out["weights"] == {}
+    else:  # CPU noise: the rule declines to decide, or fails it as not shown faster (never as slower), as the demo says
+        assert (alice["state"] == "no_decision" or alice["not_shown"]) and out["weights"] == {}, alice
     for step in ("committed", "intake", "scan", "admit", "qualify", "weights"):
         assert step in p.stderr, step
     assert "alice qualify: booting" in p.stderr and "alice qualify: round" in p.stderr  # its progress, relayed
