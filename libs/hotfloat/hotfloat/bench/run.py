@@ -25,7 +25,8 @@ from .records import ChildResult, Report
 
 BUNDLE = "/bundle"
 STARTUP_S = 300.0
-"""Interpreter, torch, triton and the harness, plus copying the warm caches: slow on a cold host, never candidate code."""
+"""Interpreter, torch, triton and the harness, plus copying the warm caches: slow on a cold host, never candidate
+code."""
 TIMEOUT_S = 3600.0
 """The whole run after start-up: `--shapes all` on a GPU with FlashInfer's first JIT builds takes minutes."""
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
@@ -104,8 +105,8 @@ def _open(path: str) -> Bundle:
 
 
 def _view(device: str, staged: Path, sandboxed: bool) -> tuple[list[Bind], dict[str, str], dict | None]:
-    """Binds, environment and the warm caches' copy for the child. Sandboxed: the package, the bundle and the engine runtime
-    read-only, JIT caches in the private /tmp. Unsandboxed: the caller's environment and caches, as they are."""
+    """Binds, environment and the warm caches' copy for the child. Sandboxed: the package, the bundle and the engine
+    runtime read-only, JIT caches in the private /tmp. Unsandboxed: the caller's environment and caches, as they are."""
     interpret = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
     if not sandboxed:
         pythonpath = os.pathsep.join(filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))

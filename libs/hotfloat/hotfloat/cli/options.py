@@ -20,8 +20,8 @@ def bundle_argument(fn):
 
 
 def open_bundle(path: str):
-    """Loads a bundle from a directory or an archive, refusing anything else with one clear line; the paths either
-    left out are named in one note on stderr (the author can see what was left out)."""
+    """Loads a bundle from a directory or an archive, refusing anything else with one clear line; what the load left
+    out is named in one note on stderr, for a folder and an archive alike (the author can see what was left out)."""
     from ..bundle import load_bundle, unpack
 
     if not Path(path).is_dir():
@@ -73,8 +73,8 @@ def device_option(help_text: str):
 
 def seed_option(draws: str, *, fixed: bool = False):
     """--seed, the workload seed: the one meaning "seed" has on the command line. A command that judges draws a fresh
-    secret one and keeps it in its report, so a run can be replayed and a kernel cannot be tuned to it; `bench`, which measures for
-    the author, fixes it at 0 so two runs time the same inputs (docs/kernel-authors.md, "Seeds")."""
+    secret one and keeps it in its report, so a run can be replayed and a kernel cannot be tuned to it; `bench`, which
+    measures for the author, fixes it at 0 so two runs time the same inputs (docs/kernel-authors.md, "Seeds")."""
     why = (
         "0: every run the same, so runs compare"
         if fixed

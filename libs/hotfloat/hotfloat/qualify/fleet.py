@@ -152,10 +152,10 @@ class Fleet:
         return {**{name: out[name] for name in arms}, **out}
 
     def warm_caches(self, name: str, dest: Path | None = None) -> str:
-        """Copies engine `name`'s JIT caches into `dest`, by default the validator's warm caches ($HOTFLOAT_ENGINE_ROOT/cache,
-        hotfloat.qualify.host), once per machine, so engines booted after it skip the compilation. The caller names a
-        stock engine with no bundle: no candidate code ever ran in its sandbox. Each file lands by rename, so an engine
-        copying them meanwhile copies whole files only."""
+        """Copies engine `name`'s JIT caches into `dest`, by default the validator's warm caches
+        ($HOTFLOAT_ENGINE_ROOT/cache, hotfloat.qualify.host), once per machine, so engines booted after it skip the
+        compilation. The caller names a stock engine with no bundle: no candidate code ever ran in its sandbox. Each
+        file lands by rename, so an engine copying them meanwhile copies whole files only."""
         root = os.environ.get(ENV_ROOT)
         if dest is None and not root:
             return "warm caches: no engine root"
