@@ -13,6 +13,7 @@ system-deps:
 	@tools/system_deps.sh
 
 $(STAMP): requirements.lock libs/hotfloat/pyproject.toml services/pyproject.toml | system-deps
+	@echo "setup: .venv from the hashed lock (about 2.5 GB; a minute or two on a fresh machine)"
 	$(PY) -m venv $(VENV)
 	PIP_CONFIG_FILE=/dev/null $(BIN)/pip install -q --find-links /opt/wheels --require-hashes --no-deps -r requirements.lock
 	PIP_CONFIG_FILE=/dev/null $(BIN)/pip install -q --no-deps --no-build-isolation -e libs/hotfloat -e services
@@ -25,20 +26,28 @@ $(PROTO_STAMP): $(wildcard protos/hotfloat/v1/*.proto) tools/gen_protos.sh | $(S
 
 setup: $(STAMP) $(PROTO_STAMP)
 
+## uv (for the engine venv and the locks) from its hashed lock into .venv: never an unpinned one into the system Python.
+UV_STAMP := $(VENV)/.uv-stamp
+UV       := $(BIN)/uv
+$(UV_STAMP): engine/uv.lock | $(STAMP)
+	$(BIN)/pip install -q --require-hashes --no-deps -r engine/uv.lock
+	touch $(UV_STAMP)
+
 ## The whole arena on CPU in a few minutes: stand-in chain, four miners, the validator's pipeline, crowns, weights.
 demo: setup
 	$(BIN)/hotfloat demo
 
+## Builds .venv-engine (about 5 GB) and, for the container tests, the cpu images through Bazel (about 2 GB plus its
+## cache); the Bazel server the tests start is shut down when they end (tests/images/conftest.py).
 test: setup engine
 	$(BIN)/python -m pytest -q tests
 
 ## Re-resolve requirements.in into the hashed lock (needs PyPI).
-lock:
-	$(PY) -m pip install -q uv
-	$(PY) -m uv pip compile requirements.in --generate-hashes --python-version 3.11 \
+lock: $(UV_STAMP)
+	$(UV) pip compile requirements.in --generate-hashes --python-version 3.11 \
 	    --find-links /opt/wheels --index-strategy unsafe-best-match --no-header -o requirements.lock
 
-## Cubins for tools/device/native.sh, built deviceless here (the GPU machine has no cutlass-dsl); carry .device-carry.
+## Cubins for the native device recipe (tools/device/recipes/native.sh), built deviceless here (the GPU machine has no cutlass-dsl); carry .device-carry.
 device-carry-native: setup
 	rm -rf .device-carry/native
 	for ex in silu_triton_aot silu_cute_aot; do $(BIN)/hotfloat build examples/$$ex --out .device-carry/native/$$ex || exit 1; done
@@ -97,26 +106,25 @@ ENGINE_STAMP := $(ENGINE_VENV)/.hotfloat-stamp
 UV_FLAGS     := --find-links /opt/wheels --find-links /opt/pypi-more/files --index-strategy unsafe-best-match
 .PHONY: engine engine-lock device-engine
 
-$(ENGINE_STAMP): engine/requirements.lock engine/requirements-nodeps.lock libs/hotfloat/pyproject.toml libs/hotfloat_sglang/pyproject.toml
-	$(PY) -m pip install -q uv
-	$(PY) -m uv venv -q --python $(PY) $(ENGINE_VENV)
-	$(PY) -m uv pip install -q --python $(ENGINE_VENV)/bin/python $(UV_FLAGS) --require-hashes --no-deps -r engine/requirements.lock
-	$(PY) -m uv pip install -q --python $(ENGINE_VENV)/bin/python $(UV_FLAGS) --require-hashes --no-deps -r engine/requirements-nodeps.lock
-	$(PY) -m uv pip install -q --python $(ENGINE_VENV)/bin/python --no-deps -e libs/hotfloat -e libs/hotfloat_sglang
+$(ENGINE_STAMP): engine/requirements.lock engine/requirements-nodeps.lock libs/hotfloat/pyproject.toml libs/hotfloat_sglang/pyproject.toml | $(UV_STAMP)
+	@echo "engine: .venv-engine, SGLang on its CUDA torch (about 5 GB; a few minutes on a fresh machine)"
+	$(UV) venv -q --python $(PY) $(ENGINE_VENV)
+	$(UV) pip install -q --python $(ENGINE_VENV)/bin/python $(UV_FLAGS) --require-hashes --no-deps -r engine/requirements.lock
+	$(UV) pip install -q --python $(ENGINE_VENV)/bin/python $(UV_FLAGS) --require-hashes --no-deps -r engine/requirements-nodeps.lock
+	$(UV) pip install -q --python $(ENGINE_VENV)/bin/python --no-deps -e libs/hotfloat -e libs/hotfloat_sglang
 	touch $(ENGINE_STAMP)
 
 engine: $(ENGINE_STAMP)
 
 ## Re-resolve the engine locks: the CPU venv's, the device payload's and the cuda worker image's (needs PyPI and Debian).
-engine-lock:
-	$(PY) -m pip install -q uv
-	$(PY) -m uv pip compile engine/requirements.in --generate-hashes --python-version 3.11 $(UV_FLAGS) --no-header -o engine/requirements.lock
-	$(PY) -m uv pip compile engine/requirements-nodeps.in --no-deps --generate-hashes --python-version 3.11 $(UV_FLAGS) --no-header -o engine/requirements-nodeps.lock
+engine-lock: $(UV_STAMP)
+	$(UV) pip compile engine/requirements.in --generate-hashes --python-version 3.11 $(UV_FLAGS) --no-header -o engine/requirements.lock
+	$(UV) pip compile engine/requirements-nodeps.in --no-deps --generate-hashes --python-version 3.11 $(UV_FLAGS) --no-header -o engine/requirements-nodeps.lock
 	$(PY) engine/device_payload.py lock
 	tools/images/lock.sh cuda
 
 ## The SGLang runtime for the H200 (cp312 wheels by hash, sgl-kernel cut to sm_90, libnuma, bubblewrap), packed into
-## .device-carry/engine/ as xz chunks <= 60 MiB + SHA256SUMS; carry .device-carry, then tools/device/engine_install.sh.
+## .device-carry/engine/ as xz chunks <= 60 MiB + SHA256SUMS; carry .device-carry, then `bash tools/device/run.sh engine_install:90 ...`.
 DEVICE_ENGINE := .device-carry/engine/SHA256SUMS
 $(DEVICE_ENGINE): engine/device-payload.lock engine/device-debs.lock engine/device_payload.py libs/hotfloat_sglang/pyproject.toml
 	$(PY) engine/device_payload.py build

@@ -6,7 +6,8 @@ payload is the cp312 manylinux wheels of `device-payload.lock` (fetched by sha25
 folder here, with sglang-kernel cut to what an sm_90 GPU loads, libnuma and bubblewrap unpacked from Debian
 bookworm .debs (`device-debs.lock`), and hotfloat_sglang's entry point as a dist-info (its code comes from the
 carried tree). Packed as one xz tar split into chunks of at most 60 MiB, with SHA256SUMS, in `.device-carry/engine/`;
-`tools/device/engine_install.sh` unpacks it on the device. Stdlib only: runs with any python3 that has pip.
+the engine_install recipe (`bash tools/device/run.sh engine_install:90 ...`) unpacks it on the device. Stdlib only:
+runs with any python3 that has pip.
 """
 
 from __future__ import annotations

@@ -1,74 +1,62 @@
-"""Size guards (as tinygrad keeps one): the library's line budget and tools/' own, printed per package or folder so
-growth has an address, and no module over MAX_MODULE_LINES in libs/, services/ or tools/. Growth must be a decision,
-not drift."""
+"""Size guards, counted as tinygrad's sz.py counts: code lines, with docstrings, comments and blank lines left out,
+so saying why costs nothing and only code spends the budget. The library and tools/ each have a budget, printed per
+package or folder so growth has an address; growth must be a decision, not drift.
 
+A module's length is a review signal, not a reason to split: past MODULE_SIGNAL code lines the test warns (pytest's
+warnings summary names the module, for a reviewer to ask whether it holds two concepts), and it fails only past
+MODULE_CEILING without a reason written in LONG. Splitting to fit the old 300-line rule left `TwinSteps` and the
+isolation checks as methods outside their classes (issue 52): a class whose methods live in another file is worse
+than a long file."""
+
+import ast
+import io
+import tokenize
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "libs" / "hotfloat" / "hotfloat"
-BUDGET = 25_700
-"""Raised from 23,150 on 2026-12-06 (session 30) by issue 49, in two parts. The in-engine audit (+~1,130 counted): the
-audit's shared contract (audit/: the Philox stream its decisions, windows and seals come from, each slot's entry
-layout, its settings: +~330), the taps every audited call runs on the host and as Triton kernels on the GPU, sealed so
-a kernel reading device memory learns nothing and one rewriting an entry breaks its MAC (+~560), the control channel
-that replaced the files candidate code could write (+~110), and the validator's per-round opening, cross-engine and
-coverage judgement with evidence v3's own judge kept for the committed evidence (+~190), less the per-site sampler
-they replaced. The scan (+701: the red team's 25 bypasses closed by class): it parses what the interpreter reads
-(source.py), checks every identifier field of the grammar (names.py), allows builtins from a list with the scope
-analysis that tells a builtin lookup from a local (scope.py), allows attributes of values from VALUE_ATTRS or as the
-bundle's own names outside the generated LIB_NAMES (values.py, lib_names.txt is data), holds the members that turn
-names into code to one form each and checks format strings, class statements and string annotations (constructs.py),
-and reads inline PTX (ptx.py); alias resolution moved out of checker.py into paths.py. And by issue 50 (items 1 and
-5, +~590): every verdict names the calibration record it was judged under (+~195: qualify/calibration.py, the record
-read once with its digest, named only when the rule and the engine configuration are its own, held to the record by
-`recompute`), the settlement policy that says what such a PASS is worth (+~140: reproductions until the product of
-the runs' bounds meets the target, banked runs in the ledger's `runs` table, provisional scores and crowns), the
-CLI's calibration line, column and keys (+~100), and the source digest of the code that ran in every environment
-identity (+~65: env/source.py, shared with the image build, which lost its own copy). Before: raised
-from 22,950 on 2026-12-05 (session 29) to 23,114 counted: the compat probe's `dtypes` rows (+~20: a
-qualification on the H100 found every attention.prefill call sent stock because the slot declared an index dtype the
-engine never hands it, and the canary now reads the dtypes the pinned backend allocates), and the in-engine audit of
-attention.prefill a request at a time (+~140: seams/audit_prefill.py, the validator's offset checks, every engine
-hooking the candidate's audited seams), since the first PASS of a real kernel was on a slot the audit did not see. Before: raised from 22,900
-on 2026-12-05 (session 28) to 22,925 counted by what the first GPU run of the MoE slots
-found: one (expected, tolerance scale) pair per slot that verify, the collective verifier and the bench share, with
-the MoE scale over the experts' results (+~15: SGLang's own kernel failed the old bound), the bench's roofline from the
-experts a call's router chose (+~12), and xz-committed evidence read within the byte bound (+~20). Before: raised from
-22,800 on 2026-12-05 (session 27) to 22,847 counted: the twin serving before the candidate boots on a
-device too small for four (qualify/twin.py, +~60 net: one sequential boot fewer on the H100), progress as timestamped
-lines in a log (+~30), the engine worker's boot line with what the JIT compiled beside the seed (+~25). Before: raised
-from 21,410 on 2026-12-05 (session 26) by issues 41 and 42, 22,693 counted: GPU memory owned like time
-(+~560: qualify/isolation/ as a package with the memory plan and ledger, the owned-fault checks, the sequential twin,
-per-GPU calibration records, gpu_name, the CLI's memory column, the compat row) and four slots (+~720: attention.prefill
-and its Cacheon adapters, moe.fused_experts and moe.fused_experts_reduce with their stock rows and import adapter,
-collective.ar_residual_rmsnorm with the runner's replicated inputs, `slots --share`). Before: 21,300 -> 21,410 by
-issue 43's rough edges (+110 counted lines, nothing else in that figure): the
-archive reader applies the folder reader's ignore rule from the bundle root (+9), the Cacheon import's slot table,
-refused-slot error, world size and row-stride warning (+61), verify's head wrapped between fields (+22), bench's table
-at the terminal's width (+10), admission.scope apart from the validator's configuration (+8). Before: 17,400 -> 21,300
-by `ruff format` (issue 34): the same code laid out one argument per line where a call does not fit, 17,139 -> 20,919
-counted lines with nothing added (the formatting commit is in .git-blame-ignore-revs), plus the ten modules it pushed
-past MAX_MODULE_LINES split by job into 21, each new module with its own docstring and imports (+128, 21,047 counted).
-Before: 16,400 -> 17,400 by issue 34 (LocalStages, one ValidatorConfig, typed transition evidence, the qualify
-pipeline's one rounds loop, seven modules split) and issue 36's endpoint pool; 14,800 -> 16,400 for issues 31-33. Raise
-it in the change that needs it, with the reason."""
+BUDGET = 20_100
+"""Set on 2026-12-06 by issue 52 when the count became code lines. Counted then: 19,829 after the twin's steps and
+the isolation's witnesses went back into their classes (the same library was 23,086 lines while docstrings counted),
+then 19,990 with issue 52's first-hour fixes (+161: `new` with several slots and a checked id, one no-GPU error, the
+stdout a closed pipe leaves, reasons printed beneath tables and once per distinct reason, per-input digests, the
+validator's stop reason, an archive's ignored paths, the demo's progress and verdict). The budgets before counted
+docstrings (the last, 23,150); their reasons are in this file's history. Raise it in the change that needs it, with
+the reason."""
 TOOLS = ROOT / "tools"
-TOOLS_BUDGET = 5_300
-"""Raised from 5,100 the same day (session 26) to 5,181 counted by the device scripts of issues 41 and 42 (memory_plan,
-the three memory hoarders, ar_rmsnorm, prefill, slot_share). Set on 2026-12-05 by issue 43 at 4,864 counted lines (3,567 of Python, 1,297 of shell): developer and device
-scripts had doubled to 5.4k physical lines with no guard. The splits of its five modules over MAX_MODULE_LINES
-(calibration_tables, bench_sweep, attention_proof, audit_check, sandbox_proof) are in that count. Raise it in the
-change that needs it, with the reason."""
-MAX_MODULE_LINES = 300
-"""A module is one concept; past this it is two (house style: modules of 50-300 lines)."""
-ALLOWED: dict[str, int] = {}
-"""Modules still over MAX_MODULE_LINES, each at its length when the guard came: none may grow, and one that shrinks
-to the limit fails here until its entry is removed, so the list only gets shorter."""
+TOOLS_BUDGET = 3_000
+"""Set on 2026-12-06 by issue 52 at 2,916 code lines: tools/device/ curated to one entry point (run.sh) and the
+recipes of the calls still made, the one-off scripts of past device calls removed (their results stay in
+docs/device-runs.md and docs/benchmarks.md): tools/device/ went from 3,680 code lines to 1,670. Before, 5,300
+counting docstrings. Raise it in the change that needs it, with the reason."""
+MODULE_SIGNAL = 300
+"""House style's module length (50-300 lines, one concept each): past it, a warning asks the reviewer to look."""
+MODULE_CEILING = 500
+"""House style's "anything over ~500 needs a reason": past it, a module must be named in LONG with one."""
+LONG: dict[str, str] = {}
+"""Modules past MODULE_CEILING code lines -> why the concept is kept whole. An entry whose module is back within the
+ceiling (or gone) fails, so a reason never outlives its module."""
+NOT_CODE = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
 
 
 def code_lines(path: Path) -> int:
-    """Non-blank lines that are not comments."""
-    return sum(1 for line in path.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#"))
+    """Lines holding code: for Python, lines with a token that is not a comment, outside every bare string
+    statement (module, class, function and attribute docstrings); for shell, lines that are not blank or comments."""
+    text = path.read_text()
+    if path.suffix != ".py":
+        return sum(1 for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+    prose = {
+        n
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        for n in range(node.lineno, node.end_lineno + 1)
+    }
+    code = set()
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type not in NOT_CODE:
+            code.update(range(tok.start[0], tok.end[0] + 1))
+    return len(code - prose)
 
 
 def per_package() -> dict[str, int]:
@@ -81,12 +69,8 @@ def per_package() -> dict[str, int]:
     return out
 
 
-def library_lines() -> int:
-    return sum(per_package().values())
-
-
 def tools_per_folder() -> dict[str, int]:
-    """Code lines of tools/' Python and shell scripts per folder (tools/device/ladder/ counts as tools/device)."""
+    """Code lines of tools/' Python and shell scripts per folder (tools/device/recipes/ counts as tools/device)."""
     out: dict[str, int] = {}
     for p in TOOLS.rglob("*"):
         if p.suffix in (".py", ".sh") and p.is_file():
@@ -96,14 +80,23 @@ def tools_per_folder() -> dict[str, int]:
 
 
 def modules() -> dict[str, int]:
-    """Physical lines of every Python module in libs/, services/, tools/ and tests/, generated gRPC stubs aside (a
-    test module past the limit tests two things too)."""
+    """Code lines of every Python module in libs/, services/, tools/ and tests/, generated gRPC stubs aside (a test
+    module is held to the same signal: past it, it may test two things)."""
     paths = [p for top in ("libs", "services", "tools", "tests") for p in (ROOT / top).rglob("*.py")]
     return {
-        str(p.relative_to(ROOT)): len(p.read_text().splitlines())
+        str(p.relative_to(ROOT)): code_lines(p)
         for p in paths
         if "_proto" not in p.parts and not any(part.endswith(".egg-info") for part in p.parts)
     }
+
+
+def test_code_lines_leave_out_docstrings_comments_and_blank_lines(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text(
+        '"""Module docstring,\nover two lines."""\n\n# a comment\nX = 1\n"""X\'s docstring."""\n\n\n'
+        'def f(a):\n    """Why f."""\n    s = """a string\nthat is data"""\n    return a + len(s)  # why\n'
+    )
+    assert code_lines(src) == 5  # X = 1, def, s = (two lines), return
 
 
 def test_the_library_stays_within_its_line_budget():
@@ -114,7 +107,7 @@ def test_the_library_stays_within_its_line_budget():
     for name, lines in sorted(sizes.items(), key=lambda kv: -kv[1]):
         print(f"{name:<{width}}  {lines:5d}  {lines / n:5.1%}")
     print(f"{'libs/hotfloat/hotfloat':<{width}}  {n:5d}  of {BUDGET} ({n / BUDGET:.0%})")
-    assert n <= BUDGET, f"the library has {n} lines, over its budget of {BUDGET}"
+    assert n <= BUDGET, f"the library has {n} code lines, over its budget of {BUDGET}"
 
 
 def test_the_tools_stay_within_their_line_budget():
@@ -124,12 +117,15 @@ def test_the_tools_stay_within_their_line_budget():
     for name, lines in sorted(sizes.items(), key=lambda kv: -kv[1]):
         print(f"{name:<14}  {lines:5d}")
     print(f"{'tools':<14}  {n:5d}  of {TOOLS_BUDGET} ({n / TOOLS_BUDGET:.0%})")
-    assert n <= TOOLS_BUDGET, f"tools/ has {n} lines, over its budget of {TOOLS_BUDGET}"
+    assert n <= TOOLS_BUDGET, f"tools/ has {n} code lines, over its budget of {TOOLS_BUDGET}"
 
 
-def test_no_module_is_over_the_limit():
+def test_a_long_module_is_a_review_signal_and_only_one_past_the_ceiling_needs_a_reason():
     found = modules()
-    over = {p: n for p, n in found.items() if n > ALLOWED.get(p, MAX_MODULE_LINES)}
-    assert not over, f"over {MAX_MODULE_LINES} lines (or grown past ALLOWED): split by responsibility: {over}"
-    done = {p: found.get(p) for p in ALLOWED if found.get(p, 0) <= MAX_MODULE_LINES}
-    assert not done, f"within the limit now (or gone), so remove from ALLOWED: {done}"
+    for path, n in sorted(found.items()):
+        if MODULE_SIGNAL < n <= MODULE_CEILING or path in LONG:
+            warnings.warn(f"{path}: {n} code lines, past {MODULE_SIGNAL}: does it hold one concept?", stacklevel=1)
+    over = {p: n for p, n in found.items() if n > MODULE_CEILING and p not in LONG}
+    assert not over, f"over {MODULE_CEILING} code lines: split by job, or say in LONG why the concept is whole: {over}"
+    stale = {p: found.get(p) for p in LONG if found.get(p, 0) <= MODULE_CEILING}
+    assert not stale, f"within {MODULE_CEILING} code lines now (or gone), so remove from LONG: {stale}"

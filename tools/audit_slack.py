@@ -6,7 +6,7 @@ The in-engine audit's per-slot check (hotfloat.qualify.audit) compares the media
 call's worst error in units of the verify tolerance with the stock kernel's on the same calls, and FAILs a candidate
 more than `audit_slack` times as far. The measure is arithmetic, not engine behaviour, so kernels of known rounding
 can be placed on it here: the stock bf16 kernels (fp32 math, one rounding), honest kernels that round more often
-(bf16 intermediates, the unfused residual), and the ladder's rungs (tools/device/ladder/make.py: out times 1 +- p%).
+(bf16 intermediates, the unfused residual), and the ladder's rungs (issue 32's ladder, out times 1 +- p%; its generator was removed in issue 52).
 Inputs are the H200 engine's shapes (Llama-3-8B: silu D=14336, hidden 4096, 8 rows a call) at a scale where stock
 silu sits where it did on the H200 (0.165 of the tolerance); the table's last column is what the H200 measured for
 the same kernel (docs/qualify-runs/evidence-h200-llama8b-ladder-*.json.xz), so the emulation can be checked where both

@@ -1,6 +1,6 @@
 """The generated tables about noise (tools/calibration_tables.py writes them into the docs): per raw collection its
 engines, boots and pass times, where the spread sits and what the host did meanwhile, B against B' and the carry-over
-on honest engines; and the engine-noise table of tools/device/engine_noise.py."""
+on honest engines; and the engine-noise table issue 18 measured on the H200."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def pairs() -> str:
 
 
 def engine_noise() -> str:
-    """tools/device/engine_noise.py's table (docs/qualify-runs/engine-noise-h200.json), every row."""
+    """The engine-noise measurement's table (docs/qualify-runs/engine-noise-h200.json), every row."""
     asks = {"lp": "token logprobs", "lp+top2": "token logprobs + top-2", "none": "nothing"}
     rows = [
         [

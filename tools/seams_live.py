@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The live seam-activation tier on a GPU with SGLang (the H200 through tools/device/seams_live.sh).
+"""The live seam-activation tier on a GPU with SGLang (the H200 through the seams_live recipe, tools/device/recipes/seams_live.sh).
 
     python3 tools/seams_live.py (--model DIR | --tiny-model DIR) [--out DIR] [--boot-timeout 200] [--serial]
 

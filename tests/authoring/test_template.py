@@ -1,5 +1,5 @@
-"""`hotfloat new DIR --slot SLOT`: a bundle for every registered slot that passes scan and the real, sandboxed verify,
-with the entry's parameters exactly the slot's call order."""
+"""`hotfloat new DIR --slot SLOT [--slot ...]`: a bundle for every registered slot, or for several at once, that passes
+scan and the real, sandboxed verify, with each entry's parameters exactly its slot's call order."""
 
 import ast
 import json
@@ -29,7 +29,7 @@ def test_every_registered_slot_has_a_template():
 
 @pytest.mark.parametrize("slot", sorted(SLOTS))
 def test_template_scans_clean_and_verifies(slot, tmp_path):
-    write_template(tmp_path / "b", slot)
+    write_template(tmp_path / "b", [slot])
     bundle = load_bundle(tmp_path / "b")
     assert scan_bundle(bundle).clean
     op = bundle.ops[0]
@@ -95,3 +95,31 @@ def test_the_next_hint_and_every_readme_command_run(slot, tmp_path):
         )
         done = hotfloat(*argv, cwd=tmp_path / "b")
         assert done.returncode == 0, f"$ {step}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+
+
+def test_several_slots_make_one_bundle_with_an_op_each_and_every_next_line_passes(tmp_path):
+    slots = ["activation.silu_and_mul", "norm.rmsnorm", "collective.all_reduce"]
+    made = hotfloat("new", "b", *[a for s in slots for a in ("--slot", s)], cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert [op.slot for op in load_bundle(tmp_path / "b").manifest.ops] == slots
+    hints = [line.removeprefix("next: ") for line in made.stdout.splitlines() if line.startswith("next: ")]
+    assert hints == ["hotfloat verify b", "hotfloat verify b --world-size 2"]
+    for hint in hints:
+        done = hotfloat(*shlex.split(hint)[1:], "--device", "cpu", "--dtype", "fp32", cwd=tmp_path)
+        assert done.returncode == 0, f"$ {hint}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize(
+    "args,why",
+    [
+        (["--id", "bad id!"], "--id 'bad id!': a bundle_id is 1-64 letters"),
+        (["--id", "x" * 65], "a bundle_id is 1-64 letters"),
+        (["--slot", "norm.rmsnorm"], "--slot norm.rmsnorm is given twice"),
+    ],
+)
+def test_new_refuses_what_every_later_command_would_refuse_and_writes_nothing(args, why, tmp_path):
+    p = hotfloat("new", tmp_path / "b", "--slot", "norm.rmsnorm", *args)
+    assert p.returncode == 2 and p.stderr.startswith("error: ") and why in p.stderr and "next:" not in p.stdout, (
+        p.stderr
+    )
+    assert not (tmp_path / "b").exists()

@@ -3,7 +3,7 @@ that keep the real APIs at the pin (SGLang 0.5.13.post1's 18-parameter `decode_a
 FlashInfer 0.6.12's CUDA-graph wrapper, which reads the page table from the buffers `plan` filled). The bench times
 both beside the example through its three checks; the last one (fresh inputs in the same buffers) passes only
 because each set's int32 page table and plan are remade outside the timed call. Absent libraries are skipped with
-their reason; the real kernels run only on the device (tools/device/bench24.sh)."""
+their reason; the real kernels run only on the device (BENCH_EXAMPLES=attention_decode_triton bash tools/device/run.sh engine_install:90 bench_stock:300)."""
 
 import importlib
 import sys

@@ -2,7 +2,7 @@
 (in place over the hidden states, the StandardTopKOutput and MoeRunnerConfig it reads, the global server args it
 needs): the bench times it beside both examples through every check, the reduce slot's row as fused_experts then
 the all-reduce on the bench's one-rank group, and a process without server args gets SGLang's defaults. The real
-kernel runs only on the device (tools/device/bench_stock.sh with BENCH_EXAMPLES=moe_triton)."""
+kernel runs only on the device (the bench_stock recipe with BENCH_EXAMPLES=moe_triton)."""
 
 import importlib
 import sys

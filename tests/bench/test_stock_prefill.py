@@ -2,7 +2,7 @@
 paged prefill wrappers that keep the real APIs at the pin (SGLang 0.5.13.post1's 22-parameter `extend_attention_fwd`,
 whose grid is sized by `max_len_extend`; FlashInfer's CUDA-graph wrappers, which read the indptrs and page table from
 the buffers `plan` filled, and `merge_state`). The bench times both beside the example through its three checks.
-The real kernels run only on the device (tools/device/prefill.sh)."""
+The real kernels run only on the device (the prefill recipe, tools/device/recipes/prefill.sh)."""
 
 import importlib
 import sys

@@ -186,7 +186,12 @@ def test_an_archive_leaves_out_what_the_folder_reader_leaves_out(make_bundle, tm
     with tarfile.open(fileobj=raw, mode="w:gz") as tar:
         tar.add(root, arcname="b")
     assert unpack(raw.getvalue()).identity == folder.identity
-    flat = tar_gz([reg(f"./{p}", d) for p, d in folder.files.items()] + [reg("./dist/b.tar.gz")])
+    assert unpack(raw.getvalue()).ignored == folder.ignored == ("dist/",)  # named as the folder reader names it
+    flat = tar_gz(
+        [reg(f"./{p}", d) for p, d in folder.files.items()]
+        + [reg("./dist/b.tar.gz"), reg("./kernels/__pycache__/k.pyc"), reg("./.gitignore")]
+    )
     assert unpack(flat).identity == folder.identity
+    assert unpack(flat).ignored == (".gitignore", "dist/", "kernels/__pycache__/")
     with pytest.raises(BundleError, match="kernels/dist/x.tar.gz: file type not allowed"):
         unpack(tar_gz([reg(p, d) for p, d in folder.files.items()] + [reg("kernels/dist/x.tar.gz")]))

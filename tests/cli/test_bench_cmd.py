@@ -133,3 +133,20 @@ def test_the_table_honours_the_terminal_width(capsys, monkeypatch, columns):
     out = capsys.readouterr().out
     assert max(map(len, out.splitlines())) <= columns and "…" not in out and "PASS" in out, out
     assert ("GB/s" in out and "activation.silu_and_mul " in out) == (columns == 200), out
+
+
+def test_a_bundle_with_no_op_for_the_device_is_not_applicable_never_a_pass(tmp_path, capsys):
+    """Every row timed only the stock kernels: exit 4 with the reason, as `verify` says N/A for the same bundle; the
+    op's module, which needs a GPU to import, is never imported here."""
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "k.py").write_text(
+        "import torch\n\nDEVICE = torch.cuda.current_device()\n\n\ndef run(x, out):\n    out.zero_()\n"
+    )
+    (tmp_path / "manifest.toml").write_text(
+        'bundle_id = "g"\nabi_version = "hotfloat-op-abi-v1"\n[[ops]]\nslot = "activation.silu_and_mul"\n'
+        'source = "kernels/k.py"\nentry = "run"\narchitectures = ["sm_90"]\n'
+    )
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", str(tmp_path), "--device", "cpu", "--shape", "T=2,D=256", "--stock", "none"])
+    out = capsys.readouterr()
+    assert exit_.value.code == 4 and "N/A: no op of g is built for cpu" in out.err, out.err

@@ -93,6 +93,10 @@ def test_a_bundle_in_git_with_bytecode_verifies_and_stays_verifiable_after_packa
     assert hotfloat("chain", "package", ".", "--json", cwd=bundle).returncode == 0  # twice: still the same bundle
     inside = hotfloat("chain", "package", ".", "--out", "mine.tar.gz", cwd=bundle)
     assert inside.returncode == 2 and "inside the bundle" in inside.stderr and not (bundle / "mine.tar.gz").exists()
+    subprocess.run(["tar", "czf", tmp_path / "all.tar.gz", "-C", tmp_path, "mine"], check=True)
+    hashed = hotfloat("hash", tmp_path / "all.tar.gz")  # an archive of the folder leaves out what the folder does,
+    assert hashed.stdout.strip() == identity  # and says so the same way
+    assert f"note: ignored .git/ .gitignore dist/ kernels/__pycache__/ in {tmp_path / 'all.tar.gz'}" in hashed.stderr
 
 
 def test_a_tarball_with_one_top_level_folder_is_accepted(tmp_path):

@@ -28,10 +28,11 @@ def test_arena_stops_the_broken_and_the_cheats_and_weights_the_honest_miner(tmp_
     assert alice["stages"]["build"] == "N/A" and alice["stages"]["admit"] == "PASS"
     if alice["state"] == "scored":  # the honest kernel, crowned and weighted on the stand-in chain
         assert alice["crown"] == "winner" and out["weights"] == {"1": 65535}
-    else:  # CPU noise: the rule declines to decide, and the demo says so
-        assert alice["state"] == "no_decision" and out["weights"] == {}
+    else:  # CPU noise: the rule declines to decide, or fails it as not shown faster (never as slower), as the demo says
+        assert (alice["state"] == "no_decision" or alice["not_shown"]) and out["weights"] == {}, alice
     for step in ("committed", "intake", "scan", "admit", "qualify", "weights"):
         assert step in p.stderr, step
+    assert "alice qualify: booting" in p.stderr and "alice qualify: round" in p.stderr  # its progress, relayed
     assert any("calibration knob" in s for s in out["settings"])
 
 
@@ -69,3 +70,25 @@ def test_examples_mode_without_expectations_is_one_clear_line(tmp_path):
     p = hotfloat("demo", "--examples", tmp_path)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "has no expected.toml" in p.stderr, p.stderr
     assert "Errno" not in p.stderr and f"hotfloat verify {tmp_path}" in p.stderr
+
+
+def test_the_summary_explains_the_weights_and_ends_on_the_verdict(capsys):
+    """A crown's 0.8 as the validator logs it, the chain's u16 row and the table's share of 1.00 are one weight,
+    said so; the settings come first and the last line is the verdict."""
+    from hotfloat.cli.arena import Outcome, Row, settings
+    from hotfloat.cli.demo_cmd import _summary
+
+    rows = [
+        Row("alice", 1, "honest", stages={"scan": "PASS"}, state="scored", crown="winner", weight=1.0),
+        Row("bob", 2, "broken", stages={"admit": "FAIL"}, state="failed", reason="admit: wrong", as_expected=True),
+    ]
+    rows[0].as_expected = True
+    _summary(Outcome(rows=rows, weights={1: 65535}, settings=settings(128), seconds=80))
+    out = capsys.readouterr().out
+    flat = " ".join(out.split())
+    assert out.index("calibration knob") < out.index("hotfloat demo: the arena")
+    assert "(u16 by uid) is {1: 65535}" in flat and "pays its winner 0.8" in flat and "`share` is each uid" in flat
+    assert out.splitlines()[-1] == "demo: every miner ended where it should (exit 0)"
+    rows[1].as_expected = False
+    _summary(Outcome(rows=rows, weights={}, settings=settings(0), seconds=80))
+    assert capsys.readouterr().out.splitlines()[-1] == "demo: bob did not end where expected (exit 1)"

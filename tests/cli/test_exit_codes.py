@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from hotfloat.devices import gpu_name
 from hotfloat.errors import ExitCode
 
 from ..conftest import EXAMPLES, REPO
@@ -76,3 +77,35 @@ def test_usage_errors_are_one_line_naming_the_help_to_read(argv):
     lines = p.stderr.strip().splitlines()
     assert p.returncode == ExitCode.USAGE and len(lines) == 1, p.stderr
     assert lines[0].startswith("error: ") and "--help`)" in lines[0]
+
+
+@pytest.mark.parametrize("argv,code", [(["slots"], ExitCode.OK), (["scan", EXAMPLES / "silu_torch", "--json"], None)])
+def test_a_reader_that_stops_early_leaves_the_commands_own_exit_code(argv, code):
+    """`hotfloat slots | head -1`: the reader closes the pipe before the command writes; the command still exits with
+    the code it would have (click's broken-pipe 1 reads as FAIL), and says nothing about the pipe."""
+    code = code if code is not None else hotfloat(*argv).returncode
+    p = subprocess.Popen(
+        [sys.executable, "-m", "hotfloat.cli", *map(str, argv)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    p.stdout.close()
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == code and b"Broken pipe" not in err and b"error" not in err, (p.returncode, err)
+
+
+@pytest.mark.skipif(gpu_name() is not None, reason="a GPU is visible here")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verify", EXAMPLES / "silu_triton"],
+        ["bench", EXAMPLES / "silu_triton"],
+        ["verify", EXAMPLES / "allreduce_torch", "--world-size", "2"],
+        ["qualify", "run", EXAMPLES / "silu_triton"],
+    ],
+    ids=lambda a: " ".join(map(str, a[:1] + a[2:])),
+)
+def test_every_command_says_a_missing_gpu_in_the_same_words(argv):
+    p = hotfloat(*argv, "--device", "cuda")
+    command = " ".join(str(a) for a in argv if not str(a).startswith(str(EXAMPLES)))
+    assert p.returncode == ExitCode.INFRASTRUCTURE and p.stderr == (
+        f"error: {command} --device cuda: no GPU is visible here; use --device cpu, or run it on a GPU host\n"
+    ), p.stderr

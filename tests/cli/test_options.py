@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import click
+from click.testing import CliRunner
 import pytest
 import torch
 
@@ -49,3 +50,23 @@ def test_read_input_names_the_file_in_one_input_error(tmp_path):
         read_input(tmp_path / "missing", 10, "crowns file")
     with pytest.raises(InputError, match=r"^/dev/zero: no such bundle directory or archive$"):
         read_archive("/dev/zero")
+
+
+def test_seed_is_the_workload_seed_in_every_command_secret_where_it_judges_and_fixed_where_it_measures():
+    """`--seed` reads the same everywhere (docs/kernel-authors.md, "Seeds"): `bench` fixes it at 0 so its runs compare,
+    every command that judges draws a fresh secret one."""
+
+    def walk(group, prefix=()):
+        for name in group.list_commands(click.Context(group)):
+            cmd = group.get_command(click.Context(group), name)
+            yield (*prefix, name), cmd
+            if isinstance(cmd, click.Group):
+                yield from walk(cmd, (*prefix, name))
+
+    seeds = {" ".join(path): p for path, cmd in walk(cli) for p in cmd.params if p.name == "seed"}
+    assert {"bench", "verify", "admit", "qualify run", "qualify calibrate collect", "demo"} <= set(seeds)
+    for name, p in seeds.items():
+        assert p.help.startswith("Workload seed: "), (name, p.help)
+        assert p.default == (0 if name == "bench" else None), (name, p.default)
+    bad = CliRunner().invoke(cli, ["bench", "x", "--seed", "-1"])
+    assert bad.exit_code == 2 and "not in 0 .. 2**63-1" in bad.output

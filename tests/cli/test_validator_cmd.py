@@ -163,6 +163,8 @@ def test_run_spawns_separate_service_processes(capsys, make_bundle, tmp_path):
     assert code == 0, err
     assert json.loads(out)["counts"]["failed"] == 1 and json.loads(out)["counts"]["no_decision"] == 1
     assert "#1 scan: failed: scan:" in err and "#2 admit: no_decision: admit: no op of the bundle applies on cpu" in err
+    assert "note: submissions stop at admitted: no qualification service to time a candidate: give --rule-from" in err
+    assert json.loads(out)["through"] == "admitted" and "--rule-from" in json.loads(out)["stopped"]
 
 
 def test_the_committed_calibration_record_gives_serve_its_rule():
@@ -226,3 +228,24 @@ def test_status_names_each_verdicts_calibration_and_what_its_pass_is_worth(
     assert "MISSES ITS TARGETS" in got["line"]
     code, out, _ = hotfloat(capsys, "validator", "status", "--ledger", str(db))
     assert code == 0 and "PROVISIONAL" in out and "calibration-h200.json" in out
+
+
+def test_status_at_80_columns_prints_each_reason_whole_beneath_the_table(capsys, make_bundle, tmp_path, monkeypatch):
+    from hotfloat.ledger import State
+
+    db = str(tmp_path / "l.db")
+    hotfloat(capsys, "validator", "submit", str(make_bundle()), "--ledger", db)
+    why = "verify: activation.silu_and_mul:default bf16 T=8,D=64: wrote out[3,2] wrong by 0.5 (tolerance 0.01)"
+    with Ledger(db) as led:
+        led.advance(1, State.RECEIVED, State.FAILED, why)
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = hotfloat(capsys, "validator", "status", "--ledger", db)
+    assert code == 0 and max(map(len, out.splitlines())) <= 80, out
+    assert why in " ".join(line.strip() for line in out.split("1: ", 1)[1].splitlines())
+
+
+def test_status_help_says_it_reads_the_ledger_and_never_creates_it(capsys, tmp_path):
+    code, out, _ = hotfloat(capsys, "validator", "status", "--help")
+    assert code == 0 and "created if missing" not in out and "never" in out
+    code, _, err = hotfloat(capsys, "validator", "status", "--ledger", str(tmp_path / "none.db"))
+    assert code == 2 and "no ledger here" in err and not (tmp_path / "none.db").exists()

@@ -81,3 +81,12 @@ def test_a_collectives_head_breaks_between_fields_never_inside_one():
     assert any("world=2 (gloo on cpu)" in line for line in lines), p.stdout
     assert "sandboxed" in p.stdout.split(), p.stdout
     assert max(map(len, lines)) <= 80, max(lines, key=len)
+
+
+def test_one_mistake_on_every_row_is_printed_once_naming_the_rows():
+    """silu_mutates_input writes its input on every call: one reason line for all the rows, not one per row."""
+    p = verify(EXAMPLES / "silu_mutates_input")
+    rows = len(json.loads(verify(EXAMPLES / "silu_mutates_input", "--json").stdout)["rows"])
+    reasons = [line for line in p.stdout.splitlines() if line.startswith("#")]
+    assert p.returncode == 1 and rows > 4
+    assert reasons == [f"#1-{rows} FAIL: input mutated: x written; inputs must be read-only"], p.stdout

@@ -3,17 +3,7 @@
 import subprocess
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _no_server_left():
-    """`make test` leaves no Bazel server behind (one idles for hours at ~260 MB); shutdown waits for any running
-    command, so a build started elsewhere finishes first."""
-    yield
-    subprocess.run(["bazel", "shutdown"], cwd=REPO, capture_output=True, timeout=300, check=False)
 
 
 def _bazel(*args: str) -> subprocess.CompletedProcess:
@@ -36,3 +26,12 @@ def test_every_test_area_is_a_bazel_test_and_images_are_manual():
     assert {f"//tests:{a}" for a in areas} <= targets
     manual = _bazel("query", "attr(tags, manual, //tests:all)", "--output=label")
     assert manual.stdout.split() == ["//tests:images"]
+
+
+def test_a_server_left_behind_goes_away_within_minutes_not_hours():
+    """tests/images/conftest.py shuts the server down once the image tests end; one started by `make images` or a
+    person idles 15 minutes (.bazelrc), not Bazel's default 3 hours."""
+    done = _bazel("info", "server_pid")
+    assert done.returncode == 0, done.stderr[-3000:]
+    argv = Path(f"/proc/{done.stdout.strip()}/cmdline").read_bytes().split(b"\0")
+    assert b"--max_idle_secs=900" in argv, argv

@@ -49,6 +49,20 @@ def test_static_rows_always_answer():
     assert {r.name.split(":")[0] for r in rows} == {"compat", "chain-compat"}
 
 
+def test_the_sglang_version_row_names_the_interpreter_it_was_found_in_as_env_does():
+    """`env` describes this interpreter, preflight's compat rows the engine venv's: each names which, so an `env`
+    without sglang beside a preflight whose sglang version PASSes is two interpreters, said, not a contradiction."""
+    import sys
+
+    from hotfloat.compat.runner import engine_python
+
+    version = next(r for r in static_checks() if r.name == "compat: sglang version")
+    if version.status is Status.PASS:
+        assert version.detail.endswith(f" in {engine_python()}"), version.detail
+    if collect().sglang is None:
+        assert collect().absent["sglang"] == f"sglang is not installed in this interpreter ({sys.executable})"
+
+
 @pytest.mark.timeout(900)
 def test_controls_behave_on_this_host():
     report = preflight("cpu", ("behavioral",))

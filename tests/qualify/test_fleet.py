@@ -1,4 +1,4 @@
-"""The fleet's own jobs beside the rounds loop (which tests/qualify/test_protocol.py runs): seeding the validator's JIT
+"""The fleet's own jobs beside the rounds loop (which tests/qualify/test_protocol.py runs): filling the validator's warm JIT
 caches from a stock engine, file by file, once per machine."""
 
 from hotfloat.qualify import QualifyOptions
@@ -23,7 +23,7 @@ class _Engine:
     lifetime_s = 0.0
 
 
-def test_a_stock_engines_caches_seed_the_validators_once_and_a_missing_cache_is_said(tmp_path, monkeypatch):
+def test_a_stock_engines_caches_warm_the_validators_once_and_a_missing_cache_is_said(tmp_path, monkeypatch):
     monkeypatch.setenv("HOTFLOAT_ENGINE_ROOT", str(tmp_path / "root"))
     engine = _Engine(tmp_path / "engine")
     (engine.workdir / "cache" / "triton" / "k").mkdir(parents=True)
@@ -32,12 +32,12 @@ def test_a_stock_engines_caches_seed_the_validators_once_and_a_missing_cache_is_
     unsandboxed = OPTS.model_copy(update={"sandboxed": False})
     with Fleet(OPTS.engine(), make_workload("tiny", 512, seed=1), unsandboxed) as fleet:
         fleet.engines["B1"] = engine
-        said = fleet.seed_caches("B1")
-        seed = tmp_path / "root" / "cache"
-        assert said == f"cache seed: 2 files of B1's in {seed}"
-        assert (seed / "triton" / "k" / "kernel.cubin").read_bytes() == b"x" and (seed / "link").is_symlink()
-        assert not [p for p in seed.rglob(".*") if p.name != ".seeded"], "a temporary name was left behind"
-        assert fleet.seed_caches("B1") == "cache seed: already seeded"
+        said = fleet.warm_caches("B1")
+        warm = tmp_path / "root" / "cache"
+        assert said == f"warm caches: 2 files of B1's in {warm}"
+        assert (warm / "triton" / "k" / "kernel.cubin").read_bytes() == b"x" and (warm / "link").is_symlink()
+        assert not [p for p in warm.rglob(".*") if p.name != ".filled"], "a temporary name was left behind"
+        assert fleet.warm_caches("B1") == "warm caches: already filled"
     with Fleet(OPTS.engine(), make_workload("tiny", 512, seed=1), OPTS) as fleet:
         fleet.engines["B1"] = engine
-        assert "has no cache" in fleet.seed_caches("B1", tmp_path / "elsewhere")  # sandboxed: only through /proc
+        assert "has no cache" in fleet.warm_caches("B1", tmp_path / "elsewhere")  # sandboxed: only through /proc

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from hotfloat.qualify import QualifyOptions, qualify_bundle, recompute
-from hotfloat.qualify.protocol import round_order
+from hotfloat.qualify.protocol import FIRST_MOST, round_order, subsets, twin_mode
 
 OPTS = QualifyOptions.for_device(
     "cpu", seed=5, warmup_passes=0, twin=False, stall_floor_s=4.0, rule={"look_rounds": 3, "max_looks": 1}
@@ -102,6 +102,25 @@ def test_a_forged_frame_is_the_candidates_fault_never_an_internal_error(make_bun
     r, _ = _qualify(make_bundle, TAMPER.format(change=change), "forger")
     c = r.evidence.frames[1]
     assert r.status == "FAIL" and c.fault == "protocol" and why in c.error, (r.reason, c.error)
+
+
+def test_the_twin_runs_beside_before_or_after_the_candidate_by_the_plan_and_the_declared_slots():
+    three = {"activation.silu_and_mul", "norm.rmsnorm", "attention.decode"}
+    assert twin_mode(False, True, three) == "none"
+    assert twin_mode(True, False, three) == "resident"
+    assert len(three) <= FIRST_MOST and twin_mode(True, True, three) == "first"
+    assert twin_mode(True, True, three | {"moe.fused_experts"}) == "after"
+
+
+def test_every_set_the_candidate_could_route_is_served_once_sorted_the_empty_one_included():
+    got = subsets({"norm.rmsnorm", "activation.silu_and_mul"})
+    assert got == [
+        (),
+        ("activation.silu_and_mul",),
+        ("norm.rmsnorm",),
+        ("activation.silu_and_mul", "norm.rmsnorm"),
+    ]
+    assert len(subsets({"a", "b", "c"})) == 8 and len(set(subsets({"a", "b", "c"}))) == 8
 
 
 def test_round_order_is_drawn_from_the_seed():

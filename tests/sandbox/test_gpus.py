@@ -1,6 +1,6 @@
 """GPU pinning on CPU: a fake driver tree (/proc/driver/nvidia/gpus) and /dev, and a stand-in NVML, stand in for an
 8-GPU host whose device minors are not its NVML indices. That CUDA in a sandbox then sees exactly the pinned GPU is
-checked on a GPU host only (tools/device/gpu_pin.sh)."""
+checked on a GPU host only (the gpu_pin recipe, tools/device/recipes/gpu_pin.sh)."""
 
 from __future__ import annotations
 

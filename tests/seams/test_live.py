@@ -1,5 +1,5 @@
 """The live tier's orchestration and judging, against a stand-in engine speaking the offline driver's spec/result
-protocol with the same seam environment (the real SGLang boots run on the H200: tools/device/seams_live.sh)."""
+protocol with the same seam environment (the real SGLang boots run on the H200: the seams_live recipe)."""
 
 import os
 import sys

@@ -1,4 +1,4 @@
-"""The boot sampler (hotfloat_sglang.stacks) and its counter (tools/device/stacks.py): a process whose main thread
+"""The boot sampler (hotfloat_sglang.stacks) and its counter (tools/device/helpers/stacks.py): a process whose main thread
 sits in one function is found there, and a malformed setting samples nothing."""
 
 import subprocess
@@ -38,7 +38,7 @@ def test_a_main_thread_spinning_in_one_function_is_where_the_samples_say_it_is(t
     samples = [x for x in run.stderr.splitlines() if x.startswith("hotfloat stack ")]
     assert 3 <= len(samples) <= 14, run.stderr  # 0.6 s at 0.05 s at most (a loaded host samples less), then none
     counted = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "device" / "stacks.py"), str(log), "--top", "3"],
+        [sys.executable, str(ROOT / "tools" / "device" / "helpers" / "stacks.py"), str(log), "--top", "3"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -53,6 +53,8 @@ def test_logs_without_samples_are_said_in_one_line(tmp_path):
     log = tmp_path / "engine.log"
     log.write_text("Capturing batches\n")
     got = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "device" / "stacks.py"), str(log)], capture_output=True, text=True
+        [sys.executable, str(ROOT / "tools" / "device" / "helpers" / "stacks.py"), str(log)],
+        capture_output=True,
+        text=True,
     )
     assert got.returncode == 1 and got.stderr.count("\n") == 1 and "HOTFLOAT_STACK_SAMPLES" in got.stderr

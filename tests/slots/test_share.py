@@ -19,7 +19,7 @@ def _step(step_us: float, slots: dict[str, float]) -> StepShare:
 RECORD = ShareRecord(
     gpu="NVIDIA H200",
     measured_at="2026-12-06 10:00 UTC",
-    command="bash tools/device/run_all.sh engine_install:90 slot_share:500",
+    command="bash tools/device/run.sh engine_install:90 slot_share:500",
     method="a test record",
     versions={"sglang": "0.5.13.post1"},
     models=[

@@ -1,4 +1,4 @@
-"""tools/device/slot_share_trace.py: GPU time goes to the step and slot whose host range holds the launch (also when
+"""tools/device/helpers/slot_share_trace.py: GPU time goes to the step and slot whose host range holds the launch (also when
 the kernel ran after the range ended), time launched outside every step is unattributed, calls are counted per step,
 and a real torch.profiler trace has the shape the attribution reads."""
 
@@ -6,7 +6,9 @@ import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("slot_share_trace", ROOT / "tools" / "device" / "slot_share_trace.py")
+spec = importlib.util.spec_from_file_location(
+    "slot_share_trace", ROOT / "tools" / "device" / "helpers" / "slot_share_trace.py"
+)
 trace = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(trace)
 

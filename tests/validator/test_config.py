@@ -117,3 +117,19 @@ def test_validator_run_reads_the_file_and_its_flags_win(capsys, tmp_path):
         and (tmp_path / "flag.db").exists()
         and not (tmp_path / "file.db").exists()
     )
+
+
+def test_the_run_says_why_it_stops_short_of_scored():
+    spawned = load_config(None, {"ledger": "x.db", "stages": "spawned"})
+    last, why = spawned.last_state()
+    assert last == "admitted" and "--rule-from" in why and "no qualification service" in why
+    remote = load_config(None, {"ledger": "x.db", "stages": "remote", "compiler": "c:1", "admission": ["a:1"]})
+    assert remote.last_state()[0] == "admitted" and "--qualification ADDRESS" in remote.last_state()[1]
+    assert load_config(None, {"ledger": "x.db", "stages": "spawned", "rule_from": "r.json"}).last_state() == (
+        "scored",
+        "",
+    )
+    assert load_config(None, {"ledger": "x.db", "stages": "local", "through": "built"}).last_state() == (
+        "built",
+        "--through built",
+    )

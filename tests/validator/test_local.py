@@ -94,6 +94,17 @@ def test_build_scans_first_and_admission_takes_only_a_passed_or_unneeded_build(m
         local.admit_stage(bundle, lying, QUICK.verify_options())
 
 
+def test_one_mistake_on_every_row_is_one_admission_reason_not_a_reason_per_row():
+    """silu_mutates_input fails every row for the one reason: the ledger keeps it once, with how many rows."""
+    bundle = load_bundle(EXAMPLES / "silu_mutates_input")
+    admitted = local.admit_stage(bundle, local.build_stage(bundle), StageConfig(device="cpu").verify_options(seed=5))
+    rows = admitted.evidence.verify.rows
+    assert admitted.status is Status.FAIL and len(rows) > 10 and all(r.status is Status.FAIL for r in rows)
+    [reason] = admitted.reasons
+    assert reason.endswith(f"and {len(rows) - 1} more rows: input mutated: x written; inputs must be read-only")
+    assert len("; ".join(admitted.reasons)) < 200
+
+
 def test_a_claimed_identity_must_be_the_archives():
     with pytest.raises(InputError, match="identity mismatch"):
         LocalStages().scan(pack(load_bundle(EXAMPLES / "silu_torch")), "0" * 64, lambda stage, msg: None)

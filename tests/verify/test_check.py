@@ -26,7 +26,7 @@ def _reply(prep, write=True, edit=None, **meta):
     """What an honest child would send back, optionally edited the way a cheat or a bug would edit it."""
     sent = {h.name: (h, d) for h, d in prep.sent}
     flat, view = wire.to_tensor(*sent["out"])
-    inputs = [wire.to_tensor(*sent["x"])[0]]
+    inputs = [wire.to_tensor(*sent["x"])[0]]  # silu_and_mul's one input
     if write:
         view.copy_(prep.expected["out"].to(view.dtype))
     if edit:
@@ -35,7 +35,7 @@ def _reply(prep, write=True, edit=None, **meta):
         "returned": None,
         "moved": [],
         "outputs_digest": wire.digest([flat]),
-        "inputs_digest": wire.digest(inputs),
+        "input_digests": {"x": wire.digest(inputs)},
     }
     fields.update(meta)
     return wire.Frame("result", fields, ((sent["out"][0], wire.flat_bytes(flat)),))
@@ -63,6 +63,25 @@ def test_an_honest_reply_passes(prep):
 def test_each_defect_has_its_reason(prep, kwargs, reason):
     outcome = judge(SILU, "bf16", prep, _reply(prep, **kwargs))
     assert not outcome.ok and reason in outcome.reason
+
+
+def test_a_mutated_input_is_named_alone_and_a_reply_without_every_input_is_a_protocol_violation():
+    """rmsnorm has two inputs: a kernel that writes x only is told x, never "x, weight"."""
+    rms = get_slot("norm.rmsnorm")
+    p = prepare(rms, Case(0, "fp32", {"T": 4, "H": 64}, (4,), (0,)), 0, 3)
+    sent = {h.name: (h, d) for h, d in p.sent}
+    flat, view = wire.to_tensor(*sent["out"])
+    view.copy_(p.expected["out"].to(view.dtype))
+    x, weight = wire.to_tensor(*sent["x"])[0], wire.to_tensor(*sent["weight"])[0]
+    meta = {"returned": None, "moved": [], "outputs_digest": wire.digest([flat])}
+    frame = lambda digests: wire.Frame(
+        "result", {**meta, "input_digests": digests}, ((sent["out"][0], wire.flat_bytes(flat)),)
+    )  # noqa: E731
+    honest = {"x": wire.digest([x]), "weight": wire.digest([weight])}
+    assert judge(rms, "fp32", p, frame(honest)).ok
+    outcome = judge(rms, "fp32", p, frame({**honest, "x": "0" * 64}))
+    assert not outcome.ok and outcome.reason == "input mutated: x written; inputs must be read-only"
+    assert "protocol violation" in judge(rms, "fp32", p, frame({"x": honest["x"]})).reason
 
 
 def test_untouched_elements_are_named_whichever_poison_was_drawn():

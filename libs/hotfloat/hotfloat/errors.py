@@ -51,6 +51,13 @@ class InfrastructureError(HotfloatError):
     grpc_status = "UNAVAILABLE"
 
 
+def no_gpu(command: str) -> InfrastructureError:
+    """The error for a CUDA run asked of a host where no GPU is visible, in the same words from every command."""
+    return InfrastructureError(
+        f"{command} --device cuda: no GPU is visible here; use --device cpu, or run it on a GPU host"
+    )
+
+
 class SandboxUnavailable(InfrastructureError):
     """The candidate sandbox cannot be established, so verification refuses to run (fail closed)."""
 

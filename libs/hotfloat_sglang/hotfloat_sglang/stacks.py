@@ -1,6 +1,6 @@
 """Where an engine process's boot goes, for the device: with HOTFLOAT_STACK_SAMPLES="INTERVAL:SECONDS" set, a daemon
 thread writes the main thread's innermost Python frames to stderr (the engine's log) every INTERVAL seconds for
-SECONDS seconds, one line each, which tools/device/stacks.py counts. On the H100 an engine boot took twice the H200's
+SECONDS seconds, one line each, which tools/device/helpers/stacks.py counts. On the H100 an engine boot took twice the H200's
 with every JIT cache seeded (docs/device-runs.md, session 27), so the time is not compilation and a sampler has to say
 where it is. Off unless set; it reads frames and computes nothing the engine serves. A main thread holding the GIL in
 a long native call leaves a gap in the samples' times, which says as much."""

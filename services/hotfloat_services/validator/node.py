@@ -36,9 +36,10 @@ class Validator:
         config: ValidatorConfig,
         *,
         on_event: OnEvent | None = None,
+        on_progress: OnEvent | None = None,
         report: Callable[[str], None] = lambda message: None,
     ):
-        self.config, self._on_event, self._report = config, on_event, report
+        self.config, self._on_event, self._on_progress, self._report = config, on_event, on_progress, report
         self._stack = contextlib.ExitStack()
         self.ledger: Ledger | None = None
         self.cycle: Callable[[], None] | None = None
@@ -71,7 +72,7 @@ class Validator:
             calibration = read_calibration(c.rule_from)
         stages = self._stages(calibration)
         self.ledger = self._ledger()
-        through = State(c.through or ("scored" if c.qualifies else "admitted"))
+        through = State(c.last_state()[0])
         self.pipeline = Pipeline(
             self.ledger,
             stages,
@@ -79,6 +80,7 @@ class Validator:
             workers=c.workers,
             max_attempts=c.max_attempts,
             on_event=self._on_event,
+            on_progress=self._on_progress,
             on_stop=self._abandon,
             settlement=c.settlement,
         )

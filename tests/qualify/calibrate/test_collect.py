@@ -64,7 +64,7 @@ def test_a_short_real_collection_on_cpu_and_evidence_formed_from_it(tmp_path, bu
         back == got and 3 <= len(got.rounds) <= 4 and got.stock == ["B1", "B2", "B3"] and list(got.candidates) == ["C1"]
     )
     assert got.handicap == {"H1": 0.05} and got.handicap_us["H1"] > 0 and got.isolation is not None
-    assert any(m.startswith("cache seed") for m in said)  # a CPU engine may have nothing to export; it says so
+    assert any(m.startswith("warm caches") for m in said)  # a CPU engine may have nothing to export; it says so
     assert "C2" in got.failed and "ZeroDivisionError" in got.failed["C2"] and "C2" not in got.kept
     assert all(
         sorted(r.order) == ["B1", "B2", "B3", "C1", "H1"] and all(v > 0 for v in r.pass_s.values()) for r in got.rounds

@@ -81,21 +81,21 @@ def test_twin_counts_and_audit_ops(bundles, tmp_path):
         proc.wait(timeout=60)
 
 
-def test_the_boot_line_says_which_cache_files_were_seeded_and_which_compiled(tmp_path, monkeypatch, capsys):
-    """A boot that compiles beside a full seed points at a cache the seed misses: the engine log must say so."""
+def test_the_boot_line_says_which_cache_files_were_copied_and_which_compiled(tmp_path, monkeypatch, capsys):
+    """A boot that compiles beside full warm caches points at a cache they miss: the engine log must say so."""
     from hotfloat.qualify.engines import worker
 
     monkeypatch.setenv("HOTFLOAT_WORKER_HOME", str(tmp_path))
     (tmp_path / "cache" / "triton" / "k1").mkdir(parents=True)
     (tmp_path / "cache" / "triton" / "k1" / "a.cubin").write_bytes(b"x")
-    seeded = worker._cache_files()
+    copied = worker._cache_files()
     (tmp_path / "cache" / "triton" / "k2").mkdir()
     (tmp_path / "cache" / "triton" / "k2" / "b.cubin").write_bytes(b"y")
     (tmp_path / "cache" / "tvm-ffi").mkdir()
     (tmp_path / "cache" / "tvm-ffi" / "op.so").write_bytes(b"z")
-    worker._say_boot(seeded, [0.25, 12.0, 3.5])
+    worker._say_boot(copied, [0.25, 12.0, 3.5])
     line = capsys.readouterr().err.strip()
     assert line == (
-        "hotfloat worker: boot seed 0.2 s, engine 12.0 s, warm-up 3.5 s; "
-        "cache files seeded+compiled: triton 1+1, tvm-ffi 0+1"
+        "hotfloat worker: boot caches 0.2 s, engine 12.0 s, warm-up 3.5 s; "
+        "cache files copied+compiled: triton 1+1, tvm-ffi 0+1"
     )

@@ -196,7 +196,7 @@ def test_with_more_declared_slots_than_the_twin_serves_first_it_boots_after_the_
     device, bundles, monkeypatch
 ):
     device(int(4.5 * GiB))
-    monkeypatch.setattr("hotfloat.qualify.twin.FIRST_MOST", 0)
+    monkeypatch.setattr("hotfloat.qualify.protocol.FIRST_MOST", 0)
     said: list[str] = []
     r = qualify_bundle(bundles["exact"], OPTS, progress=lambda d, i, n: said.append(d))
     assert said.index("booting 0B, 2B") < said.index("booting 1C") < said.index("booting 3T after 1C's teardown")
@@ -212,7 +212,7 @@ def test_where_the_twin_boots_after_the_candidate_memory_the_candidate_never_giv
     from hotfloat.qualify.fleet import Fleet
 
     device(int(4.5 * GiB))
-    monkeypatch.setattr("hotfloat.qualify.twin.FIRST_MOST", 0)
+    monkeypatch.setattr("hotfloat.qualify.protocol.FIRST_MOST", 0)
     release = Fleet.release
     monkeypatch.setattr(Fleet, "release", lambda self, name, *a: name != "1C" and release(self, name, *a))
     said: list[str] = []

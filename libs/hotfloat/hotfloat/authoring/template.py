@@ -1,4 +1,5 @@
-"""`hotfloat new`: a starting bundle for one slot that already passes scan and verify, so an author edits working code.
+"""`hotfloat new`: a starting bundle for one or several slots that already passes scan and verify, so an author edits
+working code.
 
 The entry's parameter list is derived from the slot spec (the same order the verifier calls it with); only the body
 is written per slot, as plain torch that computes in fp32 and writes into the outputs with `copy_` (which honours
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from .. import ABI_VERSION
 from ..errors import InputError
+from ..bundle.manifest import BUNDLE_ID
 from ..slots import Role, SlotSpec, get_slot
 
 
@@ -145,61 +147,79 @@ def kernel_source(slot: SlotSpec) -> str:
     )
 
 
-def verify_command(slot_name: str, directory: str) -> str:
-    """The verify line for a new bundle: a multi-rank slot is verified across its ranks, never N/A on one."""
-    world_size = get_slot(slot_name).world_size
-    return f"hotfloat verify {directory}" + (f" --world-size {world_size}" if world_size > 1 else "")
+def verify_commands(slot_names: list[str], directory: str) -> list[str]:
+    """The verify lines for a new bundle: single-device ops in one run, each world size's collective ops across their
+    ranks (never N/A on one)."""
+    worlds = sorted({get_slot(name).world_size for name in slot_names})
+    return [f"hotfloat verify {directory}" + (f" --world-size {w}" if w > 1 else "") for w in worlds]
 
 
-def bundle_files(slot_name: str, bundle_id: str) -> dict[str, str]:
-    """Relative path -> text of a minimal passing bundle for `slot_name`."""
-    slot = get_slot(slot_name)
-    if slot.name not in BODIES:
-        raise InputError(f"no template for {slot.name} yet; templates: {', '.join(sorted(BODIES))}")
-    body = BODIES[slot.name]
-    dtypes = ", ".join(f'"{d}"' for d in slot.dtypes)
-    manifest = (
-        f'bundle_id = "{bundle_id}"\nabi_version = "{ABI_VERSION}"\n\n[[ops]]\nslot = "{slot.name}"\n'
-        f'source = "kernels/{body.entry}.py"\nentry = "{body.entry}"\nvariant = "default"\n'
-        f'dtypes = [{dtypes}]\narchitectures = ["cpu", "sm_90"]\nmetadata = "metadata/{body.entry}.json"\n'
-    )
-    single = slot.world_size == 1
+def check_request(slot_names: list[str], bundle_id: str) -> None:
+    """Refuses up front what the manifest or the bundle layout would refuse later: a bundle_id outside the manifest's
+    pattern, an unknown slot, a slot without a template or given twice."""
+    if not BUNDLE_ID.fullmatch(bundle_id):
+        raise InputError(f"--id {bundle_id!r}: a bundle_id is 1-64 letters, digits, '.', '_' or '-'")
+    twice = sorted({n for n in slot_names if slot_names.count(n) > 1})
+    if twice:
+        raise InputError(f"--slot {twice[0]} is given twice: one op per slot")
+    for name in slot_names:
+        if get_slot(name).name not in BODIES:
+            raise InputError(f"no template for {name} yet; templates: {', '.join(sorted(BODIES))}")
+
+
+def bundle_files(slot_names: list[str], bundle_id: str) -> dict[str, str]:
+    """Relative path -> text of a minimal passing bundle with one op per slot in `slot_names`."""
+    check_request(slot_names, bundle_id)
+    slots = [get_slot(name) for name in slot_names]
+    files: dict[str, str] = {}
+    manifest = f'bundle_id = "{bundle_id}"\nabi_version = "{ABI_VERSION}"\n'
+    for slot in slots:
+        body = BODIES[slot.name]
+        dtypes = ", ".join(f'"{d}"' for d in slot.dtypes)
+        manifest += (
+            f'\n[[ops]]\nslot = "{slot.name}"\nsource = "kernels/{body.entry}.py"\nentry = "{body.entry}"\n'
+            f'variant = "default"\ndtypes = [{dtypes}]\narchitectures = ["cpu", "sm_90"]\n'
+            f'metadata = "metadata/{body.entry}.json"\n'
+        )
+        files[f"kernels/{body.entry}.py"] = kernel_source(slot)
+        files[f"metadata/{body.entry}.json"] = json.dumps({"graph_safe": body.graph_safe}) + "\n"
+    single = any(slot.world_size == 1 for slot in slots)
     steps = [
         "hotfloat scan .",
-        verify_command(slot.name, "."),
+        *verify_commands(slot_names, "."),
         *(["hotfloat bench ."] if single else []),
         "hotfloat chain package .",
     ]
     timed = (
         ""
-        if single
-        else "`hotfloat bench` times single-device slots; this op is timed in the engine by qualification.\n\n"
+        if all(slot.world_size == 1 for slot in slots)
+        else "`hotfloat bench` times single-device slots; a collective op is timed in the engine by qualification.\n\n"
+    )
+    entries = "".join(
+        f"- `{slot.name}` ({slot.summary}): `{BODIES[slot.name].entry}` in `kernels/{BODIES[slot.name].entry}.py`, "
+        f"called as\n\n      {slot.signature()}\n\n"
+        for slot in slots
     )
     readme = (
-        f"# {bundle_id}\n\nA hotfloat bundle for `{slot.name}`: {slot.summary}.\n\n"
-        f"The entry `{body.entry}` in `kernels/{body.entry}.py` is called as\n\n    {slot.signature()}\n\n"
-        "and must write every element of its outputs in place (they may have padded rows), never touch its "
+        f"# {bundle_id}\n\nA hotfloat bundle with one op per slot:\n\n{entries}"
+        "Each entry must write every element of its outputs in place (they may have padded rows), never touch its "
         "inputs and return None. This starting point is plain torch: correct, not fast. Make it faster, then\n\n"
         + "".join(f"    {step}\n" for step in steps)
         + "\n"
         + timed
-        + "See docs/kernel-authors.md for the full contract.\n"
+        + "Add an op later with another [[ops]] table in manifest.toml (`hotfloat new DIR --slot A --slot B` writes "
+        "several at once). See docs/kernel-authors.md for the full contract.\n"
     )
-    return {
-        "manifest.toml": manifest,
-        f"kernels/{body.entry}.py": kernel_source(slot),
-        f"metadata/{body.entry}.json": json.dumps({"graph_safe": body.graph_safe}) + "\n",
-        "README.md": readme,
-    }
+    return {"manifest.toml": manifest, **files, "README.md": readme}
 
 
-def write_template(directory: str | Path, slot_name: str, bundle_id: str | None = None) -> list[Path]:
+def write_template(directory: str | Path, slot_names: list[str], bundle_id: str | None = None) -> list[Path]:
     """Writes the template into a new or empty directory; never overwrites an author's files."""
     root = Path(directory)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InputError(f"{root}: exists and is not an empty directory")
-    bundle_id = bundle_id or re.sub(r"[^0-9A-Za-z._-]", "-", root.resolve().name)[:64] or "my-bundle"
-    files = bundle_files(slot_name, bundle_id)
+    bundle_id = bundle_id if bundle_id is not None else re.sub(r"[^0-9A-Za-z._-]", "-", root.resolve().name)[:64]
+    files = bundle_files(slot_names, bundle_id or "my-bundle")
     written = []
     for rel, text in files.items():
         path = root / rel

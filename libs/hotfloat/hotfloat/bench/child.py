@@ -2,8 +2,8 @@
 `hotfloat.sandbox.run_child`. A fresh interpreter, so the CPU run's TRITON_INTERPRET=1 is set before triton loads.
 
 It speaks `hotfloat.sandbox.channel`: the request (Options, the bundle's path as the child sees it, and where to
-seed the JIT caches from) on stdin; `ready` once torch, triton and the harness are imported and the caches are
-seeded, before any of the bundle's code is imported; then a ChildResult. Progress goes to stderr as
+copy the validator's warm JIT caches from) on stdin; `ready` once torch, triton and the harness are imported and the
+caches are copied, before any of the bundle's code is imported; then a ChildResult. Progress goes to stderr as
 `hotfloat-progress DONE TOTAL LABEL` lines."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from .harness import PROGRESS, Options, bench_in_process
 
 
 def main() -> None:
-    """Answers one request: seeds the caches, says ready, runs the bench, replies with the report or the error."""
+    """Answers one request: copies the warm caches, says ready, runs the bench, replies with the report or the error."""
     raw = channel.request()
     path = raw.pop("path")
-    seed = raw.pop("seed_cache")
-    if seed and os.path.isdir(seed["from"]):  # the validator's JIT builds, copied so nothing writes to them
-        shutil.copytree(seed["from"], seed["to"], dirs_exist_ok=True, symlinks=True)
+    warm = raw.pop("warm_cache")
+    if warm and os.path.isdir(warm["from"]):  # the validator's JIT builds, copied so nothing writes to them
+        shutil.copytree(warm["from"], warm["to"], dirs_exist_ok=True, symlinks=True)
     options = Options(
         **{**raw, "dtypes": tuple(raw["dtypes"]), "shapes": tuple(raw["shapes"]), "stock": tuple(raw["stock"])}
     )

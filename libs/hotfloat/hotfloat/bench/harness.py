@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from ..bundle import Op
-from ..errors import InfrastructureError, InputError
+from ..errors import InfrastructureError, InputError, no_gpu
 from ..slots import DTYPES, Role, Shape, SlotSpec, get_slot
 from . import ceilings as ceil
 from .calls import MAX_SET_BYTES, ours_calls, stock_calls
@@ -60,14 +60,22 @@ def bench_in_process(path: str, options: Options, progress: Progress | None = No
     if options.device not in ("cpu", "cuda"):
         raise InputError(f"device {options.device!r}: expected cpu or cuda")
     if options.device == "cuda" and not torch.cuda.is_available():
-        raise InfrastructureError("--device cuda: no CUDA device is visible to torch here (use --device cpu)")
+        raise no_gpu("bench")
     if options.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise InfrastructureError("bench on CPU needs TRITON_INTERPRET=1 set before triton is imported")
-    loaded = LoadedBundle(path)
+    loaded = LoadedBundle(path, device_archs(options.device))
     try:
         return _Run(loaded, options).report(progress)
     finally:
         loaded.close()
+
+
+def device_archs(device: str) -> set[str]:
+    """The architectures an op must list to run here: cpu, or the GPU's sm_XY and its sm_XYa."""
+    if device == "cpu":
+        return {"cpu"}
+    major, minor = torch.cuda.get_device_capability(0)
+    return {f"sm_{major}{minor}", f"sm_{major}{minor}a"}
 
 
 def one_rank_group(device: str):
@@ -92,13 +100,9 @@ class _Run:
         collective = any(get_slot(op.entry.slot).of_role(Role.GROUP) for op in loaded.bundle.ops)
         self.group = one_rank_group(options.device) if collective else None
         self.measure = Measure(options.device, self.budget, self.timer, self.group)
-        self.arch = "cpu"
         self.skipped: dict[tuple[str, str], str] = {}
         """(slot, library) -> why it is left out; filled as slots are met, so a failed build is tried once."""
         self._probed: set[tuple[str, str]] = set()
-        if self.cuda:
-            major, minor = torch.cuda.get_device_capability(0)
-            self.arch = f"sm_{major}{minor}"
 
     def tasks(self) -> list[tuple[SlotSpec, str, Shape]]:
         """Every (slot, dtype, shape) to time, decided before any timing so bad requests fail fast."""
@@ -117,7 +121,8 @@ class _Run:
         return out
 
     def report(self, progress: Progress | None) -> Report:
-        """Measures the ceilings once, then each task; the run fails if any of our kernels failed a check."""
+        """Measures the ceilings once, then each task; the run fails if any of our kernels failed a check, and is N/A
+        when none ran (no op is built for this device: every row timed the stock kernels only)."""
         tasks = self.tasks()
         c = ceil.measure_cuda(self.timer, self.budget) if self.cuda else ceil.measure_cpu(self.budget)
         rows = []
@@ -139,7 +144,11 @@ class _Run:
             method=self.method(),
             ceilings=c,
             rows=rows,
-            status="FAIL" if failed else "PASS",
+            status="FAIL"
+            if failed
+            else "PASS"
+            if any(r.impls and r.impls[0].name.startswith("ours") for r in rows)
+            else "N/A",
             skipped=[Skipped(slot=k[0], name=k[1], reason=v) for k, v in self.skipped.items()],
         )
 
@@ -162,7 +171,7 @@ class _Run:
 
     def route(self, slot: SlotSpec, dtype: str, tokens: int) -> Op | None:
         """The variant the validator would route this call to, or None (then the stock kernel runs)."""
-        archs = {self.arch, self.arch + "a"}
+        archs = self.loaded.archs
         for op in self.loaded.bundle.ops:
             md = op.metadata
             if (

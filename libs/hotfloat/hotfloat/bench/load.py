@@ -12,9 +12,12 @@ from ..errors import BundleError, InputError
 
 
 class LoadedBundle:
-    """A validated bundle and the entry function of each op, imported from files on disk (Triton reads kernel source)."""
+    """A validated bundle and the entry function of each op built for this device, imported from files on disk
+    (Triton reads kernel source). An op built for other architectures is never imported: it cannot run here, and a
+    GPU kernel's module may need a GPU to import (bench then answers N/A, as verify does)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, archs: set[str]):
+        self.archs = archs
         p = Path(path)
         self._tmp = None
         if p.is_file():
@@ -28,7 +31,11 @@ class LoadedBundle:
             self.bundle, root = load_bundle(p), p
         else:
             raise InputError(f"{path}: no such bundle directory or archive")
-        self.entries: dict[str, Callable] = {op.key: _import_entry(self.bundle, op, root) for op in self.bundle.ops}
+        self.entries: dict[str, Callable] = {
+            op.key: _import_entry(self.bundle, op, root)
+            for op in self.bundle.ops
+            if archs & set(op.entry.architectures)
+        }
 
     def close(self) -> None:
         """Removes the extracted copy of an archive bundle."""

@@ -4,7 +4,7 @@ The child (`hotfloat.bench.child`) starts through `hotfloat.sandbox.run_child` l
 candidate code: its own namespaces, seccomp filter and bounds, the bundle read-only at /bundle, `hotfloat`
 read-only at /hotfloat-lib, an allowlisted environment, and the stock libraries' runtime (the SGLang device payload)
 exactly as qualification engines see it (`hotfloat.qualify.host.runtime_view`): read-only, with the validator's JIT
-caches copied from /seed-cache into the child's private /tmp/cache before any of the bundle's code is imported.
+caches copied from /warm-cache into the child's private /tmp/cache before any of the bundle's code is imported.
 """
 
 from __future__ import annotations
@@ -18,14 +18,15 @@ from pathlib import Path
 
 from .. import errors
 from ..bundle import Bundle, load_bundle, unpack
-from ..qualify.host import CACHE, SEED_CACHE, runtime_view
+from ..qualify.host import CACHE, WARM_CACHE, runtime_view
 from ..sandbox import Bind, GiB, SandboxPolicy, child_env, hotfloat_binds, run_child
 from .harness import PROGRESS, Options, Progress
 from .records import ChildResult, Report
 
 BUNDLE = "/bundle"
 STARTUP_S = 300.0
-"""Interpreter, torch, triton and the harness, plus copying the seed cache: slow on a cold host, never candidate code."""
+"""Interpreter, torch, triton and the harness, plus copying the warm caches: slow on a cold host, never candidate
+code."""
 TIMEOUT_S = 3600.0
 """The whole run after start-up: `--shapes all` on a GPU with FlashInfer's first JIT builds takes minutes."""
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]
@@ -33,7 +34,7 @@ PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 def bench_policy(device: str, timeout_s: float) -> SandboxPolicy:
     """The child's bounds: the GPU policy on cuda (no RLIMIT_AS, which the CUDA driver's reservations exceed), room in
-    /tmp for the seeded caches and JIT builds, and processes for ninja and nvcc on top of torch's thread pools."""
+    /tmp for the copied caches and JIT builds, and processes for ninja and nvcc on top of torch's thread pools."""
     cuda = device == "cuda"
     return SandboxPolicy(
         gpu=cuda,
@@ -64,12 +65,12 @@ def run_bench(
             (staged / rel).parent.mkdir(parents=True, exist_ok=True)
             (staged / rel).write_bytes(data)
         os.chmod(tmp, 0o755)  # a root validator's child runs as a fresh uid (uid-drop) and must read the bundle
-        binds, env, seed = _view(options.device, staged, sandboxed)
+        binds, env, warm = _view(options.device, staged, sandboxed)
         request = {
             **dataclasses.asdict(options),
             "shapes": [dict(s) for s in options.shapes],
             "path": BUNDLE if sandboxed else str(staged),
-            "seed_cache": seed,
+            "warm_cache": warm,
         }
         tail: deque[str] = deque(maxlen=20)
         done = run_child(
@@ -104,8 +105,8 @@ def _open(path: str) -> Bundle:
 
 
 def _view(device: str, staged: Path, sandboxed: bool) -> tuple[list[Bind], dict[str, str], dict | None]:
-    """Binds, environment and cache seeding for the child. Sandboxed: the package, the bundle and the engine runtime
-    read-only, JIT caches in the private /tmp. Unsandboxed: the caller's environment and caches, as they are."""
+    """Binds, environment and the warm caches' copy for the child. Sandboxed: the package, the bundle and the engine
+    runtime read-only, JIT caches in the private /tmp. Unsandboxed: the caller's environment and caches, as they are."""
     interpret = {"TRITON_INTERPRET": "1"} if device == "cpu" else {}
     if not sandboxed:
         pythonpath = os.pathsep.join(filter(None, [str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")]))
@@ -113,11 +114,11 @@ def _view(device: str, staged: Path, sandboxed: bool) -> tuple[list[Bind], dict[
     package, _ = hotfloat_binds()
     runtime, extra = runtime_view("sglang")
     binds = list({b.inside: b for b in [*package, *runtime, Bind(staged, BUNDLE)]}.values())
-    seeded = any(b.inside == SEED_CACHE for b in binds)
+    warm = any(b.inside == WARM_CACHE for b in binds)
     extra.update(
         interpret, TRITON_CACHE_DIR=f"{CACHE}/triton", TORCHINDUCTOR_CACHE_DIR=f"{CACHE}/inductor", XDG_CACHE_HOME=CACHE
     )
-    return binds, child_env(extra, home="/tmp"), {"from": SEED_CACHE, "to": CACHE} if seeded else None
+    return binds, child_env(extra, home="/tmp"), {"from": WARM_CACHE, "to": CACHE} if warm else None
 
 
 def _lines(progress: Progress | None, tail: deque[str]):

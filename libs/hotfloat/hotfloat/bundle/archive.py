@@ -12,6 +12,7 @@ import gzip
 import io
 import tarfile
 import zlib
+from dataclasses import replace
 
 from ..errors import BundleError
 from .layout import MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, Bundle, bundle_from_files, check_path, is_ignored
@@ -46,15 +47,18 @@ def pack(bundle: Bundle) -> bytes:
 
 
 def unpack(data: bytes) -> Bundle:
-    """Extracts an untrusted archive into memory with hard bounds, then validates it as a bundle."""
-    return bundle_from_files(read_archive(data))
+    """Extracts an untrusted archive into memory with hard bounds, then validates it as a bundle; what was left out
+    is on the bundle's `ignored`, as a folder's is."""
+    ignored: list[str] = []
+    return replace(bundle_from_files(read_archive(data, ignored)), ignored=tuple(sorted(set(ignored))))
 
 
-def read_archive(data: bytes) -> dict[str, bytes]:
+def read_archive(data: bytes, ignored: list[str] | None = None) -> dict[str, bytes]:
     """Every regular file of an untrusted tar or tar.gz, under all the bounds, without bundle validation (the Cacheon
     importer reads archives whose manifest is not a hotfloat manifest yet). One top-level folder holding everything
     and a manifest (`tar czf b.tar.gz b/`) is taken as the bundle root, and what the folder reader leaves out
-    (`layout.is_ignored`: VCS, bytecode, the root's `dist/`) is left out from that root."""
+    (`layout.is_ignored`: VCS, bytecode, the root's `dist/`) is left out from that root, each left-out folder or file
+    appended to `ignored` when given (a folder as `name/`, once per member under it)."""
     if len(data) > MAX_ARCHIVE_BYTES:
         raise BundleError(f"archive is {len(data)} bytes, over the {MAX_ARCHIVE_BYTES}-byte limit")
     raw = _tar_bytes(bytes(data))
@@ -67,6 +71,8 @@ def read_archive(data: bytes) -> dict[str, bytes]:
             for path, m in members:
                 name = path.removeprefix(root)
                 if is_ignored(name):
+                    if ignored is not None:
+                        ignored.append(_ignored_as(name))
                     continue
                 if m.type not in (tarfile.REGTYPE, tarfile.AREGTYPE) or m.sparse is not None:
                     raise BundleError(f"archive member {name[:255]!r}: links and special files are refused")
@@ -85,6 +91,14 @@ def read_archive(data: bytes) -> dict[str, bytes]:
     except (tarfile.TarError, EOFError, OSError, ValueError) as e:
         raise BundleError(f"not a valid bundle archive: {e}") from None
     return files
+
+
+def _ignored_as(name: str) -> str:
+    """What the folder reader would name for an ignored member: the outermost ignored folder, else the file."""
+    parts = name.split("/")
+    return next(
+        (f"{'/'.join(parts[:i])}/" for i in range(1, len(parts)) if is_ignored(f"{'/'.join(parts[:i])}/")), name
+    )
 
 
 def _file_members(tar: tarfile.TarFile) -> list[tuple[str, tarfile.TarInfo]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 from typing import Annotated
 
@@ -142,10 +143,14 @@ class OpEntry(Strict):
         return self
 
 
+BUNDLE_ID = re.compile(r"^[0-9A-Za-z._-]{1,64}$")
+"""What a bundle_id may be: it names files and table rows, never an identity (that is the content hash)."""
+
+
 class Manifest(Strict):
     """manifest.toml: what the bundle offers, for which slots, under which ABI."""
 
-    bundle_id: Annotated[str, Field(pattern=r"^[0-9A-Za-z._-]{1,64}$")]
+    bundle_id: Annotated[str, Field(pattern=BUNDLE_ID.pattern)]
     """Human name of the bundle; its identity is the content hash, not this."""
     abi_version: str
     """Must be hotfloat-op-abi-v1."""

@@ -108,6 +108,10 @@ def services_config(handicap: int):
     )
 
 
+PROGRESS_EVERY_S = 3.0
+"""Least seconds between two progress lines of one submission's stage."""
+
+
 def settings(handicap: int) -> list[str]:
     """Every way the demo differs from a validator's deployment, printed with the summary."""
     return [
@@ -235,12 +239,24 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
                 names[sid] = rows.get(node.ledger.get(sid).submitter, Row("?", 0, "")).miner
             report(f"validator: #{sid} {names[sid]} {stage}: {message}")
 
-        node = stack.enter_context(Validator(config, on_event=event, report=report))
+        said: dict[tuple[int, str], tuple[float, str]] = {}
+
+        def progress(sid: int, stage: str, message: str) -> None:
+            """A stage's streamed progress (a qualification's boots and rounds) when it says something new, a line
+            every few seconds at most: the long stages are never silent, the short ones never chatty."""
+            at, last = said.get((sid, stage), (0.0, ""))
+            if message != last and time.monotonic() - at >= PROGRESS_EVERY_S:
+                said[(sid, stage)] = (time.monotonic(), message)
+                event(sid, stage, message)
+
+        node = stack.enter_context(Validator(config, on_event=event, on_progress=progress, report=report))
         node.run()
         LocalSubstrate(chain_path).advance(WEIGHTS_EVERY)  # a fresh window of blocks: the settled crowns publish now
         node.cycle()
         weights, _ = chain.weights_row(NETUID, 0)
-        report(f"weights: the validator's row on chain is {dict(sorted(weights.items())) or 'empty (nothing crowned)'}")
+        report(
+            f"weights: the validator's u16 row on chain is {dict(sorted(weights.items())) or 'empty (nothing crowned)'}"
+        )
 
         led = node.ledger
         kept = {led.get(sid).identity: s.score for sid, s in scores(led).items()}

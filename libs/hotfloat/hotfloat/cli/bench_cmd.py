@@ -8,11 +8,10 @@ from pathlib import Path
 
 import click
 
-from ..errors import ExitCode
 from ..slots import DTYPES
 from ..devices import resolve_device
-from .options import bundle_argument, device_option, open_bundle
-from .output import emit_json, fit, json_option, natural_width, progress, table, wide_option
+from .options import bundle_argument, device_option, open_bundle, seed_option
+from .output import emit_json, exit_with, fit, json_option, natural_width, progress, table, wide_option
 
 SETS = ("bench", "decode", "all")
 """hotfloat.bench.shapes.SETS, spelled out so `--help` needs no torch (a test keeps them equal)."""
@@ -45,7 +44,7 @@ SETS = ("bench", "decode", "all")
     default=None,
     help="Seconds per measurement before the 1% relative-standard-error rule gives up.",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs.")
+@seed_option("the random inputs of every shape", fixed=True)
 @click.option(
     "--stock",
     "stock",
@@ -145,8 +144,12 @@ def bench(
         emit_json(report.model_dump(mode="json"))
     else:
         _render(report, wide)
-    if report.status != "PASS":
-        raise click.exceptions.Exit(ExitCode.FAIL)
+    if report.status == "N/A":
+        click.echo(
+            f"N/A: no op of {report.bundle_id} is built for {report.device}; every row timed the stock kernels only",
+            err=True,
+        )
+    exit_with(report.status)
 
 
 NARROW_COLUMNS = ("slot", "dtype", "shape", "us", "ours/best", "% copy", "check")

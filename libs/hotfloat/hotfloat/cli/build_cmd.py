@@ -10,7 +10,7 @@ import click
 
 from ..errors import InputError
 from ..devices import resolve_device
-from .options import bundle_argument, device_option, open_bundle, read_input
+from .options import bundle_argument, device_option, open_bundle, read_input, seed_option
 from .output import emit_json, exit_with, json_option, table
 
 INDEX = "index.json"
@@ -58,9 +58,7 @@ def build(bundle: str, out_dir: Path, arch: str, as_json: bool) -> None:
     type=click.Path(file_okay=False, exists=True, path_type=Path),
     help="A directory written by `hotfloat build`.",
 )
-@click.option(
-    "--seed", type=click.IntRange(0, (1 << 63) - 1), default=None, help="Replay a run; default: a fresh secret seed."
-)
+@seed_option("the inputs of every op and cubin")
 @device_option("Where the ops are verified and the cubins loaded.")
 @json_option
 def admit_cmd(bundle: str, build_dir: Path, seed: int | None, device: str, as_json: bool) -> None:

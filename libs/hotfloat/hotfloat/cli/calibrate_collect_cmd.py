@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from .options import seed_option
 from .qualify_options import engine_options, qualify_options
 
 
@@ -39,7 +40,7 @@ from .qualify_options import engine_options, qualify_options
     type=click.Path(file_okay=False),
     default=None,
     help="After the rounds, copy stock engine B1's JIT caches here (e.g. $HOTFLOAT_ENGINE_ROOT/cache, which "
-    "seeds later engines).",
+    "warms later engines' JIT caches).",
 )
 @click.option(
     "--candidate",
@@ -62,7 +63,7 @@ from .qualify_options import engine_options, qualify_options
     show_default=True,
     help="Wall seconds for the whole collection, boots included; the last round ends before it.",
 )
-@click.option("--seed", type=int, default=None, help="Workload prompt and order seed.")
+@seed_option("the prompts and the order of each round")
 @click.option(
     "--boot-timeout",
     type=click.FloatRange(1, 3600),

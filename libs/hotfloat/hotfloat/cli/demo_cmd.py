@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from ..errors import ExitCode, InputError
+from .options import seed_option
 from .output import emit_json, json_option, progress, table
 
 STAGES = ("scan", "build", "admit", "qualify", "score")
@@ -40,7 +41,7 @@ EXPECTED = "expected.toml"
     default=None,
     help=f"Instead: scan, build and verify every bundle in this folder against its {EXPECTED}.",
 )
-@click.option("--seed", type=int, default=None, help="With --examples: replay a run's secret seed.")
+@seed_option("with --examples, the inputs every example is verified on")
 @json_option
 def demo(handicap: int, workdir: Path | None, examples: Path | None, seed: int | None, as_json: bool) -> None:
     """Run the arena on CPU: four miners commit bundles on a stand-in chain (one honest, one broken, two cheating),
@@ -76,10 +77,16 @@ def demo(handicap: int, workdir: Path | None, examples: Path | None, seed: int |
 
 
 def _summary(outcome) -> None:
+    """Settings first, then the table, each miner's reason, the weights explained, and the verdict as the last line."""
+    from ..validator.crowns import RUNNER_UP_SHARE, WINNER_SHARE
+
     width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+    click.echo("how this demo differs from a validator's deployment:")
+    for line in outcome.settings:
+        click.echo(textwrap.fill(line, width, initial_indent="  - ", subsequent_indent="    "))
     table(
         f"hotfloat demo: the arena in {outcome.seconds:.0f}s",
-        ["uid", "miner", *STAGES, "crown", "weight", "expected"],
+        ["uid", "miner", *STAGES, "crown", "share", "expected"],
         [
             (
                 r.uid,
@@ -110,9 +117,22 @@ def _summary(outcome) -> None:
             )
         if not r.as_expected:
             click.echo(f"    UNEXPECTED: the demo expected {r.expected}")
-    click.echo(f"weights on chain (u16 by uid): {dict(sorted(outcome.weights.items())) or 'none set'}")
-    for line in outcome.settings:
-        click.echo(textwrap.fill(f"demo setting: {line}", width, subsequent_indent="    "))
+    row = dict(sorted(outcome.weights.items()))
+    shares = (
+        f"the validator's weight row on chain (u16 by uid) is {row}. A crown pays its winner {WINNER_SHARE:g} and its "
+        f"runner-up {RUNNER_UP_SHARE:g} of the slot's pool (the shares the validator logs as it sets weights), a "
+        "share nobody holds is left out, and the chain uses only proportions: `share` is each uid's part of this "
+        "validator's weight"
+        if row
+        else "no weights set: nothing was crowned"
+    )
+    click.echo(textwrap.fill(f"weights: {shares}.", width, subsequent_indent="    "))
+    unexpected = [r for r in outcome.rows if not r.as_expected]
+    click.echo(
+        "demo: every miner ended where it should (exit 0)"
+        if not unexpected
+        else f"demo: {', '.join(r.miner for r in unexpected)} did not end where expected (exit 1)"
+    )
 
 
 def _examples(folder: Path, seed: int | None, as_json: bool) -> None:

@@ -14,7 +14,7 @@ from ..errors import ExitCode, HotfloatError
 COMMANDS: dict[str, tuple[str, str]] = {
     "new": (
         "new_cmd:new",
-        "Write a new bundle into DIRECTORY: manifest, a plain-torch kernel with the slot's exact "
+        "Write a new bundle into DIRECTORY: manifest, a plain-torch kernel per slot with the slot's exact "
         "signature, metadata and a README; it passes `hotfloat scan` and `hotfloat verify` as written.",
     ),
     "bundle": ("bundle_cmd:bundle", "The bundle format: its JSON Schema, and importing bundles written for Cacheon."),
@@ -111,8 +111,39 @@ def cli() -> None:
     5 NO_DECISION. Shell completion: eval "$(_HOTFLOAT_COMPLETE=bash_source hotfloat)" (zsh_source, fish_source)."""
 
 
+class ReaderGone:
+    """stdout that, once its reader has gone (`hotfloat slots | head -1`), sends the rest to /dev/null: the command
+    finishes and exits with its own code (a verify that FAILs still exits 1), not click's 1 for a broken pipe."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._to_null()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._to_null()
+
+    def _to_null(self) -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, self.stream.fileno())
+        os.close(null)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Runs the CLI; a HotfloatError becomes one `error:` line and its exit code, never a traceback."""
+    if sys.stdout is sys.__stdout__ and sys.stdout is not None:
+        sys.stdout = ReaderGone(sys.stdout)
     try:
         cli.main(args=argv, prog_name="hotfloat", standalone_mode=False)
     except click.exceptions.Exit as e:

@@ -66,7 +66,7 @@ MINERS = (
 
 def bundle_of(miner: Miner) -> tuple[str, bytes]:
     """The miner's identity and deterministic archive: the template, with the miner's kernel swapped in."""
-    files = {k: v.encode() for k, v in bundle_files("activation.silu_and_mul", f"{miner.name}-silu").items()}
+    files = {k: v.encode() for k, v in bundle_files(["activation.silu_and_mul"], f"{miner.name}-silu").items()}
     if miner.kernel is not None:
         files["kernels/silu_and_mul.py"] = miner.kernel.encode()
     bundle = bundle_from_files(files)

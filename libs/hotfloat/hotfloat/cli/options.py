@@ -20,17 +20,18 @@ def bundle_argument(fn):
 
 
 def open_bundle(path: str):
-    """Loads a bundle from a directory or an archive, refusing anything else with one clear line; a directory's
-    ignored paths are named in one note on stderr (the author can see what was left out)."""
+    """Loads a bundle from a directory or an archive, refusing anything else with one clear line; what the load left
+    out is named in one note on stderr, for a folder and an archive alike (the author can see what was left out)."""
     from ..bundle import load_bundle, unpack
 
     if not Path(path).is_dir():
-        return unpack(read_archive(path))
+        return note_ignored(unpack(read_archive(path)), path)
     return note_ignored(load_bundle(path), path)
 
 
 def note_ignored(bundle, path: str):
-    """Names what a bundle directory's load left out, in one stderr line (none when nothing was); returns `bundle`."""
+    """Names what a bundle's load (folder or archive) left out, in one stderr line (none when nothing was); returns
+    `bundle`."""
     if bundle.ignored:
         click.echo(f"note: ignored {' '.join(bundle.ignored)} in {path} (never hashed, shipped or scanned)", err=True)
     return bundle
@@ -68,6 +69,32 @@ def device_option(help_text: str):
         show_default=True,
         help=f"{help_text} auto = cuda when a GPU is visible, else cpu.",
     )
+
+
+def seed_option(draws: str, *, fixed: bool = False):
+    """--seed, the workload seed: the one meaning "seed" has on the command line. A command that judges draws a fresh
+    secret one and keeps it in its report, so a run can be replayed and a kernel cannot be tuned to it; `bench`, which
+    measures for the author, fixes it at 0 so two runs time the same inputs (docs/kernel-authors.md, "Seeds")."""
+    why = (
+        "0: every run the same, so runs compare"
+        if fixed
+        else "a fresh secret one, kept in the report; give it to replay a run"
+    )
+    return click.option(
+        "--seed",
+        type=int,
+        metavar="N",
+        default=0 if fixed else None,
+        callback=_seed_in_range,
+        help=f"Workload seed: {draws} [default: {why}].",
+    )
+
+
+def _seed_in_range(ctx, param, value: int | None) -> int | None:
+    """Every seed fits the 63 bits the generators and the wire take."""
+    if value is not None and not 0 <= value < 1 << 63:
+        raise click.BadParameter(f"{value} is not in 0 .. 2**63-1")
+    return value
 
 
 def default_ledger() -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -76,6 +77,23 @@ def table(
     if not console.is_terminal and width is None:
         console = Console(width=int(os.environ.get("COLUMNS") or 200))
     console.print(_table(title, columns, rows, compact, fold))
+
+
+REASON_CHARS = 600
+"""Most of one reason printed beneath a table; the rest is in `--json` and the ledger."""
+
+
+def beneath(reasons: Iterable[tuple[str, str]], more: str) -> None:
+    """Each row's reason beneath its table, whole lines wrapped to the width (a reason column squeezed to a few
+    characters at 80 columns says nothing); one longer than REASON_CHARS is cut where `more` says to look."""
+    width = Console().width if sys.stdout.isatty() else int(os.environ.get("COLUMNS") or 200)
+    for key, reason in reasons:
+        if not reason:
+            continue
+        if len(reason) > REASON_CHARS:
+            reason = reason[:REASON_CHARS].rstrip() + f"... ({len(reason)} characters; {more or '--json'})"
+        lead = f"{key}: "
+        click.echo(textwrap.fill(reason, max(width, 40), initial_indent=lead, subsequent_indent=" " * len(lead)))
 
 
 def _table(

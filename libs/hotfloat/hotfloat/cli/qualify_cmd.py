@@ -6,9 +6,9 @@ import click
 
 from ..errors import InputError
 from .calibrate_cmd import calibrate
-from .options import bundle_argument, open_bundle
-from .output import emit_json, exit_with, json_option, progress, table
-from .qualify_options import calibration_json, decision_table, engine_options, qualify_options
+from .options import bundle_argument, open_bundle, seed_option
+from .output import beneath, emit_json, exit_with, json_option, progress, table
+from .qualify_options import CPU_NOTE, calibration_json, decision_table, engine_options, qualify_options
 
 
 class _DefaultRun(click.Group):
@@ -31,7 +31,7 @@ qualify.add_command(calibrate)
 @qualify.command("run")
 @bundle_argument
 @engine_options
-@click.option("--seed", type=int, default=None, help="Workload prompt seed (default: a fresh secret one).")
+@seed_option("the prompts and the order of each round")
 @click.option(
     "--evidence",
     "evidence_path",
@@ -90,6 +90,7 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
                 "reason": result.reason,
                 "decision": d.model_dump(mode="json"),
                 "bundle_identity": result.evidence.bundle_identity,
+                "seed": result.evidence.workload.seed,
                 "sandboxed": result.evidence.sandboxed,
                 "isolation": iso.model_dump(mode="json") if iso else None,
                 "memory": result.evidence.memory.model_dump(mode="json") if result.evidence.memory else None,
@@ -109,7 +110,7 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
         cal = result.evidence.calibration
         isolation += f"  calibration={getattr(cal, 'record', 'none')}"
         table(
-            f"qualify {b.manifest.bundle_id}  sandbox={sandbox}{isolation}",
+            f"qualify {b.manifest.bundle_id}  seed={result.evidence.workload.seed}  sandbox={sandbox}{isolation}",
             ["engine", "role", "ok", "boot s", "median pass ms", "tok/s", "routed", "peak GiB"],
             [
                 (
@@ -126,6 +127,8 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
             ],
         )
         decision_table(d, cal)
+        if opts.device == "cpu":
+            beneath([("note", CPU_NOTE)], "")
     exit_with(result.status)
 
 

@@ -7,10 +7,10 @@ import logging
 
 import click
 
-from ..errors import InputError
-from ..devices import resolve_device
+from ..errors import InputError, no_gpu
+from ..devices import gpu_name, resolve_device
 from .options import DEVICES
-from .output import table
+from .output import beneath, table
 
 
 def engine_options(fn):
@@ -122,6 +122,8 @@ def qualify_options(
     from ..qualify import QualifyOptions
 
     device = resolve_device(device)
+    if device == "cuda" and gpu_name() is None:  # before the calibration record it would otherwise look for
+        raise no_gpu(click.get_current_context().command_path.removeprefix("hotfloat "))
     if unsandboxed:
         logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
         click.secho(
@@ -166,16 +168,25 @@ def qualify_options(
     return opts.model_copy(update={"startup_timeout_s": boot_timeout}) if boot_timeout else opts
 
 
+CPU_NOTE = (
+    "on a CPU, Triton kernels run in Triton's interpreter, far slower than the stock torch path: a CPU qualification "
+    "checks the protocol, the gate and the audit, never speed, and a FAIL for speed here says nothing of a GPU "
+    "(qualify on one with --device cuda)"
+)
+"""Said beside every CPU decision: the honest examples FAIL for speed there, by design."""
+
+
 def decision_table(d, calibration) -> None:
-    """A decision as one table row, then the calibration it was judged under and, where that record does not back
-    it in full, the one line saying so; as `run`, `recompute` and `calibrate evidence` print it."""
+    """A decision as one table row, as `run`, `recompute` and `calibrate evidence` print it: numbers whole at 80
+    columns (cells fold, never cut), the reason whole beneath, then the calibration it was judged under and, where
+    that record does not back it in full, the one line saying so."""
     from ..qualify.calibration import caveat
 
     pct = lambda v: "" if v is None else f"{v:+.2%}"  # noqa: E731
     worth = "" if calibration is None else f"{getattr(calibration, 'record', 'none')} <= {calibration.bound:.1%}"
     table(
         "decision",
-        ["status", "gate", "score", "improvement", "lower", "upper", "B vs B'", "rounds", "calibration", "reason"],
+        ["status", "gate", "score", "improvement", "lower", "upper", "B vs B'", "rounds", "calibration"],
         [
             (
                 d.status,
@@ -187,11 +198,12 @@ def decision_table(d, calibration) -> None:
                 pct(d.drift),
                 d.rounds,
                 worth or "not recorded",
-                d.reason,
             )
         ],
+        fold=True,
     )
-    click.echo(f"calibration: {calibration.line() if calibration else 'not recorded (evidence before v4)'}")
+    beneath([("reason", d.reason)], "--json")
+    click.echo(f"calibration: {calibration.line() if calibration else 'not recorded (evidence before v5)'}")
     if calibration is not None and (line := caveat(d.status, calibration)):
         click.secho(line, fg="yellow", bold=True)
 
@@ -202,6 +214,6 @@ def calibration_json(status: str, calibration) -> dict:
     from ..qualify.calibration import caveat
 
     if calibration is None:
-        return {"calibration": None, "worth": None, "caveat": "calibration not recorded (evidence before v4)"}
+        return {"calibration": None, "worth": None, "caveat": "calibration not recorded (evidence before v5)"}
     worth = ("full" if calibration.meets_targets else "provisional") if status == "PASS" else None
     return {"calibration": calibration.model_dump(mode="json"), "worth": worth, "caveat": caveat(status, calibration)}

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from ..bundle import load_bundle, pack
+from ..bundle import load_bundle, pack, unpack
 from ..errors import InputError
 from ..ledger import ORDER, Ledger, State
 from ..validator.evidence import EVIDENCE
 from ..validator.runs import latest
 from ..validator.standings import crowns, scores
 from .options import ledger_option, note_ignored, read_archive, writable_ledger
-from .output import emit_json, json_option, table
+from .output import beneath, emit_json, json_option, table
 from .validator_run_cmd import run
 
 LEDGER = ledger_option()
@@ -36,7 +36,11 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
     with Ledger(writable_ledger(ledger_path)) as led:
         for path in bundles:
             p = Path(path)
-            archive = pack(note_ignored(load_bundle(p), path)) if p.is_dir() else read_archive(p)
+            if p.is_dir():
+                archive = pack(note_ignored(load_bundle(p), path))
+            else:
+                archive = read_archive(p)
+                note_ignored(unpack(archive), path)
             sub, created = led.receive(archive, submitter=submitter, source=str(p))
             rows.append(
                 {
@@ -62,7 +66,7 @@ def submit(bundles, ledger_path, submitter, as_json) -> None:
 
 @validator.command("status")
 @click.argument("submission", type=click.IntRange(1, (1 << 63) - 1), required=False)
-@LEDGER
+@ledger_option("The validator's SQLite ledger to read (`validator submit` creates it; status never does).")
 @json_option
 def status(submission, ledger_path, as_json) -> None:
     """Show the queue, each submission's state, score and crown, and each slot set's crown; or one SUBMISSION's
@@ -105,38 +109,39 @@ def status(submission, ledger_path, as_json) -> None:
     )
     table(
         "submissions",
-        ["id", "bundle", "identity", "submitter", "state", "score", "crown", "calibration", "reason"],
+        ["id", "bundle", "identity", "submitter", "state", "score", "crown", "calibration"],
         [
             (
                 r["id"],
                 r["bundle_id"],
-                r["identity"][:16],
+                r["identity"][:12],
                 r["submitter"],
                 r["state"],
                 "" if r["score"] is None else f"{r['score']:.4f}",
                 r["crown"] or "",
                 _worth(r["calibration"]),
-                r["reason"][:120],
             )
             for r in rows
         ],
+        fold=True,
     )
+    beneath([(f"{r['id']}", r["reason"]) for r in rows], "`hotfloat validator status ID` shows every transition")
     if crowned:
         names = {s.identity: s.bundle_id for s in subs}
         table(
             "crowns",
-            ["slot set", "winner", "runner-up", "provisional", "reason"],
+            ["slot set", "winner", "runner-up", "provisional"],
             [
                 (
                     pool,
                     names.get(c.winner, c.winner or ""),
                     names.get(c.runner_up, c.runner_up or ""),
                     ", ".join(names.get(i, i) for i in c.provisional),
-                    c.reason[:120],
                 )
                 for pool, c in crowned.items()
             ],
         )
+        beneath([(pool, c.reason) for pool, c in crowned.items()], "")
 
 
 def _calibration(score, run) -> dict | None:

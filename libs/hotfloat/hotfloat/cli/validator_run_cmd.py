@@ -141,6 +141,7 @@ def run(config_path, as_json, **flags) -> None:
     config = load_config(config_path, _settings(given), defaults={"ledger": flags["ledger_path"]})
     start = time.monotonic()
     writable_ledger(config.ledger)
+    last, why = config.last_state()
     node = Validator(
         config,
         on_event=lambda sid, stage, msg: click.echo(f"#{sid} {stage}: {msg}", err=True),
@@ -148,13 +149,17 @@ def run(config_path, as_json, **flags) -> None:
     )
     stop = threading.Event()  # SIGTERM, also while starting: nothing new, calls in flight finish, waits are abandoned
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with node:
+    with node:  # once the services are up: a refused setting is the one line a failed start prints
+        if why:
+            click.echo(f"note: submissions stop at {last}: {why}", err=True)
         counts = node.run(stop)
     if as_json:
-        emit_json({"counts": counts, "seconds": round(time.monotonic() - start, 3)})
+        emit_json({"counts": counts, "seconds": round(time.monotonic() - start, 3), "through": last, "stopped": why})
     else:
         click.echo(f"ledger: {config.ledger}")  # on its own line: a table title would break the path mid-word
         table(None, ["state", "submissions"], [(s, n) for s, n in counts.items() if n])
+        if why and counts.get(last):
+            click.echo(f"stopped at {last}: {why}")
 
 
 CHAIN = {

@@ -10,19 +10,14 @@ import click
 
 from ..slots import DTYPES
 from ..devices import resolve_device
-from .options import bundle_argument, device_option, open_bundle
+from .options import bundle_argument, device_option, open_bundle, seed_option
 from .output import emit_json, exit_with, json_option, stderr_is_tty, table
 
 
 @click.command("verify")
 @bundle_argument
 @device_option("cpu runs Triton through its interpreter; cuda adds CUDA-graph capture and replays.")
-@click.option(
-    "--seed",
-    type=click.IntRange(0, (1 << 63) - 1),
-    default=None,
-    help="Replay a run's secret seed (default: a fresh secret, printed in the report).",
-)
+@seed_option("the plan and inputs of every case")
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(sorted(DTYPES)), help="Only these dtypes.")
 @click.option("--trials", type=click.IntRange(1, 20), default=3, show_default=True, help="Calls per shape.")
 @click.option(
@@ -128,10 +123,20 @@ def render(report, width: int | None = None) -> None:
         columns.remove("op")
         rows = [(row[0], *row[2:]) for row in rows]
     table(None, columns, rows, width=width)
-    for i, r in enumerate(report.rows, 1):
-        if r.reason:
-            click.echo(textwrap.fill(f"#{i} {r.status.value}: {r.reason}", width, subsequent_indent="    "))
+    for numbers, r in report.reasons():  # one line per distinct reason, naming every row that gave it
+        click.echo(textwrap.fill(f"{_rows(numbers)} {r.status.value}: {r.reason}", width, subsequent_indent="    "))
     click.echo(f"{report.status.value} in {report.seconds:.1f}s (replay with --seed {report.seed})")
+
+
+def _rows(numbers: list[int]) -> str:
+    """Row numbers as runs: [1, 2, 3, 7] -> '#1-3, #7'."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"#{r[0]}" if len(r) == 1 else f"#{r[0]}-{r[-1]}" for r in runs)
 
 
 def _width() -> int:

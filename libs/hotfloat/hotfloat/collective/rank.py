@@ -166,7 +166,7 @@ class Rank:
             "returned": None if returned is None else type(returned).__name__,
             "moved": moved,
             "outputs_digest": self.wire.digest([flats[n] for n in meta["outputs"]]),
-            "inputs_digest": self.wire.digest([flats[n] for n in meta["inputs"]]),
+            "input_digests": {n: self.wire.digest([flats[n]]) for n in meta["inputs"]},
         }
         self.send("result", result, [(headers[n], self.wire.flat_bytes(snaps[n])) for n in meta["outputs"]])
 

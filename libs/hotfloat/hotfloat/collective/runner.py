@@ -21,7 +21,7 @@ import torch
 from pydantic import ValidationError
 
 from ..bundle import Bundle
-from ..errors import InputError
+from ..errors import InputError, no_gpu
 from ..scan import scan_bundle
 from ..slots import Role, get_slot
 from ..slots.collective import stack_ranks
@@ -58,6 +58,8 @@ def verify_collective(
     group; `timeout_s` the burst once all are ready."""
     if world_size < 2:
         raise InputError("a collective verification needs --world-size of at least 2")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise no_gpu(f"verify --world-size {world_size}")
     if device == "cuda" and torch.cuda.device_count() < world_size:
         raise InputError(f"NCCL with {world_size} ranks needs {world_size} GPUs; {torch.cuda.device_count()} visible")
     seed = secrets.randbits(62) if seed is None else seed

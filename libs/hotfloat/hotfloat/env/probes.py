@@ -102,7 +102,7 @@ def _dist_version(dists: tuple[str, ...]) -> Probe:
             return importlib.metadata.version(dist), None
         except importlib.metadata.PackageNotFoundError:
             continue
-    return None, f"{' / '.join(dists)} is not installed"
+    return None, f"{' / '.join(dists)} is not installed in this interpreter ({sys.executable})"
 
 
 def _torch_versions() -> tuple[Probe, Probe]:

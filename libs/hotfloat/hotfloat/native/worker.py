@@ -5,7 +5,7 @@ against the slot's fp32 reference.
 It runs as a sandboxed child of `hotfloat.sandbox.run_child` (the GPU code is the candidate's): the request (artifacts
 and seed) comes on stdin, `ready` is said once torch and the CUDA context are up, and the report goes back through
 `hotfloat.sandbox.channel`. It needs only torch, cuda-bindings and hotfloat's slots, params and channel modules, so
-the same file runs on a bare GPU machine (see tools/device/native.sh)."""
+the same file runs on a bare GPU machine (the native recipe: tools/device/recipes/native.sh)."""
 
 from __future__ import annotations
 

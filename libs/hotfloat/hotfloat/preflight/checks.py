@@ -141,8 +141,9 @@ def static_checks() -> Iterator[Check]:
         except HotfloatError as e:  # no engine venv, a crashed probe: this host cannot answer the question
             yield Check(question="static", name=name, status=Status.NO_DECISION, detail=str(e))
             continue
-        for row in report.rows:
-            yield Check(question="static", name=f"{name}: {row.name}", status=row.status, detail=row.detail)
+        for row in report.rows:  # the version row names the interpreter: SGLang's is the engine venv, not this one
+            where = f" in {report.python}" if row.name.endswith(" version") else ""
+            yield Check(question="static", name=f"{name}: {row.name}", status=row.status, detail=row.detail + where)
 
 
 def behavioral_checks(device: str, controls: Path = CONTROLS) -> Iterator[Check]:

@@ -1,7 +1,8 @@
 """The validator-owned model for SGLang engines: a Hugging Face checkpoint generated from a preset's config with
-seeded random weights (norm weights 1 + 0.1 randn, so the norms do real work), written once by a trusted process
-and shown read-only to every engine. No download; the same preset and seed always give the same model, and the
-engine identity hashes its config.
+random weights (norm weights 1 + 0.1 randn, so the norms do real work), written once by a trusted process and
+shown read-only to every engine. No download; the same preset and weight draw (torch's generator started at
+`EngineSpec.weight_seed`, never the workload seed) always give the same model, and the engine identity hashes its
+config.
 
 The final norm's weights are scaled by FINAL_NORM_SCALE so greedy choices are clear: random weights give a nearly
 flat next-token distribution, and on the H200 (Qwen2-0.5B shape, bf16) 48% of the baseline's top-2 gaps were within
@@ -9,7 +10,7 @@ the gate's 0.1 tolerance, so a non-bit-exact kernel's completion legitimately di
 of 12 of 256 tokens and the gate compared little after that. Scaled by 8, 7% of the gaps are within 0.1 (measured on
 CPU in fp32 on the same config).
 
-    python -m hotfloat.qualify.checkpoint PRESET DTYPE SEED OUT_DIR
+    python -m hotfloat.qualify.checkpoint PRESET DTYPE DRAW OUT_DIR
 """
 
 from __future__ import annotations
@@ -30,21 +31,21 @@ ARCHES = {"qwen2": "Qwen2", "llama": "Llama", "mixtral": "Mixtral"}
 FINAL_NORM_SCALE = 8.0
 
 
-def ensure(preset: str, dtype: str, seed: int, timeout_s: float = 600.0) -> Path:
-    """The checkpoint directory for (preset, dtype, seed), generated in a child process if not cached yet."""
+def ensure(preset: str, dtype: str, draw: int, timeout_s: float = 600.0) -> Path:
+    """The checkpoint directory for (preset, dtype, weight draw), generated in a child process if not cached yet."""
     from .presets import PRESETS
 
     key = hashlib.sha256(
-        json.dumps([PRESETS[preset], dtype, seed, FINAL_NORM_SCALE], sort_keys=True).encode()
+        json.dumps([PRESETS[preset], dtype, draw, FINAL_NORM_SCALE], sort_keys=True).encode()
     ).hexdigest()[:16]
     root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hotfloat" / "qualify-models")
-    out = root / f"{preset}-{dtype}-{seed}-{key}"
+    out = root / f"{preset}-{dtype}-{draw}-{key}"
     if (out / "done").exists():
         return out
     out.mkdir(parents=True, exist_ok=True)
     try:
         r = subprocess.run(
-            [sys.executable, "-m", "hotfloat.qualify.checkpoint", preset, dtype, str(seed), str(out)],
+            [sys.executable, "-m", "hotfloat.qualify.checkpoint", preset, dtype, str(draw), str(out)],
             capture_output=True,
             text=True,
             timeout=timeout_s,
@@ -69,7 +70,7 @@ def model_dir(engine: EngineSpec) -> str | None:
     return str(ensure(engine.preset, engine.dtype, engine.weight_seed))
 
 
-def write(preset: str, dtype: str, seed: int, out: Path) -> None:
+def write(preset: str, dtype: str, draw: int, out: Path) -> None:
     import torch
     import transformers
 
@@ -81,10 +82,10 @@ def write(preset: str, dtype: str, seed: int, out: Path) -> None:
     name = ARCHES[arch]
     config_cls, model_cls = getattr(transformers, f"{name}Config"), getattr(transformers, f"{name}ForCausalLM")
     config = config_cls(**spec, max_position_embeddings=4096, rms_norm_eps=1e-6)
-    torch.manual_seed(seed)
+    torch.manual_seed(draw)
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
         model = model_cls(config)
-    gen = torch.Generator(device="cpu").manual_seed(seed + 1)
+    gen = torch.Generator(device="cpu").manual_seed(draw + 1)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):

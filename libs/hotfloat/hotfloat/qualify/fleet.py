@@ -151,28 +151,28 @@ class Fleet:
                 out[f.who if f.who in self.engines else up[0].name] = f
         return {**{name: out[name] for name in arms}, **out}
 
-    def seed_caches(self, name: str, dest: Path | None = None) -> str:
-        """Copies engine `name`'s JIT caches into `dest`, by default the validator's seed ($HOTFLOAT_ENGINE_ROOT/cache,
-        hotfloat.qualify.host), once per machine, so engines booted after it skip the compilation. The caller names a
-        stock engine with no bundle: no candidate code ever ran in its sandbox. Each file lands by rename, so an engine
-        seeding meanwhile copies whole files only."""
+    def warm_caches(self, name: str, dest: Path | None = None) -> str:
+        """Copies engine `name`'s JIT caches into `dest`, by default the validator's warm caches
+        ($HOTFLOAT_ENGINE_ROOT/cache, hotfloat.qualify.host), once per machine, so engines booted after it skip the
+        compilation. The caller names a stock engine with no bundle: no candidate code ever ran in its sandbox. Each
+        file lands by rename, so an engine copying them meanwhile copies whole files only."""
         root = os.environ.get(ENV_ROOT)
         if dest is None and not root:
-            return "cache seed: no engine root"
+            return "warm caches: no engine root"
         dest = dest or Path(root) / "cache"
-        if (dest / ".seeded").exists():
-            return "cache seed: already seeded"
+        if (dest / ".filled").exists():
+            return "warm caches: already filled"
         e = self.engines[name]
         roots = [Path(f"/proc/{p}/root{CACHE}") for p in reversed(e.pids())] if self.options.sandboxed else []
         src = next((r for r in roots or [e.workdir / "cache"] if os.path.isdir(r)), None)  # /proc may refuse us
         if src is None:
-            return f"cache seed: {name} has no cache"
+            return f"warm caches: {name} has no cache"
         try:
             files = _merge(src, dest)
-            (dest / ".seeded").write_text(f"{name}\n")
+            (dest / ".filled").write_text(f"{name}\n")
         except OSError as err:
-            return f"cache seed from {name} failed: {err}"
-        return f"cache seed: {files} files of {name}'s in {dest}"
+            return f"warm caches from {name} failed: {err}"
+        return f"warm caches: {files} files of {name}'s in {dest}"
 
     def round(self, r: int, order: list[str], on_fault: OnFault) -> dict[str, Served]:
         """Round r's pass (r < 0: prompts no timed round uses) on each engine in `order` still in the fleet, engine

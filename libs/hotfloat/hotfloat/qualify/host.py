@@ -10,7 +10,7 @@ end of the qualification ends everything the engine started; nothing it wrote ou
 
 The SGLang runtime lives outside the system directories (the device payload): the directories the validator's
 PYTHONPATH, LD_LIBRARY_PATH and CUDA_HOME name (and PATH entries inside the payload or CUDA_HOME) are bound read-only at the same paths, and JIT caches the
-validator has already filled ($HOTFLOAT_ENGINE_ROOT/cache) are bound read-only at /seed-cache, copied into the engine's
+validator has already filled ($HOTFLOAT_ENGINE_ROOT/cache) are bound read-only at /warm-cache, copied into the engine's
 private /tmp/cache before any candidate code runs (so one engine's compiled kernels can never reach another).
 
 Bundles are staged in one process-wide directory whose root the sandbox cannot list (mode 0311, and the sandbox
@@ -37,7 +37,7 @@ from ..sandbox import Bind, GiB, SandboxPolicy, SandboxedProcess, child_env, spa
 from ..sandbox.mounts import SYSTEM_DIRS, python_runtime_dirs
 
 PACKAGE = Path(__file__).resolve().parents[1]
-LIB, BUNDLES, MODEL, SEED_CACHE, CACHE = "/hotfloat-lib", "/bundles", "/model", "/seed-cache", "/tmp/cache"
+LIB, BUNDLES, MODEL, WARM_CACHE, CACHE = "/hotfloat-lib", "/bundles", "/model", "/warm-cache", "/tmp/cache"
 ENGINE_CPU_S = 4 * 3600
 """RLIMIT_CPU per engine process: a resident engine lives for a whole qualification."""
 PASSTHROUGH = (
@@ -58,9 +58,9 @@ PASSTHROUGH = (
     "HOTFLOAT_STACK_SAMPLES",
 )
 PREFIXES = ("FLASHINFER_", "SGLANG_", "SGL_")
-"""Environment the engine runtime needs from the validator's (set by tools/device/sglang_env.sh on the device)."""
+"""Environment the engine runtime needs from the validator's (set by tools/device/helpers/sglang_env.sh on the device)."""
 ENV_ROOT = "HOTFLOAT_ENGINE_ROOT"
-"""Where tools/device/engine_install.sh unpacked the SGLang payload; bound read-only, its cache/ seeds the engines'."""
+"""Where the engine_install recipe (tools/device/recipes/engine_install.sh) unpacked the SGLang payload; bound read-only, its cache/ warms the engines'."""
 
 
 def engine_policy(device: str, kind: str) -> SandboxPolicy:
@@ -137,7 +137,7 @@ def runtime_view(kind: str, environ: dict[str, str] | None = None) -> tuple[list
             binds = {d: b for d, b in binds.items() if not (d + "/").startswith(root.rstrip("/") + "/")}
             binds[root] = Bind(Path(root), root)
         if cache and os.path.isdir(cache):
-            binds[SEED_CACHE] = Bind(Path(cache), SEED_CACHE)
+            binds[WARM_CACHE] = Bind(Path(cache), WARM_CACHE)
         env["PATH"] = os.pathsep.join([*tools, "/usr/local/bin", "/usr/bin", "/bin"])
     env["PYTHONPATH"] = os.pathsep.join([LIB, *(path_entries if kind == "sglang" else [])])
     return list(binds.values()), env
@@ -195,7 +195,7 @@ def spawn_engine(
     else:
         home = str(workdir)
         extra["PYTHONPATH"] = os.pathsep.join([str(lib_dir()), *filter(None, [os.environ.get("PYTHONPATH")])])
-        if kind == "sglang":  # the validator's own runtime view, caches included (no seeding needed)
+        if kind == "sglang":  # the validator's own runtime view, caches included (nothing to copy)
             extra.update({k: v for k, v in os.environ.items() if k.startswith(PREFIXES) or k in PASSTHROUGH})
             extra["PATH"] = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
     extra.update(

@@ -131,7 +131,7 @@ class QualifyOptions(Record):
         SGLang on the Llama-3-8B shape in bf16 with the decode-heavy `sglang` mix and the rule calibrated for it.
         Why 8B: on the H200 a Qwen2-0.5B decode step is bound by the scheduler's Python (GPU 42-83% busy, passes
         5-15% apart), so a faster kernel cannot show and the noise is the host CPU's; an 8B step keeps the GPU 100%
-        busy and passes repeat within 0.1-0.7% (tools/device/engine_noise.py, docs/qualification.md). `gpu` names the
+        busy and passes repeat within 0.1-0.7% (docs/qualification.md, the engine-noise table). `gpu` names the
         device model whose calibration record gives the rule (default: the GPU here, as NVML names it); a model
         without a record is refused unless `rule` configures one."""
         given = {k: v for k, v in given.items() if v is not None}

@@ -2,7 +2,7 @@
 first look, the engines' counts, and the frames `judge` reads.
 
 The device's memory is divided first (hotfloat.qualify.isolation.memory): four resident engines where they fit, else
-three, with the twin serving before C boots or after C is torn down (hotfloat.qualify.twin). B and B' (and T) boot
+three, with the twin serving before C boots or after C is torn down (below). B and B' (and T) boot
 concurrently, each in its own sandbox, and C boots only once they are ready (and T is gone, where T and C cannot be
 resident together), so nothing C takes at boot can starve a baseline; every engine's
 memory is read at ready and around every pass, and an engine over its share is at fault. A settling round (one untimed
@@ -21,13 +21,26 @@ Every fault is charged to the engine that had it (records.FaultKind); only fault
 infrastructure are `host`. A baseline's or the twin's fault while C holds more than its share is C's (`memory`): C's
 hoarding must never buy a re-roll. `judge` then turns a candidate's fault into a FAIL and a baseline's or the twin's into
 NO_DECISION (hotfloat.qualify.decision).
+
+Where the gate's twin T runs depends on the memory plan (`twin_mode`):
+
+- `resident`: the device holds four engines; T boots with B and B', is told the slots C routed at the first look,
+  serves, and leaves.
+- `first`: the device holds three; T boots with B and B' and, before C exists, serves the first look's prompts once
+  per subset of the slots C's manifest declares (C can route no others), then leaves, and C boots into its share. At
+  the first look the subset C really routed picks T's passes. One boot fewer than booting T after C: on an H100 that
+  is three minutes of a ten-minute qualification, and the gate can stop the rounds early again.
+- `after`: the device holds three and the manifest declares more than `FIRST_MOST` slots (too many subsets to
+  serve); T boots once C is torn down and serves the slots C reported at its stop.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from itertools import combinations
+from typing import Literal
 
 from .decision import judge
 from ..audit.config import AuditConfig
@@ -35,17 +48,34 @@ from ..audit.layout import KINDS
 from .fleet import Counts, Fleet, Ready
 from .gate import gate
 from .audit_records import AuditRecord
-from .records import Decision, EngineSpec, Role, RuleConfig, Workload
-from .isolation.resident import EngineFault, cpu_sets
+from .records import Decision, EngineSpec, Role, RuleConfig, RunFrame, Workload
+from .isolation.resident import EngineFault, Served, cpu_sets
 from .rule import decide
 from .tally import Outcome, Tally, round_order
-from .twin import Mode, TwinSteps, twin_mode
 
 Progress = Callable[[str, int, int], None]
 """progress(description, rounds done, most rounds possible)."""
+Mode = Literal["none", "resident", "first", "after"]
+FIRST_MOST = 3
+"""Declared slots up to which T serves every subset before C boots (2^3 = 8 configurations of the look's passes)."""
 
 
-class Protocol(TwinSteps):
+def twin_mode(wanted: bool, apart: bool, declared: Collection[str]) -> Mode:
+    """How T runs: not at all, beside C, before C, or after C."""
+    if not wanted:
+        return "none"
+    if not apart:
+        return "resident"
+    return "first" if len(declared) <= FIRST_MOST else "after"
+
+
+def subsets(declared: Collection[str]) -> list[tuple[str, ...]]:
+    """Every set of slots C could route, the empty one (C routed nothing) included, each sorted."""
+    names = sorted(declared)
+    return [c for k in range(len(names) + 1) for c in combinations(names, k)]
+
+
+class Protocol:
     """Runs once: `run()` boots the arms (B, C, B' and optionally T) as a Fleet, serves rounds and returns the
     Outcome. Engine i is named `f"{i}{role}"` in the fleet."""
 
@@ -71,10 +101,12 @@ class Protocol(TwinSteps):
         self.audit_config: AuditConfig | None = None
         """The qualification's audit settings with its secret key (None: no audit)."""
         self.twin: Mode = "none"
-        """How the gate's twin runs: beside C, before C or after C (hotfloat.qualify.twin)."""
+        """How the gate's twin runs: beside C, before C or after C (`twin_mode`)."""
         self.boots: dict[str, Ready | EngineFault] = {}
         self.specs: dict[str, dict] = {}
         """What each engine's spec adds to the fleet's (its arm, the audit's key and rate, the calibration passes)."""
+        self.twin_served: dict[tuple[str, ...], list[Served] | EngineFault] = {}
+        """Where T served before C booted: its passes (or its fault) under each subset of C's declared slots."""
 
     @property
     def failed(self) -> bool:
@@ -150,7 +182,7 @@ class Protocol(TwinSteps):
         """Boots the baselines (and T, unless it waits for C's teardown) concurrently, then C once they are ready (and
         T has served and left, where the two cannot be resident together); B' and T must report B's identity (else
         NO_DECISION), and C must too (else C misreported itself: its fault). Returns B's report. A stock B's JIT
-        caches seed the later boots (no candidate code ever ran in its sandbox)."""
+        caches warm the later boots (no candidate code ever ran in its sandbox)."""
         o = self.options
         self.audit_config = audit_config(o.audit_keep, self.declared, self.workload)
         audit = {"audit": self.audit_config.to_wire()} if self.audit_config else {}
@@ -171,7 +203,7 @@ class Protocol(TwinSteps):
             self._twin_first()
         if not self.failed and isinstance(b, Ready):
             if not self.arms[0].get("bundle"):
-                self.progress(self.fleet.seed_caches(self.names[0]), 0, self.rule.max_rounds)
+                self.progress(self.fleet.warm_caches(self.names[0]), 0, self.rule.max_rounds)
             self.progress(f"booting {self.names[1]}", 0, self.rule.max_rounds)
             self._boot_group({self.names[1]: arms[self.names[1]]}, cpus)
         if not isinstance(b, Ready):
@@ -267,6 +299,105 @@ class Protocol(TwinSteps):
 
     def _stop_timeout(self) -> float:
         return max(30.0, self.fleet.allowance())
+
+    def _twin_first(self) -> None:
+        """Before C boots: T serves the first look's prompts under each subset of C's declared slots, then leaves
+        and the device has its memory back. A subset T has no nudge site for is kept as its fault, charged only if C
+        routes exactly that subset."""
+        t, acc, timeout = self.names[3], self.accs[3], self.options.batch_timeout_s
+        self.twin_served = {}
+        if self.failed or t not in self.fleet.engines:
+            return
+        try:
+            for used in subsets(self.declared):
+                self.progress(f"twin {t} serves with {', '.join(used) or 'no slot'} nudged", 0, self.rule.max_rounds)
+                try:
+                    self.fleet[t].twin_slots(list(used), timeout)
+                except EngineFault as f:
+                    if f.kind != "protocol":
+                        raise
+                    self.twin_served[used] = f
+                    continue
+                if (passes := self._twin_look(t)) is None:
+                    return
+                self.twin_served[used] = passes
+            self._twin_counts(t)
+        except EngineFault as f:
+            acc.fail(str(f), f.kind)
+        finally:
+            if t in self.fleet.engines and not self.fleet.release(t):
+                acc.fail(f"host: the device still charged memory to engine {t} after it was dropped", "host")
+
+    def _twin(self, routed: dict[str, int] | None = None) -> None:
+        """T perturbs exactly the slots C routed (so far, asked of C; or as C reported at its stop, when T boots only
+        after C's teardown), serves the first look's prompts untimed, then leaves; where T served before C booted,
+        the passes of the subset C routed are T's."""
+        t, acc = self.names[3], self.accs[3]
+        if self.failed or (self.twin == "resident" and t not in self.fleet.engines):
+            return
+        try:
+            routed = (
+                routed if routed is not None else self.fleet[self.names[1]].counts(self.options.batch_timeout_s).routed
+            )
+        except EngineFault as f:
+            self.accs[1].fail(f"reporting its counts: {f}", f.kind)
+            return
+        used = tuple(sorted(s for s, n in routed.items() if n > 0))
+        if set(used) - self.declared:
+            self.accs[1].fail(
+                f"reported calls routed to slots its manifest does not declare: {sorted(set(used) - self.declared)}",
+                "protocol",
+            )
+            return
+        if self.twin == "first":
+            got = self.twin_served.get(used, EngineFault(f"the twin did not serve {list(used)}", kind="protocol"))
+            if isinstance(got, EngineFault):
+                acc.fail(str(got), got.kind)
+                return
+            for served in got:
+                acc.add(served)
+            return
+        if t not in self.fleet.engines and not self._boot_twin():
+            return
+        try:
+            self.fleet[t].twin_slots(list(used), self.options.batch_timeout_s)
+            if (passes := self._twin_look(t)) is None:
+                return
+            for served in passes:
+                acc.add(served)
+            self._twin_counts(t)
+        except EngineFault as f:
+            acc.fail(str(f), f.kind)
+        finally:
+            if t in self.fleet.engines:
+                self.fleet.drop(t)
+
+    def _twin_look(self, t: str) -> list[Served] | None:
+        """T serves the first look's prompts, untimed; None when it faulted (charged through `_fault`)."""
+        passes = []
+        for r in range(self.rule.look_rounds):
+            got = self.fleet.round(r, [t], self._fault)
+            if t not in got:
+                return None
+            passes.append(got[t])
+        return passes
+
+    def _twin_counts(self, t: str) -> None:
+        """T stops serving and its seam counts become its tally's."""
+        counts = self.fleet[t].stop(self.options.batch_timeout_s)
+        self.accs[3].routed, self.accs[3].stock = counts.routed, counts.stock
+
+    def _boot_twin(self) -> bool:
+        """On a device too small for four, T boots once C is gone and B, B' have stopped; it must report B's identity."""
+        t = self.names[3]
+        self.progress(f"booting {t} after {self.names[1]}'s teardown", self.rule.max_rounds, self.rule.max_rounds)
+        got = self._boot_group({t: self.specs[t]}, {t: cpu_sets(3)[0]}).get(t)
+        self._same_identity(t)
+        return isinstance(got, Ready) and not self.failed
+
+    def _twin_frame(self) -> RunFrame | None:
+        """Everything the twin served (it serves untimed, so its passes are not cut to the timed rounds)."""
+        return self.accs[3].frame(len(self.accs[3].pass_s)) if len(self.accs) > 3 else None
 
 
 def audit_config(keep: int, declared: set[str], workload: Workload) -> AuditConfig | None:

@@ -63,6 +63,8 @@ class EngineSpec(Record):
     dtype: Literal["fp32", "bf16", "fp16"]
     device: Literal["cpu", "cuda"]
     weight_seed: int = 0
+    """The model's weight draw (where torch's generator starts for the preset's random weights), not the workload
+    seed (`Workload.seed`); the name is the one every committed evidence carries."""
     decode: Decode
     """How decode steps run, the same for B and C: "graph" replays captured CUDA graphs (the default on CUDA;
     SGLang's own graphs for the sglang engine), "static" runs the same fixed-shape steps eagerly, "eager" (the default

@@ -1,5 +1,5 @@
 """How much of an engine step each slot holds, measured on a GPU and committed as a record beside this module
-(`share-<gpu>-<preset>.json`, made by tools/device/slot_share.sh): a kernel author sees where a faster kernel can move the
+(`share-<gpu>-<preset>.json`, made by the slot_share recipe, tools/device/recipes/slot_share.sh): a kernel author sees where a faster kernel can move the
 whole engine (by Amdahl, a slot holding s of a step caps a k-times faster kernel's gain at s * (1 - 1/k)).
 
 A share is the GPU time of a slot's stock calls inside one step of the qualification workload over the GPU time of
@@ -80,7 +80,7 @@ def rows(step: StepShare) -> list[tuple[str, float | None, float | None, float]]
 
 
 NOT_MEASURED = (
-    "no slot-share measurement is committed: run tools/device/slot_share.sh on a GPU (it boots SGLang on the "
+    "no slot-share measurement is committed: run `bash tools/device/run.sh engine_install:90 slot_share:500` on a GPU (it boots SGLang on the "
     "qualification models and times each slot's stock calls inside a decode and a prefill step), then commit the "
     "record it writes as libs/hotfloat/hotfloat/slots/share-<gpu>-<preset>.json"
 )

@@ -123,6 +123,19 @@ class ValidatorConfig(Record):
         """Whether qualification is available, so the run can go through scored."""
         return self.stages == "local" or bool(self.qualification) or (self.stages == "spawned" and bool(self.rule_from))
 
+    def last_state(self) -> tuple[str, str]:
+        """The state the run takes submissions to, and why it stops short of scored (empty when it does not)."""
+        if self.through:
+            return self.through, "" if self.through == "scored" else f"--through {self.through}"
+        if self.qualifies:
+            return "scored", ""
+        how = (
+            "give --rule-from with a calibration record (e.g. docs/calibration-h200.json) to spawn one"
+            if self.stages == "spawned"
+            else "give --qualification ADDRESS"
+        )
+        return "admitted", f"no qualification service to time a candidate: {how} (docs/services.md)"
+
 
 def load_config(path: str | None, overrides: dict, defaults: dict | None = None) -> ValidatorConfig:
     """The file's settings (if any) over `defaults` and with `overrides` (the flags given) over them, table by

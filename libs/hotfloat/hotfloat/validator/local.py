@@ -114,9 +114,11 @@ def admit_stage(bundle: Bundle, built: Outcome[BuildRecord], options: VerifyOpti
 
     report = verify_bundle(bundle, options)
     native = admit(bundle, build, seed=report.seed) if build.status is Status.PASS else None
-    reasons = [
-        f"{r.slot}:{r.variant} {r.dtype} {r.shape}: {r.reason}"
-        for r in report.rows
+    reasons = [  # one per distinct reason (a mistake that fails every row is said once, with how many it failed)
+        f"{r.slot}:{r.variant} {r.dtype} {r.shape}"
+        + (f" and {len(rows) - 1} more rows" if len(rows) > 1 else "")
+        + f": {r.reason}"
+        for rows, r in report.reasons()
         if r.status in (Status.FAIL, Status.NO_DECISION)
     ]
     if report.status is Status.N_A:

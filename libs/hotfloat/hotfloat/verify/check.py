@@ -15,7 +15,7 @@ from ..slots import SlotSpec
 from . import wire
 from .inputs import Prepared
 
-_RESULT_KEYS = {"returned", "moved", "outputs_digest", "inputs_digest"}
+_RESULT_KEYS = {"returned", "moved", "outputs_digest", "input_digests"}
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,12 @@ def judge(slot: SlotSpec, dtype: str, prep: Prepared, frame: wire.Frame) -> Outc
     if meta["outputs_digest"] != wire.digest([snapshot[n][0] for n in prep.outputs]):
         return _fail("output changed after the call returned (deferred or asynchronous write)")
     sent = {h.name: (h, data) for h, data in prep.sent}
-    if meta["inputs_digest"] != wire.digest([wire.to_tensor(*sent[n])[0] for n in prep.inputs]):
-        return _fail(f"input mutated: {', '.join(prep.inputs)} must be read-only")
+    digests = meta["input_digests"]
+    if not isinstance(digests, dict) or set(digests) != set(prep.inputs):
+        return _fail("protocol violation: the reply's input digests do not name the inputs sent")
+    written = [n for n in prep.inputs if digests[n] != wire.digest([wire.to_tensor(*sent[n])[0]])]
+    if written:
+        return _fail(f"input mutated: {', '.join(written)} written; inputs must be read-only")
     tol = slot.tolerances[dtype]
     worst: float | None = None
     for name, header in prep.outputs.items():

@@ -168,7 +168,7 @@ class Child:
                     "returned": None if returned is None else type(returned).__name__,
                     "moved": moved,
                     "outputs_digest": wire.digest([flats[n] for n in call["outputs"]]),
-                    "inputs_digest": wire.digest([flats[n] for n in call["inputs"]]),
+                    "input_digests": {n: wire.digest([flats[n]]) for n in call["inputs"]},
                 }
             )
             tensors += [(headers[n], wire.flat_bytes(snaps[n])) for n in call["outputs"]]

@@ -100,6 +100,15 @@ class VerifyReport(Record):
         """Overall: any FAIL fails; N/A alone means nothing applicable ran."""
         return combine([r.status for r in self.rows])
 
+    def reasons(self) -> list[tuple[list[int], VerifyRow]]:
+        """Each distinct (op, status, reason), with the rows (numbered from 1) that gave it, in first-seen order: one
+        mistake that fails every row is one reason, not one per row."""
+        seen: dict[tuple[str, str, Status, str], tuple[list[int], VerifyRow]] = {}
+        for i, r in enumerate(self.rows, 1):
+            if r.reason:
+                seen.setdefault((r.slot, r.variant, r.status, r.reason), ([], r))[0].append(i)
+        return list(seen.values())
+
     @model_validator(mode="wrap")
     @classmethod
     def _derived_status(cls, data, handler):

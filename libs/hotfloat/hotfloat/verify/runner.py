@@ -18,7 +18,7 @@ import sys
 import time
 
 from ..bundle import Bundle
-from ..errors import InfrastructureError
+from ..errors import InfrastructureError, no_gpu
 from ..slots import get_slot
 from .gates import OnRow, not_applicable, scan_rows
 from .launcher import ChildSession
@@ -100,7 +100,7 @@ def device_arch(device: str) -> str:
     except (OSError, subprocess.TimeoutExpired) as e:
         raise InfrastructureError(f"cannot query the CUDA device: {e}") from None
     if r.returncode != 0:
-        raise InfrastructureError("no usable CUDA device (torch.cuda.is_available() is false)")
+        raise no_gpu("verify")
     return r.stdout.strip()
 
 

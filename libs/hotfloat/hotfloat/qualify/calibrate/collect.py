@@ -191,7 +191,7 @@ def collect(
             if r % 10 == 0:
                 say(f"round {r}: " + " ".join(f"{n} {1e3 * served[n].seconds:.1f}ms" for n in names))
         if export_cache is not None:
-            say(fleet.seed_caches("B1", Path(export_cache)))
+            say(fleet.warm_caches("B1", Path(export_cache)))
         routed = {}
         for n, got in fleet.stop(names, options.batch_timeout_s).items():
             if isinstance(got, Counts):

@@ -24,10 +24,11 @@ import traceback
 
 from .. import hostload, wire
 
-SEED_CACHE = "/seed-cache"
+WARM_CACHE = "/warm-cache"
+"""Where the validator's warm JIT caches are bound read-only (hotfloat.qualify.host), copied before candidate code runs."""
 PART_BYTES = 5 << 19
 """Raw audit bytes per message: 2.5 MiB is 3.4 MiB of base64, under wire.MAX_MESSAGE with the headers; an entry is
-at most 4 MiB (hotfloat.audit.layout.MAX_ENTRY_BYTES) and then travels in a part of its own."""
+at most 2.5 MiB (hotfloat.audit.layout.MAX_ENTRY_BYTES) and then travels in a part of its own."""
 PART_ENTRIES = 512
 
 
@@ -37,13 +38,13 @@ def main(conn) -> None:
     try:
         spec = wire.recv(conn)
         t0 = time.monotonic()
-        seeded = _seed_caches()
+        copied = _copy_warm_caches()
         t1 = time.monotonic()
         engine = _build(spec)
         t2 = time.monotonic()
         for prompts, max_new in spec["warmup"]:
             engine.serve(prompts, max_new, lambda *a: None)
-        _say_boot(seeded, [t1 - t0, t2 - t1, time.monotonic() - t2])
+        _say_boot(copied, [t1 - t0, t2 - t1, time.monotonic() - t2])
         if spec.get("cpus"):
             _pin(spec["cpus"])
         engine.reset_counts()
@@ -132,12 +133,12 @@ def _pin(cpus: list[int]) -> None:
                 pass
 
 
-def _seed_caches() -> dict[str, int]:
-    """Copies the validator's read-only JIT caches into this engine's private cache, before candidate code runs;
-    returns the files per cache it seeded."""
+def _copy_warm_caches() -> dict[str, int]:
+    """Copies the validator's read-only warm JIT caches into this engine's private cache, before candidate code runs;
+    returns the files per cache it copied."""
     home = os.environ.get("HOTFLOAT_WORKER_HOME", "/tmp")
-    if os.path.isdir(SEED_CACHE):
-        shutil.copytree(SEED_CACHE, os.path.join(home, "cache"), dirs_exist_ok=True, symlinks=True)
+    if os.path.isdir(WARM_CACHE):
+        shutil.copytree(WARM_CACHE, os.path.join(home, "cache"), dirs_exist_ok=True, symlinks=True)
     return _cache_files()
 
 
@@ -150,15 +151,15 @@ def _cache_files() -> dict[str, int]:
     return out
 
 
-def _say_boot(seeded: dict[str, int], phases: list[float]) -> None:
-    """One line in the engine's log: where the boot went, and what the JIT compiled that the seed did not hold (a
-    boot that compiles beside a full seed points at a cache the seed misses)."""
+def _say_boot(copied: dict[str, int], phases: list[float]) -> None:
+    """One line in the engine's log: where the boot went, and what the JIT compiled that the warm caches did not hold
+    (a boot that compiles beside full warm caches points at a cache they miss)."""
     now = _cache_files()
-    caches = ", ".join(f"{k} {seeded.get(k, 0)}+{now[k] - seeded.get(k, 0)}" for k in now) or "none"
-    seed, build, warm = phases
+    caches = ", ".join(f"{k} {copied.get(k, 0)}+{now[k] - copied.get(k, 0)}" for k in now) or "none"
+    copy, build, warm = phases
     print(
-        f"hotfloat worker: boot seed {seed:.1f} s, engine {build:.1f} s, warm-up {warm:.1f} s; "
-        f"cache files seeded+compiled: {caches}",
+        f"hotfloat worker: boot caches {copy:.1f} s, engine {build:.1f} s, warm-up {warm:.1f} s; "
+        f"cache files copied+compiled: {caches}",
         file=sys.stderr,
         flush=True,
     )

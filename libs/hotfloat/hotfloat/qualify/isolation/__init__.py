@@ -29,8 +29,8 @@ charged to the engine it was asked about (the one being locked, else the one bei
 says so; on CUDA that refuses to qualify unless the caller opts out.
 
 A module each: `resident` (an engine seen from the validator: its sandbox, channel, pause and resume), `alone` (the
-isolation around a pass), `checks` (the witnesses that name who held the GPU), `memory` (each engine's share of the
-device), `watchdog` (the process that makes the driver calls) and `client` (the validator's handle on it).
+isolation around a pass and the witnesses that name who held the GPU), `memory` (each engine's share of the device),
+`watchdog` (the process that makes the driver calls) and `client` (the validator's handle on it).
 """
 
 from .alone import Isolation

@@ -1,5 +1,6 @@
-"""The isolation itself: the watchdog it speaks through, the locks, the stops, the memory readings and the record
-(the package's docstring says why each is there)."""
+"""The isolation itself: the watchdog it speaks through, the locks, the stops, the memory readings, the witnesses
+that name who held the GPU (NVML and the quiet probe, each naming the engine at fault or the host, so that nothing a
+candidate leaves behind is charged to anyone else) and the record (the package's docstring says why each is there)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,22 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
 from ...errors import InfrastructureError
+from .. import hostload
 from .memory import Ledger, usage
 from ..records import IsolationRecord
 from .resident import EngineFault, ResidentEngine
 from .watchdog import CUDA_ERROR_NOT_READY
-from .checks import PROBE_SPAN_US, all_locked, not_self_stopped, now_us, quiet, witness
 from .client import REPLY_S, Watchdog
+
+PROBE_SPAN_US = 5000
+QUIET_GAP_US = 500.0
+"""A gap this long between two timer reads of a lone one-thread kernel means another context held the GPU."""
+
+
+def now_us() -> int:
+    """Microseconds since the epoch: NVML's clock for utilisation samples."""
+    return int(time.time() * 1e6)
+
 
 LOCK_TIMEOUT_MS = 2000
 """An honest engine drains in milliseconds after its last completion; anything it still runs this long is a choice."""
@@ -131,7 +142,7 @@ class Isolation:
         try:
             for e in others:
                 pids = e.pids()
-                not_self_stopped(e, pids)
+                self._not_self_stopped(e, pids)
                 if self.locking:
                     locked[e.name] = self._lock(e, pids)
             if self.locking:  # every pass starts on a drained GPU: the served engine's own leftovers too
@@ -141,14 +152,14 @@ class Isolation:
                 stopped.append(e)
             owner = {p: e.name for e in others for p in e.pids()} if self.witness else {}
             if self.locking and self.witness:
-                all_locked(self, owner, locked, serving)
+                self._all_locked(owner, locked, serving)
             # the stopped engines' trees as walked after the stop; the served engine's afresh (it may have forked)
             trees = {e.name: [p for p, n in owner.items() if n == e.name] for e in others}
             self.check_memory(
                 {**trees, serving.name: serving.pids()}, f"before {serving.name}'s pass", owner=serving.name
             )
             if self.probing:
-                quiet(self, serving, owner, {p for ps in (*locked.values(), mine) for p in ps})
+                self._quiet(serving, owner, {p for ps in (*locked.values(), mine) for p in ps})
             held, mine = mine, []
             self._unlock(serving, held)
             since = now_us()
@@ -158,7 +169,7 @@ class Isolation:
             if self.probing:  # recorded only: the engine just served may still drain; the next lock judges it
                 self.gaps_us.append(self.ask("probe", serving.name, span_us=PROBE_SPAN_US)["gap_us"])
             if self.witness:
-                witness(self, owner, serving, since + int(NVML_GUARD_S * 1e6))
+                self._witness(owner, serving, since + int(NVML_GUARD_S * 1e6))
             self.check_memory(
                 {**trees, serving.name: serving.pids()}, f"after {serving.name}'s pass", owner=serving.name
             )
@@ -171,6 +182,95 @@ class Isolation:
             for e in others:
                 if locked.get(e.name):
                     self._unlock(e, locked[e.name])
+
+    def _all_locked(self, owner: dict[int, str], locked: dict[str, list[int]], serving: ResidentEngine) -> None:
+        """Once the others are stopped (`owner`: their processes) no process can make a new GPU context, so every
+        context holder among them must be one that was locked: a process that made its first context between the
+        look and the stop (and may have launched work with it) is its engine's fault."""
+        for p in sorted(set(self.ask("contexts", serving.name)["pids"]) & owner.keys()):
+            if p not in locked.get(owner[p], []):
+                raise EngineFault(
+                    f"isolation: engine {owner[p]}'s process {p} made a GPU context while the validator was locking it",
+                    kind="isolation",
+                    who=owner[p],
+                )
+
+    def _quiet(self, serving: ResidentEngine, owner: dict[int, str], locked: set[int]) -> None:
+        """Every engine is drained and locked (`locked`: the processes that hold a context) and all but `serving`
+        stopped: a gap in the probe's timer (seen twice) is a context holding the GPU that no lock reached. A live
+        holder nobody locked names its owner: a stopped engine's process or `serving`'s own made a context after the
+        look (that engine's fault), a process outside every engine makes the host unfit to time anything. With every
+        live holder locked, the context was one whose process has exited since, and only `serving`, running until its
+        lock, could have ended one."""
+        for _ in range(2):
+            got = self.ask("probe", serving.name, span_us=PROBE_SPAN_US)
+            self.gaps_us.append(got["gap_us"])
+            if got["gap_us"] <= QUIET_GAP_US:
+                return
+        why = f"the GPU was not quiet before {serving.name}'s pass: the probe's timer stalled {got['gap_us']:.0f} us"
+        mine = set(serving.pids())
+        loose = [p for p in self.ask("contexts", serving.name)["pids"] if p not in locked and hostload.alive(p)]
+        for pid in loose:
+            name = owner.get(pid) or (serving.name if pid in mine else None)
+            if name is not None:
+                raise EngineFault(
+                    f"isolation: {why}; engine {name}'s process {pid} holds a context it made after the look",
+                    kind="isolation",
+                    who=name,
+                )
+        if loose:
+            raise EngineFault(
+                f"host: {why}; process {loose[0]} outside every engine holds a context", kind="host", who=serving.name
+            )
+        raise EngineFault(
+            f"isolation: {why} with every live context locked: a process that has exited since held it, which only "
+            f"{serving.name} could have run",
+            kind="isolation",
+            who=serving.name,
+        )
+
+    def _witness(self, owner: dict[int, str], serving: ResidentEngine, since_us: int) -> None:
+        """NVML's samples of the pass: a stopped engine's process (`owner`) using SMs is its fault, a live process of
+        no engine the host's (the served engine's own processes, walked afresh since it may have forked, are left
+        out), and one that has exited since was the served engine's: no stopped engine could start or end one."""
+        mine = set(serving.pids())
+        busy = [
+            (owner.get(s["pid"]), s)
+            for s in self.ask("util", serving.name, since_us=since_us)["samples"]
+            if s["sm"] > 0 and s["pid"] not in mine
+        ]
+        for name, sample in busy:
+            self.witnessed += 1
+            if name is None and not hostload.alive(sample["pid"]):
+                continue  # a process of the served engine's that exited: its work was the pass's own
+            if name is None:
+                raise EngineFault(
+                    f"host: process {sample['pid']} outside every engine used the GPU (SM "
+                    f"{sample['sm']}%) while {serving.name} was timed",
+                    kind="host",
+                    who=serving.name,
+                )
+            raise EngineFault(
+                f"isolation: engine {name} used the GPU (NVML: SM {sample['sm']}% for pid {sample['pid']}) "
+                f"while stopped and {serving.name} was timed",
+                kind="isolation",
+                who=name,
+            )
+
+    @staticmethod
+    def _not_self_stopped(e: ResidentEngine, pids: list[int]) -> None:
+        """An engine process that is stopped before the validator stopped it stopped itself (a lock would hang on it);
+        looked at twice, so a continue still being delivered is not mistaken for it."""
+        for p in pids:
+            if hostload.state(p) not in ("T", "t"):
+                continue
+            time.sleep(0.1)
+            if hostload.state(p) in ("T", "t"):
+                raise EngineFault(
+                    f"isolation: engine {e.name}'s process {p} was stopped before the validator stopped it",
+                    kind="isolation",
+                    who=e.name,
+                )
 
     def _lock(self, e: ResidentEngine, pids: list[int]) -> list[int]:
         """Locks the processes of `e`'s tree (`pids`) that hold a GPU context (NVML; every process where NVML is

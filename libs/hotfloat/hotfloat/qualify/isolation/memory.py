@@ -51,7 +51,7 @@ class MemoryPlan(Record):
     """Each engine's ceiling: the usable memory divided evenly among the resident engines."""
     twin_apart: bool = False
     """The gate's twin and the candidate are never resident together (a device too small for four): T serves before
-    C boots, or after C's teardown (hotfloat.qualify.twin)."""
+    C boots, or after C's teardown (hotfloat.qualify.protocol)."""
 
 
 class EngineMemory(Record):
