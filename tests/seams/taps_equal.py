@@ -8,7 +8,8 @@ import sys
 import torch
 
 from hotfloat.audit.layout import layout_for
-from hotfloat.seams.audit import Ring, TorchTaps
+from hotfloat.seams.audit import TorchTaps
+from hotfloat.seams.audit_ring import Ring
 from hotfloat.seams.audit_triton import TritonTaps
 from hotfloat.slots import get_slot
 

@@ -28,7 +28,8 @@ INSIDE = textwrap.dedent("""
 
 
 @pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare for a pid namespace and a bind mount"
+    os.geteuid() != 0 or not shutil.which("unshare"),
+    reason="needs root and unshare for a pid namespace and a bind mount",
 )
 def test_a_namespaces_processes_map_to_the_nodes_pids_and_back(tmp_path):
     other = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "sleep", "30"])  # another pod's pid 1

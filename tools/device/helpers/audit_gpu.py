@@ -19,7 +19,8 @@ import torch
 from hotfloat.audit.config import AuditConfig
 from hotfloat.audit.layout import ROWWISE, layout_for
 from hotfloat.seams import arm
-from hotfloat.seams.audit import Ring, TorchTaps
+from hotfloat.seams.audit import TorchTaps
+from hotfloat.seams.audit_ring import Ring
 from hotfloat.seams.audit_triton import TritonTaps, attn_post, attn_pre, rowwise_post, rowwise_pre
 from hotfloat.slots import get_slot
 

@@ -17,7 +17,7 @@ compiled variant per kind serves every call, and the compilation happens before 
 from __future__ import annotations
 
 from ..audit.layout import layout_for
-from .audit import Ring
+from .audit_ring import Ring
 from .audit_device import WORDS_PER_PROGRAM as WB
 from .audit_kernels import attn_post, attn_pre, rowwise_post, rowwise_pre
 
