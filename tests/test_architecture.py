@@ -123,19 +123,16 @@ def test_records_import_only_the_vocabulary():
 
 
 QUALIFY = LIB / "qualify"
-DECISION_SIDE = {"audit", "calibrate", "carryover", "decision", "evidence", "fleet", "gate", "options", "pipeline"}
-DECISION_SIDE |= {"protocol", "rule", "tally"}
-"""The qualification's judging side, by module or package under qualify/: what times, tallies, judges and records.
-Each must exist, so a rename fails here until this set follows it."""
+ENGINE = LIB / "engine"
 
 
-def qualify_file(name: str) -> Path | None:
-    """The file an imported hotfloat.qualify name loads: the module, else the package's __init__ (a name imported
-    from a package that is not a module of it, `from .. import X`, loads the package); None outside qualify."""
+def module_file(name: str) -> Path | None:
+    """The file an imported hotfloat name loads: the module, else the package's __init__ (a name imported from a
+    package that is not a module of it, `from .. import X`, loads the package); None outside the library."""
     parts = name.split(".")
-    while parts[:2] == ["hotfloat", "qualify"]:
-        path = QUALIFY.joinpath(*parts[2:])
-        if path.with_suffix(".py").is_file() and len(parts) > 2:
+    while parts[:1] == ["hotfloat"] and len(parts) > 1:
+        path = LIB.joinpath(*parts[1:])
+        if path.with_suffix(".py").is_file():
             return path.with_suffix(".py")
         if (path / "__init__.py").is_file():
             return path / "__init__.py"
@@ -144,46 +141,105 @@ def qualify_file(name: str) -> Path | None:
 
 
 def reached(start: Path) -> set[Path]:
-    """Every qualify module that importing `start` loads through its own imports and theirs (the packages above a
-    module, which Python runs first, aside: hotfloat.qualify's __init__ is the library's facade, not a dependency)."""
+    """Every library module that importing `start` loads through its own imports and theirs (the packages above a
+    module, which Python runs first, are checked for themselves: test_the_engine_process_loads_no_qualification)."""
     seen, todo = set(), [start]
     while todo:
         for name in imports(todo.pop()):
-            if (path := qualify_file(name)) and path not in seen:
+            if (path := module_file(name)) and path not in seen:
                 seen.add(path)
                 todo.append(path)
     return seen
 
 
-def job(path: Path) -> str:
-    return path.relative_to(QUALIFY).parts[0].removesuffix(".py")
-
-
-def test_the_engines_never_import_the_decision_side():
-    """qualify/engines/ runs in the engine process beside the candidate's code: it serves and reports, and nothing
-    of the timing, the rule, the gate, the audit's judging or the evidence may be reachable from it."""
-    assert {n for n in DECISION_SIDE if not qualify_file(f"hotfloat.qualify.{n}")} == set()
+def test_the_engine_never_imports_the_qualification():
+    """engine/ runs in the engine process beside the candidate's code: it serves and reports, and nothing of the
+    qualification (the timing, the rule, the gate, the audit's judging, the evidence) may be reachable from it."""
     assert QUALIFY / "decision.py" in reached(QUALIFY / "pipeline.py")  # relative imports resolve, transitively
-    engines = sorted((QUALIFY / "engines").rglob("*.py"))
-    assert QUALIFY / "engines" / "worker.py" in engines
+    engine = sorted(ENGINE.rglob("*.py"))
+    assert ENGINE / "worker.py" in engine
     found = {
-        str(e.relative_to(QUALIFY)): sorted(str(p.relative_to(QUALIFY)) for p in reached(e) if job(p) in DECISION_SIDE)
-        for e in engines
+        str(e.relative_to(LIB)): sorted(str(p.relative_to(LIB)) for p in reached(e) if QUALIFY in p.parents)
+        for e in engine
     }
     assert {e: hit for e, hit in found.items() if hit} == {}
 
 
-def test_the_validator_side_never_imports_the_engines():
+def test_the_qualification_never_imports_the_engine():
     """The validator starts an engine by its module's name in a sandbox (qualify/host.py) and never imports one:
-    engine code, and whatever it imports, stays out of the process that judges."""
-    bad = [
-        f"{path.relative_to(LIB)} imports {name}"
-        for path in modules()
-        if "engines" not in path.relative_to(LIB).parts
-        for name in imports(path)
-        if (hit := qualify_file(name)) and job(hit) == "engines"
-    ]
+    engine code, and whatever it imports, stays out of the process that judges (its wire frames, presets and
+    host-load readings are shared by name from engine/, which imports nothing heavy)."""
+    shared = {ENGINE / "__init__.py", ENGINE / "wire.py", ENGINE / "presets.py", ENGINE / "hostload.py"}
+    bad = sorted(
+        f"{q.relative_to(LIB)} reaches {p.relative_to(LIB)}"
+        for q in QUALIFY.rglob("*.py")
+        for p in reached(q)
+        if ENGINE in p.parents and p not in shared
+    )
     assert bad == []
+
+
+def test_the_engine_process_loads_no_qualification(bundles, tmp_path):
+    """What the import graph above cannot see: a package's __init__ runs before any module of it. Run the worker as
+    host.py starts it (as __main__), arm a bundle, serve one CPU batch, and list every module the interpreter looked
+    for (a finder first on sys.meta_path sees importlib's imports too): no hotfloat.qualify module may be among them."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from hotfloat.bundle import load_bundle
+    from hotfloat.engine import wire
+
+    ours, theirs = socket.socketpair()
+    env = {**os.environ, "TRITON_INTERPRET": "1", "HOTFLOAT_WORKER_HOME": str(tmp_path)}
+    log = tmp_path / "imports.log"
+    probe = (
+        f"import runpy, sys; log = open({str(log)!r}, 'w')\n"
+        "class Seen:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        log.write(name + '\\n'); log.flush()\n"
+        "sys.meta_path.insert(0, Seen())\n"
+        "runpy.run_module('hotfloat.engine.worker', run_name='__main__', alter_sys=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", probe], stdin=theirs.fileno(), env=env)
+    theirs.close()
+    cand = bundles["exact"]
+    spec = {"kind": "transformers", "preset": "tiny", "dtype": "fp32", "device": "cpu", "weight_seed": 0}
+    spec |= {"decode": "eager", "bundle": str(cand), "identity": load_bundle(cand).identity, "warmup": []}
+    with ours:
+        wire.send(ours, spec)
+        deadline = time.monotonic() + 300
+        assert wire.recv(ours, deadline)["type"] == "ready"
+        wire.send(ours, {"op": "batch", "prompts": [[5, 6, 7]], "max_new": [2]})
+        assert wire.recv(ours, deadline)["type"] == "done"
+        wire.send(ours, {"op": "stop"})
+        assert wire.recv(ours, deadline)["type"] == "counts"
+    assert proc.wait(timeout=60) == 0
+    names = log.read_text().split()
+    assert {"hotfloat.engine.wire", "hotfloat.seams", "hotfloat.engine.transformers_engine"} <= set(names)
+    assert [n for n in names if n == "hotfloat.qualify" or n.startswith("hotfloat.qualify.")] == []
+
+
+def test_the_qualifications_face_loads_only_what_is_asked_for():
+    """`hotfloat.qualify`'s names are imported on first use: a light reader of one module (the validator's ledger reads
+    records, the chain reads calibration files) loads that module, never the pipeline and its protocol."""
+    import json
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, sys\n"
+        "import hotfloat.qualify.records\n"
+        "from hotfloat.qualify import RuleConfig\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('hotfloat.qualify'))))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    loaded = set(json.loads(p.stdout))
+    assert {"hotfloat.qualify", "hotfloat.qualify.records"} <= loaded
+    assert "hotfloat.qualify.pipeline" not in loaded and "hotfloat.qualify.protocol" not in loaded, sorted(loaded)
 
 
 def test_grpc_is_imported_by_the_services_alone():

@@ -24,7 +24,7 @@ from hotfloat.bundle.manifest import parse_manifest
 from hotfloat.chain.payload import parse_payload
 from hotfloat.errors import InputError
 from hotfloat.qualify import load_evidence, recompute
-from hotfloat.qualify import wire as qwire
+from hotfloat.engine import wire as qwire
 from hotfloat.verify import wire as vwire
 from hotfloat_services._proto import admission_pb2
 from hotfloat_services.admission.convert import build_from_proto

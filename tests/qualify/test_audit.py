@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from hotfloat.audit.config import AuditConfig
-from hotfloat.audit.layout import ROWWISE
+from hotfloat.audit.kinds import ROWWISE
 from hotfloat.qualify.audit import audit_round, coverage, judge_audit
-from hotfloat.qualify.engines.worker import audit_parts
+from hotfloat.engine.worker import audit_parts
 from hotfloat.qualify.gate import furthest
 from hotfloat.seams import arm
 

@@ -24,7 +24,7 @@ def test_generated_once_cached_and_sharpened(tmp_path, monkeypatch):
 
 
 def test_a_moe_preset_is_written_as_mixtral_and_its_weights_are_what_the_memory_plan_counts(tmp_path, monkeypatch):
-    from hotfloat.qualify import presets
+    from hotfloat.engine import presets
     from hotfloat.qualify.isolation.memory import _parameters
 
     small = dict(

@@ -58,7 +58,7 @@ def _probe():
                 cmd = f.read().replace(b"\\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "hotfloat.qualify.engines.worker" in cmd and os.getppid() != int(name):
+        if "hotfloat.engine.worker" in cmd and os.getppid() != int(name):
             try:
                 os.kill(int(name), 0)
                 seen.append(f"sees and can signal engine {{name}}")

@@ -33,7 +33,7 @@ def run(x, out):
 """
 TAMPER = """
 import torch
-import hotfloat.qualify.wire as wire
+import hotfloat.engine.wire as wire
 
 _send = wire.send
 

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from hotfloat.errors import InputError
-from hotfloat.qualify import hostload
+from hotfloat.engine import hostload
 from hotfloat.sandbox import gpus
 
 BUSES = ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hotfloat.errors import SandboxUnavailable
-from hotfloat.qualify.hostload import tree
+from hotfloat.engine.hostload import tree
 from hotfloat.sandbox import Bind, GiB, SandboxPolicy, bwrap_argv, child_env, ensure_available, spawn
 from hotfloat.sandbox import process as spawn_module
 from hotfloat.sandbox.mounts import python_runtime_dirs

@@ -38,7 +38,7 @@ def test_fixture_bundles_scan_clean(root):
 
 @pytest.mark.parametrize("slot", sorted(SLOTS))
 def test_every_template_scans_clean(slot, tmp_path):
-    write_template(tmp_path / "b", slot)
+    write_template(tmp_path / "b", [slot])
     assert _findings(tmp_path / "b") == []
 
 

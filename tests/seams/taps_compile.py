@@ -9,7 +9,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from hotfloat.audit.layout import KINDS
+from hotfloat.audit.kinds import KINDS
 from hotfloat.seams.audit_triton import TritonTaps
 from hotfloat.slots import get_slot
 

@@ -6,7 +6,7 @@ the inputs lies in device memory in the clear."""
 import torch
 
 from hotfloat.audit.config import AuditConfig
-from hotfloat.audit.layout import ROWWISE
+from hotfloat.audit.kinds import ROWWISE
 from hotfloat.audit.layout import layout_for, recast
 from hotfloat.audit.philox import PARAMS, unseal
 from hotfloat.seams import arm

@@ -10,7 +10,7 @@ import torch
 from hotfloat.audit.config import AuditConfig
 from hotfloat.bundle import load_bundle
 from hotfloat.qualify.audit import audit_round, judge_audit
-from hotfloat.qualify.engines.worker import audit_parts
+from hotfloat.engine.worker import audit_parts
 from hotfloat.qualify.protocol import audit_config
 from hotfloat.qualify.workload import make_workload
 from hotfloat.seams import arm

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from hotfloat.audit.config import AuditConfig
-from hotfloat.audit.layout import ROWWISE
+from hotfloat.audit.kinds import ROWWISE
 from hotfloat.qualify.audit import audit_round
-from hotfloat.qualify.engines.worker import audit_parts
+from hotfloat.engine.worker import audit_parts
 from hotfloat.seams import ENV_TWIN_OF
 from hotfloat.seams.control import ENV_CONTROL, ENV_OWNER, ControlError, ControlServer
 

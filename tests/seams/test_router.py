@@ -111,6 +111,11 @@ def test_missing_or_invalid_bundle_raises(tmp_path, make_bundle):
         ("import sys\nsys.exit(3)\n", "SystemExit"),
         ("def other(x, out):\n    pass\n", "no callable 'run'"),
         ("def run(x, out:\n", "SyntaxError"),
+        (  # a metaclass's __name__ is candidate code the report must not run
+            "class M(type):\n    __name__ = property(lambda c: exit(7))\n"
+            "class Oops(Exception, metaclass=M):\n    pass\nraise Oops()\n",
+            "failed: Oops$",
+        ),
     ],
 )
 def test_candidate_import_failures_raise(make_bundle, kernel, match):

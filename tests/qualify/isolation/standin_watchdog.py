@@ -20,7 +20,7 @@ import socket
 import sys
 import time
 
-from hotfloat.qualify import hostload
+from hotfloat.engine import hostload
 from hotfloat.qualify.isolation import watchdog
 
 NO_CUDA = 3

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from hotfloat.errors import InfrastructureError
-from hotfloat.qualify import QualifyOptions, hostload
+from hotfloat.engine import hostload
+from hotfloat.qualify import QualifyOptions
 from hotfloat.qualify.isolation import Isolation
 from hotfloat.qualify.isolation.memory import Ledger, plan
 from hotfloat.qualify.isolation.resident import EngineFault, ResidentEngine

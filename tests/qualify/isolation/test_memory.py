@@ -154,7 +154,7 @@ def test_a_baseline_failing_while_the_candidate_is_over_its_share_is_the_candida
     """C hoards while handing over its audit, where no pass is timed; B' then fails handing over its own: C pays."""
     device(int(4.5 * GiB))
     hoards_at_audit = HOARD.format(after=-1) + (
-        "\nimport hotfloat.qualify.engines.transformers_engine as _engine\n_audit = _engine.TransformersEngine.audit\n\n\n"
+        "\nimport hotfloat.engine.transformers_engine as _engine\n_audit = _engine.TransformersEngine.audit\n\n\n"
         "def _hoarding(self):\n    kept.append(bytearray(1200 << 20))\n    return _audit(self)\n\n\n"
         "_engine.TransformersEngine.audit = _hoarding\n"
     )

@@ -11,7 +11,7 @@ import pytest
 from hotfloat.bundle import load_bundle
 from hotfloat.qualify import QualifyOptions, qualify_bundle
 from hotfloat.qualify.host import staged
-from hotfloat.qualify import hostload
+from hotfloat.engine import hostload
 from hotfloat.qualify.isolation import Isolation
 from hotfloat.qualify.isolation.resident import EngineFault, ResidentEngine, cpu_sets, is_dumpable
 
@@ -19,7 +19,7 @@ OPTS = QualifyOptions.for_device("cpu", seed=3, warmup_passes=0, rule={"look_rou
 
 TAMPER = """
 import torch
-import hotfloat.qualify.wire as wire
+import hotfloat.engine.wire as wire
 
 _send = wire.send
 

@@ -17,7 +17,8 @@ import time
 import torch
 
 from hotfloat.audit.config import AuditConfig
-from hotfloat.audit.layout import ROWWISE, layout_for
+from hotfloat.audit.kinds import ROWWISE
+from hotfloat.audit.layout import layout_for
 from hotfloat.seams import arm
 from hotfloat.seams.audit import TorchTaps
 from hotfloat.seams.audit_ring import Ring

@@ -29,7 +29,7 @@ CHILD = textwrap.dedent("""
 
 ONE = textwrap.dedent("""
     import json, subprocess, sys, pynvml
-    from hotfloat.qualify import hostload
+    from hotfloat.engine import hostload
     from hotfloat.sandbox import SandboxPolicy, child_env, spawn
     from hotfloat.sandbox.gpus import device_nodes, pin
     index, child = int(sys.argv[1]), sys.argv[2]

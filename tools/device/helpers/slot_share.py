@@ -107,7 +107,7 @@ def _model_runner(model_dir: str, kv_tokens: int):
 def _checkpoint(preset: str) -> str:
     """The qualification checkpoint of `preset`, refused when the generator made another architecture."""
     from hotfloat.qualify.checkpoint import ensure
-    from hotfloat.qualify.presets import PRESETS
+    from hotfloat.engine.presets import PRESETS
 
     model_dir = ensure(preset, "bf16", SEED)
     made = json.loads((model_dir / "config.json").read_text())["model_type"]
@@ -123,7 +123,7 @@ def measure(preset: str, steps: int, part: Path) -> None:
     from slot_share_trace import attribute
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from hotfloat.qualify.presets import PRESETS
+    from hotfloat.engine.presets import PRESETS
     from hotfloat.qualify.workload import kv_cap, make_workload, prompts
 
     model_dir = _checkpoint(preset)

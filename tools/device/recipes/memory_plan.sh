@@ -13,7 +13,7 @@ from hotfloat.qualify import QualifyOptions
 from hotfloat.qualify.checkpoint import ensure
 from hotfloat.qualify.isolation.client import Watchdog
 from hotfloat.qualify.isolation.memory import GiB, need_bytes, plan
-from hotfloat.qualify.presets import PRESETS
+from hotfloat.engine.presets import PRESETS
 from hotfloat.qualify.workload import kv_cap, make_workload
 
 wd = Watchdog()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .layout import KINDS, MAX_CONTEXT, MAX_ROWS
+from .kinds import KINDS, MAX_CONTEXT, MAX_ROWS
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class AuditConfig:
     capture (a capture may not allocate them); a stratum past it is an audit error."""
     slots: tuple[str, ...] = ()
     """The slots whose every call runs the taps, in every engine: the candidate's declared slots that have a layout
-    (`audit.layout.KINDS`); the taps cost every engine the same, and only what the bundle can serve is judged."""
+    (`audit.kinds.KINDS`); the taps cost every engine the same, and only what the bundle can serve is judged."""
 
     def __post_init__(self):
         if not (1 << 32 <= self.key < 1 << 63 and 1 <= self.keep <= 64 and 1 <= self.rows <= MAX_ROWS):

@@ -23,21 +23,11 @@ from dataclasses import dataclass
 import torch
 
 from ..slots import DTYPES, Role, SlotSpec
+from .kinds import KINDS
 from .philox import PARAMS
 
-KINDS = {
-    "activation.silu_and_mul": "rowwise",
-    "norm.rmsnorm": "rowwise",
-    "norm.fused_add_rmsnorm": "rowwise",
-    "attention.prefill": "prefill",
-    "attention.decode": "decode",
-}
-"""Every slot the audit keeps entries of, and how; a routed call of any other slot is one no audit can see."""
-ROWWISE = tuple(s for s, k in KINDS.items() if k == "rowwise")
 MAX_ENTRY_BYTES = 5 << 19
 """One entry's row at most: wide row-wise calls keep fewer rows, and attention's context is cut to fit."""
-MAX_ROWS = 64
-MAX_CONTEXT = 1 << 16
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ import torch
 from pydantic import ValidationError
 
 from ..audit.config import AuditConfig
-from ..audit.layout import KINDS, MAX_CONTEXT, MAX_ROWS, layout_for, recast
+from ..audit.kinds import KINDS, MAX_CONTEXT, MAX_ROWS
+from ..audit.layout import layout_for, recast
 from ..audit.philox import PARAMS, unseal
 from ..record import first_error
 from ..slots import Role, get_slot

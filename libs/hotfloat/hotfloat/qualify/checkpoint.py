@@ -33,7 +33,7 @@ FINAL_NORM_SCALE = 8.0
 
 def ensure(preset: str, dtype: str, draw: int, timeout_s: float = 600.0) -> Path:
     """The checkpoint directory for (preset, dtype, weight draw), generated in a child process if not cached yet."""
-    from .presets import PRESETS
+    from ..engine.presets import PRESETS
 
     key = hashlib.sha256(
         json.dumps([PRESETS[preset], dtype, draw, FINAL_NORM_SCALE], sort_keys=True).encode()
@@ -75,7 +75,7 @@ def write(preset: str, dtype: str, draw: int, out: Path) -> None:
     import transformers
 
     from ..slots import DTYPES
-    from .presets import PRESETS
+    from ..engine.presets import PRESETS
 
     spec = dict(PRESETS[preset])
     arch = spec.pop("arch")

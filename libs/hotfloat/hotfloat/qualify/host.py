@@ -1,6 +1,6 @@
 """Where qualification engines run: one sandbox per resident engine, and the staged bundles they arm.
 
-Each engine (B, C, B') is one `python -m hotfloat.qualify.engines.worker` started through `hotfloat.sandbox.spawn` in
+Each engine (B, C, B') is one `python -m hotfloat.engine.worker` started through `hotfloat.sandbox.spawn` in
 its own sandbox: its own pid, IPC, network and mount namespaces, a private /tmp and /dev (so engines cannot see, signal,
 trace or share memory with each other or with the validator), no network, system and Python runtime read-only, the
 hotfloat packages read-only at /hotfloat-lib, the staged bundles read-only at /bundles, the validator's model
@@ -204,7 +204,7 @@ def spawn_engine(
         XDG_CACHE_HOME=f"{home}/cache",
         HOTFLOAT_WORKER_HOME=home,
     )
-    argv = [sys.executable, "-m", "hotfloat.qualify.engines.worker"]
+    argv = [sys.executable, "-m", "hotfloat.engine.worker"]
     with open(log_path, "wb") as log:
         return spawn(
             argv,

@@ -18,7 +18,7 @@ from ..devices import gpu_name
 from ..errors import InputError
 from .calibrate.files import load_calibration
 from .calibration import TIMING, CalibrationFile, read_calibration
-from .presets import PRESETS
+from ..engine.presets import PRESETS
 from .records import Decode, EngineKind, EngineSpec, Record, Role, RuleConfig
 from .workload import SHAPES
 
@@ -54,7 +54,7 @@ class QualifyOptions(Record):
     engine_kind: EngineKind = "transformers"
     """"sglang" (CUDA) or the transformers stand-in."""
     preset: str = "tiny"
-    """Engine model preset (hotfloat.qualify.presets.PRESETS)."""
+    """Engine model preset (hotfloat.engine.presets.PRESETS)."""
     model_path: str | None = None
     """SGLang only: a checkpoint directory instead of a generated model."""
     device: Literal["cpu", "cuda"] = "cpu"

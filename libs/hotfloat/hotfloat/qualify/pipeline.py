@@ -22,7 +22,7 @@ from .calibration import describe
 from .options import NO_RECORD, QualifyOptions
 from .evidence import Evidence, QualifyResult
 from .host import engine_policy, staged
-from .presets import PRESETS
+from ..engine.presets import PRESETS
 from .protocol import Progress, Protocol
 from .isolation.resident import harden_self
 from .workload import make_workload

@@ -44,7 +44,7 @@ from typing import Literal
 
 from .decision import judge
 from ..audit.config import AuditConfig
-from ..audit.layout import KINDS
+from ..audit.kinds import KINDS
 from .fleet import Counts, Fleet, Ready
 from .gate import gate
 from .audit_records import AuditRecord

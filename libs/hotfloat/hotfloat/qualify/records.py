@@ -54,9 +54,9 @@ class EngineSpec(Record):
 
     kind: EngineKind = "transformers"
     """"sglang": SGLang's offline Engine (CUDA only) with the hotfloat_sglang plugin; "transformers": the CPU/CI
-    stand-in (hotfloat.qualify.engines.transformers_engine) with the same seams."""
+    stand-in (hotfloat.engine.transformers_engine) with the same seams."""
     preset: str
-    """Key of hotfloat.qualify.presets.PRESETS, e.g. 'tiny' (CPU) or 'qwen2-0.5b' (GPU): the shape of the random-weight
+    """Key of hotfloat.engine.presets.PRESETS, e.g. 'tiny' (CPU) or 'qwen2-0.5b' (GPU): the shape of the random-weight
     model generated from a config (ignored when `model_path` names a checkpoint)."""
     model_path: str | None = None
     """SGLang only: a checkpoint directory the validator keeps on disk, instead of a generated model."""

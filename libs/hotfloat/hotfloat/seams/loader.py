@@ -34,6 +34,9 @@ def materialize(bundle: Bundle, parent: str | None = None) -> Path:
     return root
 
 
+_TYPE_NAME = type.__dict__["__name__"]
+
+
 def load_entries(bundle: Bundle, root: Path) -> dict[str, Callable]:
     """Imports every op's entry function; returns them keyed by `slot:variant`."""
     package = f"_hotfloat_bundle_{bundle.identity[:16]}"
@@ -51,8 +54,10 @@ def _entry(package: str, op: Op) -> Callable:
     try:
         module = importlib.import_module(name)
     except BaseException as e:  # candidate code: any failure, even SystemExit, is a failed arm
-        # the type's name only: formatting the exception (str, repr, f"{e}") would run candidate code here
-        raise SeamLoadError(f"op {op.key}: importing {op.entry.source} failed: {type(e).__name__}") from None
+        # the type's name only, read through type's own slot: formatting the exception (str, repr, f"{e}") or a
+        # metaclass's __name__ property would run candidate code here
+        name = _TYPE_NAME.__get__(type(e), type)
+        raise SeamLoadError(f"op {op.key}: importing {op.entry.source} failed: {name}") from None
     fn = getattr(module, op.entry.entry, None)
     if not callable(fn):
         raise SeamLoadError(f"op {op.key}: {op.entry.source} has no callable {op.entry.entry!r}")

@@ -41,7 +41,7 @@ class ModelShare(Record):
     """One model's decode and prefill steps."""
 
     preset: str
-    """The qualification preset (hotfloat.qualify.presets) the model was generated from."""
+    """The qualification preset (hotfloat.engine.presets) the model was generated from."""
     dtype: str
     decode: StepShare
     prefill: StepShare

@@ -23,7 +23,7 @@ from .files import CalibrationRaw, RawRound
 from .evidence import KeptRound
 from ..fleet import Counts, Fleet, Ready, Served
 from ..host import staged
-from ..presets import PRESETS
+from ...engine.presets import PRESETS
 from ..records import Workload
 from ..isolation.resident import cpu_sets, harden_self
 from ..workload import make_workload

@@ -37,7 +37,7 @@ class RawRound(Record):
     agree: dict[str, float] = {}
     """Engine name -> fraction of requests whose tokens equal the first stock engine's in this round."""
     host: dict[str, dict[str, float]] = {}
-    """Engine name -> what the host did during its pass (hotfloat.qualify.hostload): the engine tree's CPU seconds,
+    """Engine name -> what the host did during its pass (hotfloat.engine.hostload): the engine tree's CPU seconds,
     seconds stolen by the hypervisor, the SM clock after the pass. Diagnostics for where slow passes come from."""
 
 

@@ -10,7 +10,7 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 
 from ...errors import InfrastructureError
-from .. import hostload
+from ...engine import hostload
 from .memory import Ledger, usage
 from ..records import IsolationRecord
 from .resident import EngineFault, ResidentEngine

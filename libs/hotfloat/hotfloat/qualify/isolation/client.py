@@ -11,7 +11,7 @@ import sys
 import time
 
 from ...errors import InfrastructureError
-from .. import wire
+from ...engine import wire
 from .pids import ENV_HOST_PROC
 
 REPLY_S = 10.0

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from ...errors import InfrastructureError
 from ...record import Record
-from ..presets import PRESETS
+from ...engine.presets import PRESETS
 from .resident import EngineFault
 
 GiB = 1 << 30

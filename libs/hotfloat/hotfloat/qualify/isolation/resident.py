@@ -26,7 +26,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import hostload, messages, wire
+from ...engine import hostload, wire
+from .. import messages
 from ..host import spawn_engine
 
 PR_SET_DUMPABLE = 4
@@ -66,7 +67,7 @@ class Ready:
 @dataclass(frozen=True)
 class Served:
     """One engine's pass (or one batch of it): its seconds on the validator's clock, each request's latency and
-    completion, and (when the fleet reads the host) what the host did meanwhile (hotfloat.qualify.hostload)."""
+    completion, and (when the fleet reads the host) what the host did meanwhile (hotfloat.engine.hostload)."""
 
     seconds: float
     latency_s: list[float]

@@ -3,7 +3,7 @@
 Why a process of its own: the driver's checkpoint lock of a process that is already stopped hangs and holds the
 caller's driver lock until that process runs again (measured on the H200, ../shared/gpu-isolation), so a hang here
 costs a process the validator can kill, not the validator. It loads libcuda and NVML through ctypes (no torch: it
-starts in a fraction of a second) and answers one request at a time over a socketpair on fd 0 (hotfloat.qualify.wire):
+starts in a fraction of a second) and answers one request at a time over a socketpair on fd 0 (hotfloat.engine.wire):
 
 - `hello`: what this host offers: the checkpoint API, NVML, the quiet probe (each with why not), its own pid, and
   whether NVML lists its probe's context under that pid (`sees_itself`); in a pod NVML and the checkpoint lock speak
@@ -26,7 +26,7 @@ import os
 import socket
 import time
 
-from .. import wire
+from ...engine import wire
 from .pids import ENV_HOST_PROC, from_env
 
 CUDA_ERROR_NOT_READY = 600

@@ -6,8 +6,8 @@ import torch
 from pydantic import ValidationError
 
 from hotfloat.qualify import QualifyOptions, qualify_bundle, recompute
-from hotfloat.qualify.engines.transformers_engine import build_engine, serve_batch
-from hotfloat.qualify.engines.graphs import capacity_for
+from hotfloat.engine.transformers_engine import build_engine, serve_batch
+from hotfloat.engine.graphs import capacity_for
 from hotfloat.qualify.records import EngineSpec
 from hotfloat.seams import arm
 

@@ -8,7 +8,7 @@ the model's objects inside a pass is a stall of a hundred milliseconds or more),
 one at a time until told to stop; between batches it also enables the gate twin's slots (`twin`), reports its seam
 counts (`counts`) and sends what its audit kept (`audit`). It never sees the workload seed or future prompts, so it
 cannot precompute answers, and it never measures time: the validator timestamps each completion message as it
-arrives. Messages are length-prefixed JSON (hotfloat.qualify.wire) on fd 0.
+arrives. Messages are length-prefixed JSON (hotfloat.engine.wire) on fd 0.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import time
 import traceback
 
-from .. import hostload, wire
+from . import hostload, wire
 
 WARM_CACHE = "/warm-cache"
 """Where the validator's warm JIT caches are bound read-only (hotfloat.qualify.host), copied before candidate code runs."""

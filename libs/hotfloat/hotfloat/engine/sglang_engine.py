@@ -26,9 +26,9 @@ import json
 import os
 from importlib import metadata
 
-from ...audit.config import AuditConfig
-from ...seams import ENV_HANDICAP
-from ...seams.control import ControlServer
+from ..audit.config import AuditConfig
+from ..seams import ENV_HANDICAP
+from ..seams.control import ControlServer
 
 CONTROL_TIMEOUT_S = 120.0
 

@@ -3,7 +3,7 @@ the slot seams, served by static batching with greedy decoding.
 
 Decode modes (chosen by the validator, part of the engine identity): "eager" runs the model's own forward with a
 transformers DynamicCache every step; "static" decodes over a fixed-capacity KV cache with fixed shapes
-(hotfloat.qualify.engines.graphs); "graph" additionally replays each decode step as a captured CUDA graph (CUDA only).
+(hotfloat.engine.graphs); "graph" additionally replays each decode step as a captured CUDA graph (CUDA only).
 
 The model is built from a config with seeded random weights (no downloads), so every engine process of a
 qualification holds bit-identical weights. Gate and up projections are merged into one matrix, as serving engines
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ...slots import DTYPES
+from ..slots import DTYPES
 from .graphs import StaticDecoder, capacity_for
-from ..presets import PRESETS
+from .presets import PRESETS
 
 DECODE_MODES = ("eager", "static", "graph")
 
@@ -219,13 +219,13 @@ class DynamicDecoder:
 
 class TransformersEngine:
     """The worker's view of the stand-in engine: arm the bundle in this process, build, serve, count, and answer
-    the validator's twin and audit requests (hotfloat.qualify.engines.worker)."""
+    the validator's twin and audit requests (hotfloat.engine.worker)."""
 
     def __init__(self, spec: dict):
         import os
 
-        from ...audit.config import AuditConfig
-        from ...seams import arm
+        from ..audit.config import AuditConfig
+        from ..seams import arm
 
         if spec["device"] == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"

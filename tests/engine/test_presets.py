@@ -3,7 +3,7 @@ engine memory), three engines to an 80 GB H100, and a config transformers builds
 layout SGLang's Mixtral loader reads."""
 
 from hotfloat.qualify.isolation.memory import GiB, need_bytes, plan
-from hotfloat.qualify.presets import PRESETS
+from hotfloat.engine.presets import PRESETS
 from hotfloat.qualify.workload import kv_cap, make_workload
 from hotfloat.slots import get_slot
 

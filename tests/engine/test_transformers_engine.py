@@ -2,7 +2,7 @@
 
 import torch
 
-from hotfloat.qualify.engines.transformers_engine import PRESETS, build_engine, serve_batch
+from hotfloat.engine.transformers_engine import PRESETS, build_engine, serve_batch
 from hotfloat.seams import arm
 
 

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ...seams import SeamCount
+from ..seams import SeamCount
 
 CAPACITY_STEP = 256
 """KV-cache capacities are rounded up to this, so batches of similar length share one cache and one graph."""

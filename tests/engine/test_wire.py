@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from hotfloat.qualify import wire
+from hotfloat.engine import wire
 
 
 @pytest.fixture

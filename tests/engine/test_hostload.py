@@ -4,7 +4,7 @@ import subprocess
 import sys
 import time
 
-from hotfloat.qualify import hostload
+from hotfloat.engine import hostload
 
 BURN = """
 import subprocess, sys, time

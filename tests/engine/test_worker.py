@@ -9,9 +9,9 @@ import sys
 import time
 
 from hotfloat.audit.config import AuditConfig
-from hotfloat.audit.layout import ROWWISE
+from hotfloat.audit.kinds import ROWWISE
 from hotfloat.bundle import load_bundle
-from hotfloat.qualify import wire
+from hotfloat.engine import wire
 from hotfloat.qualify.audit import audit_round
 
 SLOTS = ["activation.silu_and_mul", "norm.fused_add_rmsnorm", "norm.rmsnorm"]
@@ -21,7 +21,7 @@ AUDIT = AuditConfig(key=(1 << 62) + 5, keep=2, rows=4, slots=ROWWISE)
 def test_twin_counts_and_audit_ops(bundles, tmp_path):
     ours, theirs = socket.socketpair()
     env = {**os.environ, "TRITON_INTERPRET": "1", "HOTFLOAT_WORKER_HOME": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "hotfloat.qualify.engines.worker"], stdin=theirs.fileno(), env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "hotfloat.engine.worker"], stdin=theirs.fileno(), env=env)
     theirs.close()
     cand = bundles["exact"]
     try:
@@ -83,7 +83,7 @@ def test_twin_counts_and_audit_ops(bundles, tmp_path):
 
 def test_the_boot_line_says_which_cache_files_were_copied_and_which_compiled(tmp_path, monkeypatch, capsys):
     """A boot that compiles beside full warm caches points at a cache they miss: the engine log must say so."""
-    from hotfloat.qualify.engines import worker
+    from hotfloat.engine import worker
 
     monkeypatch.setenv("HOTFLOAT_WORKER_HOME", str(tmp_path))
     (tmp_path / "cache" / "triton" / "k1").mkdir(parents=True)

@@ -1,5 +1,0 @@
-"""What runs inside an engine process, beside the candidate's code: `worker` (the process: one engine's lifetime over
-its channel), `transformers_engine` (the transformers stand-in, with `graphs` for its static-cache decode and CUDA-graph
-replay) and `sglang_engine` (SGLang with the hotfloat_sglang plugin). Each engine is started by hotfloat.qualify.host
-in a sandbox of its own. Nothing here imports the decision side (tests/test_architecture.py): an engine serves
-batches and reports counts and audit records; the validator alone times and judges them."""
