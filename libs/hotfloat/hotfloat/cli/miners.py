@@ -8,6 +8,32 @@ from dataclasses import dataclass
 from ..authoring.template import bundle_files
 from ..bundle import bundle_from_files, pack
 
+ROW_BLOCKS = """\
+\"\"\"SwiGLU gate in blocks of rows through one fp32 scratch buffer: sigmoid, then two in-place multiplies, so no
+block allocates more than its scratch.\"\"\"
+
+import torch
+
+ROWS = 64
+
+
+def _gate_block(x, out, lo, hi, d, scratch):
+    gate = x[lo:hi, :d].float()
+    buf = scratch[: hi - lo]
+    torch.sigmoid(gate, out=buf)
+    buf.mul_(gate).mul_(x[lo:hi, d:].float())
+    out[lo:hi].copy_(buf)
+
+
+def silu_and_mul(x, out):
+    rows, d = x.shape[0], out.shape[-1]
+    if rows == 0 or d == 0:
+        return None
+    scratch = torch.empty((min(rows, ROWS), d), dtype=torch.float32, device=x.device)
+    for lo in range(0, rows, ROWS):
+        _gate_block(x, out, lo, min(lo + ROWS, rows), d, scratch)
+    return None
+"""
 BROKEN = """\
 \"\"\"Forgets the up projection: returns silu(gate) instead of silu(gate) * up.\"\"\"
 
@@ -57,7 +83,7 @@ class Miner:
 
 
 MINERS = (
-    Miner("alice", "honest: `hotfloat new --slot activation.silu_and_mul`", None, None),
+    Miner("alice", "honest: its own row-blocked kernel", ROW_BLOCKS, None),
     Miner("bob", "broken: forgets the up projection", BROKEN, "admit"),
     Miner("carol", "cheating: bf16 math passed off as fp32", DOWNGRADE, "admit"),
     Miner("dave", "cheating: sends inputs over the network", EXFILTRATE, "scan"),
