@@ -10,6 +10,7 @@ it, which independent authors write alike (docs/copies.md).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from ..record import Record
@@ -39,8 +40,13 @@ class Match(Record):
     """shared / min(mine, their_size), or shared / mine against a template."""
 
     @property
-    def copy(self) -> bool:
-        return min(self.mine, self.their_size) >= FLOOR and self.score >= THRESHOLD
+    def judged(self) -> bool:
+        """Both units keep enough code to tell a copy from a coincidence."""
+        return min(self.mine, self.their_size) >= FLOOR
+
+    @property
+    def is_copy(self) -> bool:
+        return self.judged and self.score >= THRESHOLD
 
 
 @dataclass(frozen=True)
@@ -53,22 +59,34 @@ class Earlier:
     """A template: only a candidate made of it is a copy, not one that holds it."""
 
 
-def _units(fp: Fingerprints, common: frozenset[int]) -> dict[str, set[int]]:
-    out = {f"op {k}": set(v) - common for k, v in fp.ops.items()}
-    out.update({f"file {k}": set(v) - common for k, v in fp.files.items()})
+def _units(fp: Fingerprints, common: frozenset[int]) -> dict[str, frozenset[int]]:
+    """Each op and file as its set of fingerprints with the common code taken out; identical units kept once."""
+    out: dict[str, frozenset[int]] = {}
+    seen: set[frozenset[int]] = set()
+    for kind, units in (("op", fp.ops), ("file", fp.files)):
+        for name, fps in units.items():
+            unit = frozenset(fps) - common
+            if unit and (kind, unit) not in seen:
+                seen.add((kind, unit))
+                out[f"{kind} {name}"] = unit
     return out
 
 
 def closest(candidate: Fingerprints, earlier: Earlier, common: frozenset[int]) -> Match | None:
-    """The pair of units (op against op, file against file) that makes the strongest case; None when no pair has
-    code left on both sides."""
-    best = None
+    """The pair of units (op against op, file against file) that makes the strongest case, judged pairs first; None
+    when no pair shares anything. Shared counts come from an index of the earlier units, so the cost is the candidate's size times how
+    many earlier units hold each of its fingerprints, never the product of the unit counts."""
     theirs = _units(earlier.fingerprints, common)
+    index: dict[tuple[str, int], list[str]] = {}
+    for other, e in theirs.items():
+        for f in e:
+            index.setdefault((other.split(" ")[0], f), []).append(other)
+    best = None
     for unit, c in _units(candidate, common).items():
-        for other, e in theirs.items():
-            if other.split(" ")[0] != unit.split(" ")[0] or not c or not e:
-                continue
-            shared = len(c & e)
+        kind = unit.split(" ")[0]
+        hits = Counter(other for f in c for other in index.get((kind, f), ()))
+        for other, shared in hits.items():
+            e = theirs[other]
             score = shared / (len(c) if earlier.starting_point else min(len(c), len(e)))
             m = Match(
                 of=earlier.name,
@@ -79,6 +97,11 @@ def closest(candidate: Fingerprints, earlier: Earlier, common: frozenset[int]) -
                 their_size=len(e),
                 score=round(score, 4),
             )
-            if best is None or (m.copy, m.score, m.shared) > (best.copy, best.score, best.shared):
+            if best is None or (m.is_copy, m.judged, m.score, m.shared) > (
+                best.is_copy,
+                best.judged,
+                best.score,
+                best.shared,
+            ):
                 best = m
     return best

@@ -8,10 +8,15 @@ so a copied helper module is seen even when an op reaches only part of it.
 from __future__ import annotations
 
 from ..bundle import Bundle
+from ..errors import InputError
 from ..record import Record
 from ..scan.report import resolve_import
+from .inline import inline_bundle
 from .normalize import Normalized, defined_names, normalize, parse
 
+MAX_FINGERPRINTS = 20_000
+"""Most fingerprints a bundle's distinct units may hold together. The examples hold 3 to 120 each; a bundle past this
+is refused rather than compared, since comparing two such bundles costs their product."""
 VERSION = 1
 """Changes whenever a fingerprint of the same code would change; stored fingerprints of another version are
 recomputed."""
@@ -33,13 +38,22 @@ def fingerprint_files(files: dict[str, bytes], ops: list[tuple[str, str, str]]) 
     """`ops`: (key, source file, entry) of each op. Files that do not parse have no fingerprints (scan refuses them)."""
     trees = {p: t for p, d in sorted(files.items()) if p.endswith(".py") and (t := parse(d)) is not None}
     defined = defined_names(list(trees.values()))
+    inline_bundle(trees)
     norm = {p: normalize(t, defined) for p, t in trees.items()}
     whole = {p: sorted(set().union(*(u.fingerprints for u in n.units.values()))) for p, n in norm.items()}
-    return Fingerprints(
+    fp = Fingerprints(
         ops={key: sorted(_reach(norm, src, entry)) for key, src, entry in ops},
         files=whole,
         sources={key: src for key, src, _ in ops},
     )
+    if (n := size(fp)) > MAX_FINGERPRINTS:
+        raise InputError(f"too much code to compare: {n} fingerprints, over the limit of {MAX_FINGERPRINTS}")
+    return fp
+
+
+def size(fp: Fingerprints) -> int:
+    """Fingerprints over the bundle's distinct units (identical files count once): what comparing it costs."""
+    return sum(len(u) for u in {tuple(u) for u in (*fp.ops.values(), *fp.files.values())})
 
 
 def fingerprint(bundle: Bundle) -> Fingerprints:

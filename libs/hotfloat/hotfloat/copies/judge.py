@@ -12,8 +12,9 @@ from .library import Library
 class CopyCheck(Record):
     """The verdict on one candidate: what it copies, if anything, and the closest case either way (the report)."""
 
-    copy: Match | None
-    """The first earlier unit it copies: the reference library first, then submissions in chain order."""
+    copied: Match | None
+    """The work it copies most (the library's examples share code with each other), else the first earlier
+    submission it copies in chain order."""
     closest: Match | None
     """The strongest case found, copy or not."""
     compared: int
@@ -22,7 +23,7 @@ class CopyCheck(Record):
     @property
     def copy_of(self) -> str | None:
         """`copy_of:<identity>` or `copy_of:reference:<work>/<file>`, as refusals and reports name it."""
-        return None if self.copy is None else f"copy_of:{self.copy.of}"
+        return None if self.copied is None else f"copy_of:{self.copied.of}"
 
 
 def _named(m: Match, work: Earlier) -> Match:
@@ -32,20 +33,19 @@ def _named(m: Match, work: Earlier) -> Match:
     return m.model_copy(update={"of": f"reference:{work.name}/{path}"})
 
 
+def _key(m: Match) -> tuple:
+    return (m.is_copy, m.judged, m.score, m.shared)
+
+
 def judge(candidate: Fingerprints, earlier: list[Earlier], library: Library) -> CopyCheck:
     """`earlier`: the submissions committed before the candidate, oldest first (the candidate's own hotkey's left
     out: an author may build on their own work)."""
-    found = best = None
-    plan = [(w, library.generic, True) for w in library.references()] + [
-        (e, library.everything, False) for e in earlier
-    ]
-    for other, common, work in plan:
-        m = closest(candidate, other, common)
-        if m is None:
-            continue
-        m = _named(m, other) if work else m
-        if m.copy and found is None:
-            found = m
-        if best is None or (m.copy, m.score) > (best.copy, best.score):
-            best = m
-    return CopyCheck(copy=found, closest=best, compared=len(plan))
+    works = [_named(m, w) for w in library.references() if (m := closest(candidate, w, library.generic))]
+    others = [m for e in earlier if (m := closest(candidate, e, library.everything))]
+    copied = max((m for m in works if m.is_copy), key=_key, default=None)
+    copied = copied or next((m for m in others if m.is_copy), None)
+    return CopyCheck(
+        copied=copied,
+        closest=max(works + others, key=_key, default=None),
+        compared=len(library.works) + len(earlier),
+    )

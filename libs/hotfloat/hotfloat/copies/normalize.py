@@ -95,9 +95,15 @@ class Hasher:
     def __init__(self, tree: ast.Module, defined: frozenset[str]):
         self.external, self.local = imports(tree)
         self.defined = defined
-        self.bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-        self.bound |= {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
-        self.bound |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        self.bound: set[str] = set()
+        """Names the file binds: a builtin's name among them is the file's own."""
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                self.bound.add(n.id)
+            elif isinstance(n, ast.arg):
+                self.bound.add(n.arg)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.bound.add(n.name)
         self.out: set[int] = set()
 
     # Expressions, without recursion -----------------------------------------------------------------------------
