@@ -1,4 +1,4 @@
-"""`hotfloat validator run --follow --chain`: commitments taken in at the top of each cycle, scored by real services,
+"""`hotfloat validator run --follow --chain`: reveals taken in at the top of each cycle, scored by real services,
 and the crown table's weights set on the stand-in chain once per window of blocks.
 
 The validator is its own process (as deployed), stopped by SIGTERM; the services run in this process on Unix
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from hotfloat.chain.client import Chain
-from hotfloat.chain.miner import commitment, package
+from hotfloat.chain.miner import package
 from hotfloat.chain.publish import PubState, history
 from hotfloat.chain.standin import LocalSubstrate
 from hotfloat.chain.tables import open_ledger
@@ -82,7 +82,7 @@ def until(what: str, check, proc: subprocess.Popen, log: Path, timeout: float = 
 
 
 def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
-    stages, standin, wallets, origin, make_bundle, tmp_path
+    stages, standin, wallets, origin, make_bundle, tmp_path, submit, reveals
 ):
     targets, token_file = stages
     chain = Chain(standin)
@@ -90,8 +90,7 @@ def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
 
     def offer(miner: str) -> None:
         bundle, archive = package(make_bundle(GOOD, name=f"{miner}_bundle"))
-        _, raw = commitment(bundle.identity, origin.serve(f"/{miner}.tar.gz", archive))
-        chain.commit(NETUID, raw, wallets[miner])
+        submit(chain, wallets[miner], bundle.identity, origin.serve(f"/{miner}.tar.gz", archive))
         identities[miner] = bundle.identity
 
     offer("miner1")
@@ -127,6 +126,10 @@ def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
         "--cafile",
         origin.cafile,
         "--allow-private",
+        "--reveal-after",
+        str(reveals.after),
+        "--reveal-within",
+        str(reveals.within),
     ]
     log = tmp_path / "validator.log"
     with open(log, "w") as errors:  # a file, not a pipe nobody drains while the test polls

@@ -21,7 +21,7 @@ from google.protobuf.message import DecodeError
 
 from hotfloat.bundle import bundle_from_files, unpack
 from hotfloat.bundle.manifest import parse_manifest
-from hotfloat.chain.payload import parse_payload
+from hotfloat.chain.payload import parse_reveal
 from hotfloat.errors import InputError
 from hotfloat.qualify import load_evidence, recompute
 from hotfloat.qualify import wire as qwire
@@ -99,7 +99,7 @@ TARGETS = {
         (InputError,),
     ),
     "archive": (unpack, (InputError,)),
-    "payload": (parse_payload, (ValueError,)),
+    "payload": (parse_reveal, (ValueError,)),
     "verify_frame": (verify_frame, (vwire.ProtocolError, TimeoutError)),
     "qualify_message": (qualify_message, (qwire.WireError,)),
     "evidence": (evidence, (InputError,)),

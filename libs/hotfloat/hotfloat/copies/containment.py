@@ -97,11 +97,11 @@ def closest(candidate: Fingerprints, earlier: Earlier, common: frozenset[int]) -
                 their_size=len(e),
                 score=round(score, 4),
             )
-            if best is None or (m.is_copy, m.judged, m.score, m.shared) > (
-                best.is_copy,
-                best.judged,
-                best.score,
-                best.shared,
-            ):
+            if best is None or strength(m) > strength(best):
                 best = m
     return best
+
+
+def strength(m: Match) -> tuple:
+    """How strong a case a match makes: copies first, then judged ones, the score, ops before files, the shared code."""
+    return (m.is_copy, m.judged, m.score, m.unit.startswith("op "), m.shared)

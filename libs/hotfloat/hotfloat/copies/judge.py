@@ -4,7 +4,7 @@ then against every earlier submission in chain order, so the first committer kee
 from __future__ import annotations
 
 from ..record import Record
-from .containment import Earlier, Match, closest
+from .containment import Earlier, Match, closest, strength
 from .fingerprint import Fingerprints
 from .library import Library
 
@@ -33,19 +33,15 @@ def _named(m: Match, work: Earlier) -> Match:
     return m.model_copy(update={"of": f"reference:{work.name}/{path}"})
 
 
-def _key(m: Match) -> tuple:
-    return (m.is_copy, m.judged, m.score, m.shared)
-
-
 def judge(candidate: Fingerprints, earlier: list[Earlier], library: Library) -> CopyCheck:
     """`earlier`: the submissions committed before the candidate, oldest first (the candidate's own hotkey's left
     out: an author may build on their own work)."""
     works = [_named(m, w) for w in library.references() if (m := closest(candidate, w, library.generic))]
     others = [m for e in earlier if (m := closest(candidate, e, library.everything))]
-    copied = max((m for m in works if m.is_copy), key=_key, default=None)
+    copied = max((m for m in works if m.is_copy), key=strength, default=None)
     copied = copied or next((m for m in others if m.is_copy), None)
     return CopyCheck(
         copied=copied,
-        closest=max(works + others, key=_key, default=None),
+        closest=max(works + others, key=strength, default=None),
         compared=len(library.works) + len(earlier),
     )
