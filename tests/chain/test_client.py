@@ -117,6 +117,8 @@ def test_hash_fields_of_the_wrong_size_or_kind_are_refused_by_the_chain(chain, w
 
 
 def test_a_commitment_that_does_not_read_back_is_refused(chain, wallets, monkeypatch):
-    monkeypatch.setattr(chain, "finalized", lambda: 0)  # a read-back from before the write: what a lost write looks like
+    monkeypatch.setattr(
+        chain, "finalized", lambda: 0
+    )  # a read-back from before the write: what a lost write looks like
     with pytest.raises(ChainRefused, match="did not read back"):
         chain.commit_digest(NETUID, "ef" * 32, wallets["miner3"])

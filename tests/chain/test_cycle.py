@@ -180,3 +180,48 @@ def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
         if led is not None:
             led.close()
         chain.close()
+
+
+def test_the_cycle_publishes_a_signed_feed_of_its_decisions(standin, wallets, origin, packed, policy, submit, tmp_path):
+    """After each intake the feed is rebuilt and re-signed when a decision was recorded, and served over HTTPS."""
+    import trustme
+
+    from hotfloat.chain.cycle import ChainCycle
+    from hotfloat.chain.feed import verify
+    from hotfloat.chain.feed_server import FeedServer
+    from hotfloat.chain.fetch import FetchPolicy, fetch_body
+    from hotfloat.chain.reveal import RevealPolicy
+
+    ca = trustme.CA()
+    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "cert.pem"))
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    server = FeedServer("127.0.0.1", 0, str(tmp_path / "cert.pem"), str(tmp_path / "cert.pem"))
+    chain = Chain(standin)
+    validator = wallets["validator"].hotkey.ss58_address
+    read = FetchPolicy(allow_private=True, cafile=str(tmp_path / "ca.pem"))
+    try:
+        with open_ledger(str(tmp_path / "v.db")) as led:
+            cycle = ChainCycle(
+                chain,
+                led,
+                NETUID,
+                wallets["validator"],
+                weights_every=1000,
+                policy=policy,
+                reveals=RevealPolicy(after=10, within=30),
+                feed=server,
+            )
+            identity, archive = packed("soon")
+            submit(chain, wallets["miner1"], identity, origin.serve("/soon.tar.gz", archive))  # revealed too early
+            cycle()
+            first = verify(fetch_body(server.url, read), validator)
+            assert [(e.hotkey, e.code.value) for e in first.entries] == [
+                (wallets["miner1"].hotkey.ss58_address, "reveal_early")
+            ]
+            cycle()
+            assert (
+                verify(fetch_body(server.url, read), validator).built_at == first.built_at
+            )  # nothing new: not re-signed
+    finally:
+        server.close()
+        chain.close()

@@ -87,9 +87,20 @@ def test_miner_to_weights_loop(hf, tmp_path, wallets, origin, make_bundle):
         offers[miner], reveal_files[miner] = out["identity"], posted["reveal_file"]
     hostile = make_bundle(name="thief")
     thief = json.loads(
-        hf("chain", "submit", str(hostile), "--url", origin.url("/miner1.tar.gz"), "--wallet", "miner3", *wallet,
-           "--reveal-file", str(tmp_path / "thief.json"), "--json").stdout
-    )  # fmt: skip
+        hf(
+            "chain",
+            "submit",
+            str(hostile),
+            "--url",
+            origin.url("/miner1.tar.gz"),
+            "--wallet",
+            "miner3",
+            *wallet,
+            "--reveal-file",
+            str(tmp_path / "thief.json"),
+            "--json",
+        ).stdout
+    )
     reveal = ["--wallet-path", wallets["path"], "--network", network, "--after", "3"]
     early = hf("chain", "reveal", reveal_files["miner1"], "--wallet", "miner1", *reveal[:-1], "10", ok=False)
     assert early.returncode == 2 and early.stderr.startswith("error: too early: the head is at block")
