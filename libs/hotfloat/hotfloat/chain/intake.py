@@ -81,7 +81,11 @@ def run_intake(
     """Decides every finalized reveal not decided before, oldest commit first; returns the new decisions."""
     finalized = chain.finalized()
     current = chain.commitments(netuid, finalized)
-    pending = [(c.block, c.hotkey) for c in current if parse_commit(c.data) and c.block + reveals.within >= finalized]
+    pending = [
+        (c.block, c.hotkey)
+        for c in current
+        if parse_commit(c.data) and c.uid is not None and c.block + reveals.within >= finalized
+    ]  # digests that may still be revealed and taken: a reveal committed after one of them waits for it
     decisions = []
     for c in sorted((c for c in current if not parse_commit(c.data)), key=_order):
         row = _observation(ledger, netuid, c)

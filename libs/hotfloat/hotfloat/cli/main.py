@@ -43,7 +43,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "runs scan, build, verify, qualification on the CPU engine, settlement, crowns and weights; each miner reads "
         "its signed report; then a summary.",
     ),
-    "hash": ("bundle_cmd:hash_cmd", "Print the canonical SHA-256 identity of BUNDLE (the value a miner commits)."),
+    "hash": (
+        "bundle_cmd:hash_cmd",
+        "Print the canonical SHA-256 identity of BUNDLE (the value a miner commits); exit 1 with scan's line when "
+        "scan refuses it.",
+    ),
     "scan": ("scan_cmd:scan", "Check BUNDLE's code against the import/builtin/introspection policy."),
     "env": (
         "env_cmd:env",
