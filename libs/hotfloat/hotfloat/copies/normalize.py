@@ -189,24 +189,28 @@ class Hasher:
         return [c for c in ast.iter_child_nodes(node) if not isinstance(c, SKIPPED)]
 
     def expr(self, root: ast.AST | None) -> tuple[int, int]:
-        """(hash, nodes) of an expression; every subtree of at least MIN_NODES nodes goes into the fingerprints."""
+        """(hash, nodes) of an expression; every subtree of at least MIN_NODES nodes goes into the fingerprints.
+        Post-order over an explicit stack: each node's children are listed once, and their results are the last ones
+        on the value stack when the node is ready, in order (a node object met twice is simply hashed twice)."""
         if root is None:
             return _h("-", []), 1
-        done: dict[int, tuple[int, int]] = {}
-        stack: list[tuple[ast.AST, bool]] = [(root, False)]
+        values: list[tuple[int, int]] = []
+        stack: list[tuple[ast.AST, list[ast.AST] | None]] = [(root, None)]
         while stack:
-            node, ready = stack.pop()
-            if not ready:
+            node, kids = stack.pop()
+            if kids is None:
                 if (leaf := self._leaf(node)) is not None:
-                    done[id(node)] = (_h(leaf, []), 1)
+                    values.append((_h(leaf, []), 1))
                     continue
-                stack.append((node, True))
-                stack.extend((c, False) for c in self._children(node))
+                kids = self._children(node)
+                stack.append((node, kids))
+                stack.extend((c, None) for c in reversed(kids))
                 continue
-            kids = [done.pop(id(c)) for c in self._children(node)]
-            label, hashes = self._label(node, [k[0] for k in kids])
-            done[id(node)] = self._keep(_h(label, hashes), 1 + sum(k[1] for k in kids))
-        return done[id(root)]
+            done = values[len(values) - len(kids) :]
+            del values[len(values) - len(kids) :]
+            label, hashes = self._label(node, [k[0] for k in done])
+            values.append(self._keep(_h(label, hashes), 1 + sum(k[1] for k in done)))
+        return values[0]
 
     def _keep(self, h: int, nodes: int) -> tuple[int, int]:
         if nodes >= MIN_NODES:
