@@ -70,3 +70,17 @@ def test_top_level_stores_and_statements_are_units_of_their_own():
     u = units("import torch\nA, B = 1, 2\nif torch.cuda.is_available():\n    C = torch.zeros(1)\n")
     assert {"A", "B", ""} <= set(u) and u["A"] is not u[""]
     assert isinstance(parse(b"x = 1\n"), ast.Module)
+
+
+def test_code_inside_try_with_and_match_blocks_is_fingerprinted():
+    body = ["d = out.shape[-1]", "out.copy_(torch.nn.functional.silu(x[:, :d].float()) * x[:, d:].float())"]
+    head = "import torch\n\n\ndef gate(x, out):\n"
+    plain = units(head + "".join(f"    {line}\n" for line in body))["gate"]
+    for block in (
+        "try:\n        pass\n    except ValueError:\n",
+        "with torch.no_grad():\n",
+        "match x:\n        case _:\n",
+    ):
+        depth = "            " if "case" in block else "        "
+        hidden = units(head + "    " + block + "".join(f"{depth}{line}\n" for line in body))["gate"]
+        assert len(plain - hidden) <= 1, block  # only the def's own hash may move

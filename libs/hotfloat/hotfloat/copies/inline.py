@@ -118,7 +118,7 @@ class _Splicer:
                 for field in STATEMENT_LISTS[:3]:
                     if isinstance(getattr(s, field, None), list):
                         setattr(s, field, self.block(getattr(s, field), caller))
-                for h in getattr(s, "handlers", ()):
+                for h in (*getattr(s, "handlers", ()), *getattr(s, "cases", ())):
                     h.body = self.block(h.body, caller)
             value = s.value if isinstance(s, (ast.Expr, ast.Assign, ast.Return)) else None
             fn = self._target(value, caller)

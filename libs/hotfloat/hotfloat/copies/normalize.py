@@ -240,7 +240,7 @@ class Hasher:
         if isinstance(s, ast.If) and s.orelse and isinstance(s.test, ast.UnaryOp) and isinstance(s.test.op, ast.Not):
             return self._compound("If", [s.test.operand], [s.orelse, s.body])
         blocks = [getattr(s, f) for f in ("body", "orelse", "finalbody") if getattr(s, f, None)]
-        blocks += [h.body for h in getattr(s, "handlers", ())]
+        blocks += [h.body for h in (*getattr(s, "handlers", ()), *getattr(s, "cases", ()))]
         exprs = [c for c in ast.iter_child_nodes(s) if isinstance(c, (ast.expr, ast.withitem, ast.excepthandler))]
         exprs = [e.type if isinstance(e, ast.excepthandler) else e for e in exprs]
         return self._compound(type(s).__name__, exprs, blocks)

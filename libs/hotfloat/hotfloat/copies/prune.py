@@ -45,7 +45,7 @@ def prune(body: list[ast.stmt], reads: set[str] | None = None) -> list[ast.stmt]
         for f in ("body", "orelse", "finalbody"):
             if isinstance(getattr(s, f, None), list) and not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 setattr(s, f, prune(getattr(s, f), reads))
-        for h in getattr(s, "handlers", ()):
+        for h in (*getattr(s, "handlers", ()), *getattr(s, "cases", ())):
             h.body = prune(h.body, reads)
         out.append(s)
         if isinstance(s, TERMINAL):
