@@ -206,3 +206,15 @@ def test_transient_fetch_failures_are_retried_then_accepted(chain, ledger, walle
     view = observations(ledger, NETUID)
     assert sorted(s for s, _, _ in view.values()) == ["accepted", "refused"]
     assert_consistent(ledger)
+
+
+def test_a_retried_reveal_replaced_on_chain_holds_nothing_back(chain, ledger, wallets, origin, packed, submit, intake):
+    a, archive_a = packed("gone")
+    b, archive_b = packed("next")
+    origin.routes["/gone.tar.gz"] = ("status", 503)
+    submit(chain, wallets["miner1"], a, origin.url("/gone.tar.gz"))
+    submit(chain, wallets["miner2"], b, origin.serve("/next.tar.gz", archive_b))
+    assert [d.outcome for d in intake()] == [Outcome.RETRY]  # miner2 waits behind miner1's retry
+    chain.commit(NETUID, b"moved on", wallets["miner1"])  # miner1 replaces its reveal: it will never be seen again
+    decisions = intake()
+    assert only(decisions, wallets["miner2"].hotkey.ss58_address).outcome is Outcome.ACCEPTED

@@ -86,6 +86,7 @@ def run_intake(
         for c in current
         if parse_commit(c.data) and c.uid is not None and c.block + reveals.within >= finalized
     ]  # digests that may still be revealed and taken: a reveal committed after one of them waits for it
+    live = {(c.hotkey, c.block, digest(c.data)) for c in current}
     decisions = []
     for c in sorted((c for c in current if not parse_commit(c.data)), key=_order):
         row = _observation(ledger, netuid, c)
@@ -93,7 +94,7 @@ def run_intake(
             continue
         attempts = (row[1] if row else 0) + 1
         try:
-            d = _decide(chain, ledger, netuid, c, policy, reveals, pending, attempts, max_attempts)
+            d = _decide(chain, ledger, netuid, c, policy, reveals, pending, live, attempts, max_attempts)
         except Exception as e:  # one commitment's fault never stops the others, and is never retried forever
             d = _fault(ledger, netuid, c, e, attempts, max_attempts)
         if d is not None:
@@ -117,6 +118,7 @@ def _decide(
     policy: FetchPolicy,
     reveals: RevealPolicy,
     pending: list[tuple[int, str]],
+    live: set[tuple[str, int, str]],
     attempts: int,
     max_attempts: int,
 ) -> Decision | None:
@@ -160,11 +162,11 @@ def _decide(
             " AND status = ?",
             (netuid, p.h, Outcome.ACCEPTED.value),
         ).fetchone()
-        earlier = db.execute(
-            "SELECT 1 FROM chain_observations WHERE netuid = ? AND status = ? AND (COALESCE(commit_block, block) < ?"
-            " OR (COALESCE(commit_block, block) = ? AND hotkey < ?))",
+        retried = db.execute(
+            "SELECT hotkey, block, digest FROM chain_observations WHERE netuid = ? AND status = ? AND"
+            " (COALESCE(commit_block, block) < ? OR (COALESCE(commit_block, block) = ? AND hotkey < ?))",
             (netuid, Outcome.RETRY.value, p.c, p.c, c.hotkey),
-        ).fetchone()
+        ).fetchall()
         paid = (
             p.p
             and db.execute(
@@ -182,8 +184,8 @@ def _decide(
         return done(
             Outcome.REFUSED, f"replay: this hotkey's identity was already accepted at block {owner[1]}", Code.REPLAY
         )
-    if earlier:
-        return None
+    if any(tuple(row) in live for row in retried):
+        return None  # an earlier reveal is being fetched again (one replaced on chain since holds nothing back)
     if paid:
         return done(
             Outcome.REFUSED, f"replay: payment reference {p.p} already paid for {paid[0]}'s commitment", Code.REPLAY
