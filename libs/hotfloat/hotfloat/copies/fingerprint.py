@@ -15,8 +15,8 @@ from .inline import inline_bundle
 from .normalize import Normalized, defined_names, normalize, parse
 
 MAX_FINGERPRINTS = 20_000
-"""Most fingerprints a bundle's distinct units may hold together. The examples hold 3 to 120 each; a bundle past this
-is refused rather than compared, since comparing two such bundles costs their product."""
+"""Most fingerprints a bundle's distinct units may hold together. The examples and templates hold 5 to 341 each; a
+bundle past this is refused rather than compared, since comparing two such bundles costs their product."""
 VERSION = 1
 """Changes whenever a fingerprint of the same code would change; stored fingerprints of another version are
 recomputed."""
