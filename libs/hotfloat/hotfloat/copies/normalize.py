@@ -225,9 +225,8 @@ class Hasher:
 
     def stmt(self, s: ast.stmt) -> tuple[int, int]:
         """(hash, nodes) of one statement, its expressions and blocks fingerprinted on the way."""
-        if isinstance(s, ast.AugAssign):  # `a += b` is `a = a + b`
-            target = _as_load(s.target)
-            s = ast.Assign(targets=[s.target], value=ast.BinOp(left=target, op=s.op, right=s.value))
+        if isinstance(s, ast.AugAssign):  # `a += b` is `a = a + b` (a node's context is not hashed: one node serves)
+            s = ast.Assign(targets=[s.target], value=ast.BinOp(left=s.target, op=s.op, right=s.value))
         if isinstance(s, ast.AnnAssign):
             s = ast.Assign(targets=[s.target], value=s.value)
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -248,16 +247,6 @@ class Hasher:
     def _compound(self, label: str, exprs: list[ast.AST | None], blocks: list[list[ast.stmt]]) -> tuple[int, int]:
         parts = [self.expr(e) for e in exprs] + [self.block(b) for b in blocks]
         return self._keep(_h(label, [p[0] for p in parts]), 1 + sum(p[1] for p in parts))
-
-
-def _as_load(target: ast.expr) -> ast.expr:
-    if isinstance(target, ast.Name):
-        return ast.Name(id=target.id, ctx=ast.Load())
-    if isinstance(target, ast.Attribute):
-        return ast.Attribute(value=target.value, attr=target.attr, ctx=ast.Load())
-    if isinstance(target, ast.Subscript):
-        return ast.Subscript(value=target.value, slice=target.slice, ctx=ast.Load())
-    return target
 
 
 def defined_names(trees: list[ast.Module]) -> frozenset[str]:
