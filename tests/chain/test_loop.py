@@ -104,6 +104,9 @@ def test_miner_to_weights_loop(hf, tmp_path, wallets, origin, make_bundle):
     reveal = ["--wallet-path", wallets["path"], "--network", network, "--after", "3"]
     early = hf("chain", "reveal", reveal_files["miner1"], "--wallet", "miner1", *reveal[:-1], "10", ok=False)
     assert early.returncode == 2 and early.stderr.startswith("error: too early: the head is at block")
+    sealed = json.loads(hf("chain", "status", "--netuid", NETUID, "--network", network, "--json").stdout)
+    assert {c["view"] for c in sealed["commitments"]} == {"a digest, awaiting its reveal"}
+    assert all(c["identity"] is None and c["url"] == "" for c in sealed["commitments"])
     hf("chain", "standin", "advance", str(path), "3")
     for miner, file in [*reveal_files.items(), ("miner3", thief["reveal_file"])]:
         done = json.loads(hf("chain", "reveal", file, "--wallet", miner, *reveal, "--json").stdout)

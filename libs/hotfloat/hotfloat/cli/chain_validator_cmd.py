@@ -135,14 +135,13 @@ def status_cmd(netuid: int, network: str, ledger_path: str | None, as_json: bool
             ledger.close()
     out = []
     for c in rows:
+        sealed = parse_commit(c.data)
         try:
             p = parse_reveal(c.data)
             identity, url = p.h, p.u
         except ValueError as e:
-            identity, url = None, f"({e})"
-        undecided = (
-            ("committed: a digest, awaiting its reveal", "", None) if parse_commit(c.data) else ("undecided", "", None)
-        )
+            identity, url = None, "" if sealed else f"({e})"
+        undecided = ("a digest, awaiting its reveal" if sealed else "undecided", "", None)
         view = seen.get((c.hotkey, c.block, digest(c.data)), undecided)
         out.append(
             {
