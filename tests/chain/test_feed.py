@@ -16,6 +16,8 @@ from hotfloat.ledger import State
 from hotfloat.record import Record
 
 NETUID = 7
+SEED = 918_273_645
+"""Verify seeds here are SEED + submission id: digits no timestamp or digest in the feed contains by chance."""
 
 
 class Stage(Record):
@@ -55,12 +57,12 @@ def led(tmp_path, make_bundle):
         sub = led.get(sids[name])
         for to in (State.SCANNED, State.BUILT):
             sub = led.advance(sub.id, sub.state, to, "ok", Stage(status="PASS", reasons=[], record={}))
-        admit = Stage(status="PASS", reasons=[], record={"verify": {"seed": 1111 + sub.id}})
+        admit = Stage(status="PASS", reasons=[], record={"verify": {"seed": SEED + sub.id}})
         if name == "failed":
             led.advance(sub.id, sub.state, State.FAILED, "admit: out: 3 of 64 elements outside atol", admit)
             continue
         sub = led.advance(sub.id, sub.state, State.ADMITTED, "ok", admit)
-        qualify = Stage(status="PASS", reasons=[], record={"workload": {"seed": 7001}, "score": 0.04})
+        qualify = Stage(status="PASS", reasons=[], record={"workload": {"seed": SEED + 100 + sub.id}, "score": 0.04})
         sub = led.advance(sub.id, sub.state, State.QUALIFIED, "ok", qualify)
         if name == "scored":
             runs = [{"seed": 7001, "score": 0.04}, {"seed": 7002, "score": 0.03}]
@@ -86,7 +88,7 @@ def test_every_decided_submission_is_in_the_feed_and_nothing_still_judged(led):
     assert by["hk-copy"].evidence == hashlib.sha256(b'{"copied":{}}').hexdigest()
     failed = by["hk-failed"]
     assert (failed.stage, failed.code, failed.scores) == ("admit", Code.VERIFY_FAILED, None)
-    assert failed.secrets == {"verify_seed": 1111 + led.submissions()[0].id}
+    assert failed.secrets == {"verify_seed": SEED + led.submissions()[0].id}
     scored = by["hk-scored"]
     assert (scored.stage, scored.code, scored.scores.settled, scored.scores.runs) == (
         "score",
@@ -104,9 +106,13 @@ def test_every_decided_submission_is_in_the_feed_and_nothing_still_judged(led):
 
 
 def test_secrets_of_a_run_still_going_are_not_published(led):
-    text = feed.canonical(feed.build(led, NETUID, "validator-hk")).decode()
+    built = feed.build(led, NETUID, "validator-hk")
     pending = [s for s in led.submissions() if s.submitter == "hk-pending"][0]
-    assert "hk-pending" not in text and str(1111 + pending.id) not in text
+    assert "hk-pending" not in {e.hotkey for e in built.entries}
+    published = {v for e in built.entries for v in e.secrets.values()}
+    assert {7001, 7002} <= published  # the scored submission's runs are spent: out
+    for secret in (SEED + pending.id, SEED + 100 + pending.id):  # the one still being judged: its verify and run seeds
+        assert secret not in published and str(secret) not in feed.canonical(built).decode()
 
 
 def test_the_signature_verifies_against_the_validator_and_nothing_else(led, wallets):
