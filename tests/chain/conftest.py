@@ -152,3 +152,30 @@ def packed(make_bundle):
         return bundle.identity, archive
 
     return make
+
+
+@pytest.fixture
+def reveals():
+    """The reveal policy the chain tests' validator runs with: short, so tests advance few blocks."""
+    from hotfloat.chain.reveal import RevealPolicy
+
+    return RevealPolicy(after=3, within=30)
+
+
+@pytest.fixture
+def submit(standin, reveals):
+    """submit(chain, wallet, identity, url, payment=None, wait=reveals.after) -> the Sealed record: a miner's commit of
+    the digest, `wait` blocks of standing, then its reveal, through the real client and SDK."""
+    from hotfloat.chain.miner import reveal_bytes, seal
+    from hotfloat.chain.standin import LocalSubstrate
+
+    def run(chain, wallet, identity, url, payment=None, wait=None, reveal=True):
+        sealed = seal(identity, url, NETUID, wallet.hotkey.ss58_address, payment)
+        block = chain.commit_digest(NETUID, sealed.digest, wallet)
+        sealed = sealed.model_copy(update={"commit_block": block})
+        LocalSubstrate(standin.removeprefix("standin:")).advance(max(0, (reveals.after if wait is None else wait) - 3))
+        if reveal:
+            chain.reveal(NETUID, reveal_bytes(sealed, block), wallet)
+        return sealed
+
+    return run

@@ -84,3 +84,41 @@ def test_missing_standin_is_an_infrastructure_error(tmp_path):
 def test_unknown_network_is_bad_input():
     with pytest.raises(InputError, match="Unknown network"):
         Chain("nowhere")
+
+
+def test_a_digest_is_committed_in_the_sha256_field_and_read_back(chain, wallets, standin):
+    block = chain.commit_digest(NETUID, "ab" * 32, wallets["miner1"])
+    [c] = chain.commitments(NETUID, chain.finalized())
+    assert (c.data, c.block) == ("sha256:0x" + "ab" * 32, block)
+    state = LocalSubstrate(standin.removeprefix("standin:"))
+    stored = asyncio.run(state.query("Commitments", "CommitmentOf", [NETUID, wallets["miner1"].hotkey.ss58_address]))
+    assert stored["info"]["fields"] == [{"Sha256": "0x" + "ab" * 32}]
+
+
+def test_a_reveal_replaces_the_digest_and_history_keeps_both(chain, wallets):
+    hotkey = wallets["miner2"].hotkey.ss58_address
+    committed = chain.commit_digest(NETUID, "cd" * 32, wallets["miner2"])
+    revealed = chain.reveal(NETUID, b'{"v":2}', wallets["miner2"])
+    assert revealed > committed
+    assert chain.commitment_of(NETUID, hotkey, revealed - 1).data == "sha256:0x" + "cd" * 32
+    assert chain.commitment_of(NETUID, hotkey, revealed).data == '{"v":2}'
+    assert chain.commitment_of(NETUID, hotkey, committed - 1) is None
+    assert chain.commitment_of(NETUID, hotkey, -1) is None
+
+
+def test_hash_fields_of_the_wrong_size_or_kind_are_refused_by_the_chain(chain, wallets, standin):
+    with pytest.raises(ChainRefused, match="32-byte hashes"):
+        chain.commit_digest(NETUID, "ab" * 31, wallets["miner1"])
+    sub = LocalSubstrate(standin.removeprefix("standin:"))
+    info = {"fields": [{"Sha512": "0x" + "ab" * 32}]}
+    call = asyncio.run(sub.compose(bt.calls.Commitments.set_commitment(netuid=NETUID, info=info)))
+    result = asyncio.run(sub.submit(call, wallets["miner1"].hotkey))
+    assert not result.success and "32-byte hashes" in result.message
+
+
+def test_a_commitment_that_does_not_read_back_is_refused(chain, wallets, monkeypatch):
+    monkeypatch.setattr(
+        chain, "finalized", lambda: 0
+    )  # a read-back from before the write: what a lost write looks like
+    with pytest.raises(ChainRefused, match="did not read back"):
+        chain.commit_digest(NETUID, "ef" * 32, wallets["miner3"])

@@ -1,4 +1,4 @@
-"""`hotfloat validator run --follow --chain`: commitments taken in at the top of each cycle, scored by real services,
+"""`hotfloat validator run --follow --chain`: reveals taken in at the top of each cycle, scored by real services,
 and the crown table's weights set on the stand-in chain once per window of blocks.
 
 The validator is its own process (as deployed), stopped by SIGTERM; the services run in this process on Unix
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from hotfloat.chain.client import Chain
-from hotfloat.chain.miner import commitment, package
+from hotfloat.chain.miner import package
 from hotfloat.chain.publish import PubState, history
 from hotfloat.chain.standin import LocalSubstrate
 from hotfloat.chain.tables import open_ledger
@@ -82,7 +82,7 @@ def until(what: str, check, proc: subprocess.Popen, log: Path, timeout: float = 
 
 
 def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
-    stages, standin, wallets, origin, make_bundle, tmp_path
+    stages, standin, wallets, origin, make_bundle, tmp_path, submit, reveals
 ):
     targets, token_file = stages
     chain = Chain(standin)
@@ -90,8 +90,7 @@ def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
 
     def offer(miner: str) -> None:
         bundle, archive = package(make_bundle(GOOD, name=f"{miner}_bundle"))
-        _, raw = commitment(bundle.identity, origin.serve(f"/{miner}.tar.gz", archive))
-        chain.commit(NETUID, raw, wallets[miner])
+        submit(chain, wallets[miner], bundle.identity, origin.serve(f"/{miner}.tar.gz", archive))
         identities[miner] = bundle.identity
 
     offer("miner1")
@@ -129,6 +128,10 @@ def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
         "--allow-private",
         "--provisional",  # a CPU PASS names no calibration record: crowned here, held by a validator's default
         "crowned",
+        "--reveal-after",
+        str(reveals.after),
+        "--reveal-within",
+        str(reveals.within),
     ]
     log = tmp_path / "validator.log"
     with open(log, "w") as errors:  # a file, not a pipe nobody drains while the test polls
@@ -178,4 +181,49 @@ def test_follow_takes_in_commitments_scores_them_and_sets_weights_per_window(
             proc.wait(30)
         if led is not None:
             led.close()
+        chain.close()
+
+
+def test_the_cycle_publishes_a_signed_feed_of_its_decisions(standin, wallets, origin, packed, policy, submit, tmp_path):
+    """After each intake the feed is rebuilt and re-signed when a decision was recorded, and served over HTTPS."""
+    import trustme
+
+    from hotfloat.chain.cycle import ChainCycle
+    from hotfloat.chain.feed import verify
+    from hotfloat.chain.feed_server import FeedServer
+    from hotfloat.chain.fetch import FetchPolicy, fetch_body
+    from hotfloat.chain.reveal import RevealPolicy
+
+    ca = trustme.CA()
+    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(tmp_path / "cert.pem"))
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    server = FeedServer("127.0.0.1", 0, str(tmp_path / "cert.pem"), str(tmp_path / "cert.pem"))
+    chain = Chain(standin)
+    validator = wallets["validator"].hotkey.ss58_address
+    read = FetchPolicy(allow_private=True, cafile=str(tmp_path / "ca.pem"))
+    try:
+        with open_ledger(str(tmp_path / "v.db")) as led:
+            cycle = ChainCycle(
+                chain,
+                led,
+                NETUID,
+                wallets["validator"],
+                weights_every=1000,
+                policy=policy,
+                reveals=RevealPolicy(after=10, within=30),
+                feed=server,
+            )
+            identity, archive = packed("soon")
+            submit(chain, wallets["miner1"], identity, origin.serve("/soon.tar.gz", archive))  # revealed too early
+            cycle()
+            first = verify(fetch_body(server.url, read), validator)
+            assert [(e.hotkey, e.code.value) for e in first.entries] == [
+                (wallets["miner1"].hotkey.ss58_address, "reveal_early")
+            ]
+            cycle()
+            assert (
+                verify(fetch_body(server.url, read), validator).built_at == first.built_at
+            )  # nothing new: not re-signed
+    finally:
+        server.close()
         chain.close()

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from hotfloat.chain.fetch import FetchPolicy, FetchRefused, fetch_archive, fetch_bundle
+from hotfloat.chain.fetch import FetchPolicy, FetchRefused, fetch_body, fetch_bundle
 
 
 def tar_gz(members: list[tarfile.TarInfo], data: dict[str, bytes] | None = None) -> bytes:
@@ -150,4 +150,4 @@ def test_untrusted_certificate_is_refused(origin, packed):
 def test_loopback_origins_are_refused_by_default(origin, packed):
     _, archive = packed()
     with pytest.raises(FetchRefused, match="non-public address"):
-        fetch_archive(origin.serve("/good.tar.gz", archive), FetchPolicy(cafile=origin.cafile))
+        fetch_body(origin.serve("/good.tar.gz", archive), FetchPolicy(cafile=origin.cafile))

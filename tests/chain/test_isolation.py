@@ -11,7 +11,6 @@ from hotfloat.chain import intake
 from hotfloat.chain.client import Chain
 from hotfloat.chain.cycle import ChainCycle
 from hotfloat.chain.intake import Outcome, observations
-from hotfloat.chain.miner import commitment
 from hotfloat.chain.publish import PubState, history
 from hotfloat.chain.standin import LocalSubstrate
 from hotfloat.chain.tables import open_ledger
@@ -34,7 +33,7 @@ def deep_manifest_archive() -> bytes:
 
 
 def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(
-    standin, wallets, origin, policy, packed, tmp_path, monkeypatch, qualified_record
+    standin, wallets, origin, policy, packed, tmp_path, monkeypatch, qualified_record, submit, reveals
 ):
     good_identity, good_archive = packed("good")
     fault_identity, fault_archive = packed("fault")
@@ -54,7 +53,7 @@ def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(
         "miner3": (fault_identity, fault_url),
     }
     for miner, (identity, url) in posts.items():
-        chain.commit(NETUID, commitment(identity, url)[1], wallets[miner])
+        submit(chain, wallets[miner], identity, url)
     hk = {m: wallets[m].hotkey.ss58_address for m in posts}
     db = str(tmp_path / "validator.db")
     reports: list[str] = []
@@ -74,7 +73,14 @@ def test_poisoned_commitments_are_refused_once_and_weights_are_still_set(
                 record_scored(led, sub, settled, "activation.silu_and_mul", "reproduced", evidence)
             client = Chain(standin)
             ChainCycle(
-                client, led, NETUID, wallets["validator"], weights_every=1000, policy=policy, report=reports.append
+                client,
+                led,
+                NETUID,
+                wallets["validator"],
+                weights_every=1000,
+                policy=policy,
+                reveals=reveals,
+                report=reports.append,
             )()
             client.close()
             return {k[0]: v for k, v in observations(led, NETUID).items()}, history(led, NETUID)

@@ -1,11 +1,12 @@
 """The done-when loop through the real CLI entry point (`main`, in-process: each `hotfloat` process start costs
-seconds of imports on CI): miner package + submit -> validator intake -> fetch ->
+seconds of imports on CI): miner package + submit (a digest) + reveal -> validator intake -> fetch ->
 scan (the library stage, as the services would run it) -> crowns -> weights, on the stand-in chain and a loopback
 HTTPS origin; a hostile miner in the same round is refused with a reason and the ledger stays consistent."""
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -66,22 +67,52 @@ def test_miner_to_weights_loop(hf, tmp_path, wallets, origin, make_bundle):
     )
     wallet = ["--wallet-path", wallets["path"], "--hotkey", "default", "--netuid", NETUID, "--network", network]
 
-    offers = {}
+    offers, reveal_files = {}, {}
     for miner in ("miner1", "miner2"):
         bundle = make_bundle(name=f"{miner}_bundle")
         out = json.loads(
             hf("chain", "package", str(bundle), "--out", str(tmp_path / f"{miner}.tar.gz"), "--json").stdout
         )
         url = origin.serve(f"/{miner}.tar.gz", (tmp_path / f"{miner}.tar.gz").read_bytes())
-        dry = hf("chain", "submit", str(bundle), "--url", url, "--wallet", miner, *wallet, "--dry-run").stdout.strip()
-        assert json.loads(dry) == {"h": out["identity"], "u": url, "v": 1}
+        dry = json.loads(
+            hf("chain", "submit", str(bundle), "--url", url, "--wallet", miner, *wallet, "--dry-run").stdout
+        )
+        assert (dry["h"], dry["u"], dry["v"], dry["c"], len(dry["s"])) == (out["identity"], url, 2, 0, 32)
         posted = json.loads(
             hf("chain", "submit", str(bundle), "--url", url, "--wallet", miner, *wallet, "--json").stdout
         )
-        assert posted["payload"] == dry and posted["extrinsic"]
-        offers[miner] = out["identity"]
+        assert posted["identity"] == out["identity"] and posted["commit_block"] > 0
+        assert oct(os.stat(posted["reveal_file"]).st_mode & 0o777) == "0o600"  # the salt is a secret until the reveal
+        assert path.read_text().count(url) == 0  # only the digest went on chain
+        offers[miner], reveal_files[miner] = out["identity"], posted["reveal_file"]
     hostile = make_bundle(name="thief")
-    hf("chain", "submit", str(hostile), "--url", origin.url("/miner1.tar.gz"), "--wallet", "miner3", *wallet)
+    thief = json.loads(
+        hf(
+            "chain",
+            "submit",
+            str(hostile),
+            "--url",
+            origin.url("/miner1.tar.gz"),
+            "--wallet",
+            "miner3",
+            *wallet,
+            "--reveal-file",
+            str(tmp_path / "thief.json"),
+            "--json",
+        ).stdout
+    )
+    reveal = ["--wallet-path", wallets["path"], "--network", network, "--after", "3"]
+    early = hf("chain", "reveal", reveal_files["miner1"], "--wallet", "miner1", *reveal[:-1], "10", ok=False)
+    assert early.returncode == 2 and early.stderr.startswith("error: too early: the head is at block")
+    sealed = json.loads(hf("chain", "status", "--netuid", NETUID, "--network", network, "--json").stdout)
+    assert {c["view"] for c in sealed["commitments"]} == {"a digest, awaiting its reveal"}
+    assert all(c["identity"] is None and c["url"] == "" for c in sealed["commitments"])
+    hf("chain", "standin", "advance", str(path), "3")
+    for miner, file in [*reveal_files.items(), ("miner3", thief["reveal_file"])]:
+        done = json.loads(hf("chain", "reveal", file, "--wallet", miner, *reveal, "--json").stdout)
+        assert done["revealed_at"] >= done["commit_block"] + 3
+    wrong = hf("chain", "reveal", reveal_files["miner1"], "--wallet", "miner2", *reveal, ok=False)
+    assert wrong.returncode == 2 and "opens " + who["miner1"] in wrong.stderr
 
     ledger_path = str(tmp_path / "validator.db")
     intake = [
@@ -96,6 +127,8 @@ def test_miner_to_weights_loop(hf, tmp_path, wallets, origin, make_bundle):
         "--allow-private",
         "--deadline",
         "30",
+        "--reveal-after",
+        "3",
     ]
     decisions = {d["hotkey"]: d for d in json.loads(hf("chain", "intake", *intake, "--json").stdout)}
     assert decisions[who["miner1"]]["outcome"] == decisions[who["miner2"]]["outcome"] == "accepted"
@@ -180,6 +213,6 @@ def test_cli_refuses_bad_input_with_one_error_line(hf, tmp_path, make_bundle):
 
 
 def test_every_chain_command_has_help(hf):
-    for cmd in ("package", "submit", "intake", "status", "weights", "standin"):
+    for cmd in ("package", "submit", "reveal", "report", "intake", "status", "weights", "standin"):
         out = hf("chain", cmd, "--help").stdout
         assert "Usage:" in out and len(out.splitlines()) > 3

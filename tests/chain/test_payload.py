@@ -1,4 +1,5 @@
-"""The commitment payload: one canonical form, bounded, https only; everything else refused with a reason."""
+"""The commitment payloads: a digest bound to one hotkey on one subnet, then one canonical, bounded, https-only
+reveal; everything else refused with a reason."""
 
 from __future__ import annotations
 
@@ -7,25 +8,54 @@ import os
 import pytest
 
 from hotfloat.bundle import bundle_identity
-
-from hotfloat.chain.miner import commitment, package
-from hotfloat.chain.payload import MAX_PAYLOAD_BYTES, parse_payload, to_fields
+from hotfloat.chain.miner import package, reveal_bytes, seal
+from hotfloat.chain.payload import (
+    MAX_PAYLOAD_BYTES,
+    PlainCommitment,
+    commit_fields,
+    digest,
+    parse_commit,
+    parse_reveal,
+    to_fields,
+)
 from hotfloat.errors import InputError
 
 H = "ab" * 32
+HOTKEY = "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY"
 
 
 def test_canonical_bytes_round_trip():
-    payload, raw = commitment(H, "https://cdn.example.org/b.tar.gz")
-    assert raw == b'{"h":"' + H.encode() + b'","u":"https://cdn.example.org/b.tar.gz","v":1}'
-    assert parse_payload(raw) == payload == parse_payload(raw.decode())
+    sealed = seal(H, "https://cdn.example.org/b.tar.gz", 7, HOTKEY)
+    raw = reveal_bytes(sealed, 42)
+    expected = b'{"c":42,"h":"%s","s":"%s","u":"https://cdn.example.org/b.tar.gz","v":2}' % (
+        H.encode(),
+        sealed.salt.encode(),
+    )
+    assert raw == expected
+    assert parse_reveal(raw) == sealed.reveal(42) == parse_reveal(raw.decode())
+
+
+def test_the_digest_binds_hotkey_subnet_and_content_but_not_the_commit_block():
+    sealed = seal(H, "https://x.org/a", 7, HOTKEY)
+    reveal = sealed.reveal(5)
+    assert digest(7, HOTKEY, reveal) == digest(7, HOTKEY, sealed.reveal(900)) == sealed.digest
+    assert digest(8, HOTKEY, reveal) != sealed.digest
+    assert digest(7, HOTKEY[:-1] + "Z", reveal) != sealed.digest
+    assert digest(7, HOTKEY, reveal.model_copy(update={"u": "https://x.org/b"})) != sealed.digest
+    assert seal(H, "https://x.org/a", 7, HOTKEY).digest != sealed.digest  # a fresh salt each time
+
+
+def test_a_digest_commitment_reads_back_as_the_sdk_renders_it():
+    assert commit_fields("0f" * 32) == [{"Sha256": "0x" + "0f" * 32}]
+    assert parse_commit("sha256:0x" + "0f" * 32) == "0f" * 32
+    assert parse_commit("sha256:0x" + "0F" * 32) is None and parse_commit('{"v":2}') is None
 
 
 def test_payment_reference_is_carried_and_checked():
-    payload, raw = commitment(H, "https://x.org/a", "4512-0002")
-    assert parse_payload(raw).p == "4512-0002"
+    sealed = seal(H, "https://x.org/a", 7, HOTKEY, "4512-0002")
+    assert parse_reveal(reveal_bytes(sealed, 3)).p == "4512-0002"
     with pytest.raises(InputError, match="p: String should match"):
-        commitment(H, "https://x.org/a", "yesterday")
+        seal(H, "https://x.org/a", 7, HOTKEY, "yesterday")
 
 
 @pytest.mark.parametrize(
@@ -43,15 +73,18 @@ def test_payment_reference_is_carried_and_checked():
 )
 def test_miner_side_refuses_what_validators_refuse(url, why):
     with pytest.raises(InputError, match=why):
-        commitment(H, url)
+        seal(H, url, 7, HOTKEY)
 
 
 def test_oversize_is_refused_on_both_sides():
     with pytest.raises(InputError):
-        commitment(H, "https://x.org/" + "a" * 600)
-    raw = b'{"h":"' + H.encode() + b'","u":"https://x.org/' + b"a" * MAX_PAYLOAD_BYTES + b'","v":1}'
+        seal(H, "https://x.org/" + "a" * 600, 7, HOTKEY)
+    raw = b'{"c":1,"h":"' + H.encode() + b'","u":"https://x.org/' + b"a" * MAX_PAYLOAD_BYTES + b'","v":2}'
     with pytest.raises(ValueError, match="oversize"):
-        parse_payload(raw)
+        parse_reveal(raw)
+
+
+S = b"cd" * 16
 
 
 @pytest.mark.parametrize(
@@ -59,15 +92,23 @@ def test_oversize_is_refused_on_both_sides():
     [
         (b"\xff\xfe", "not UTF-8 JSON"),
         (b"[1,2]", "not a JSON object"),
-        (b'{"h":"' + H.encode() + b'","u":"https://x.org/a","v":1} ', "non-canonical"),
-        (b'{"h":"' + H.encode() + b'","h":"' + H.encode() + b'","u":"https://x.org/a","v":1}', "non-canonical"),
-        (b'{"h":"' + H.encode() + b'","u":"https://x.org/a","v":true}', "v:"),
+        (b'{"c":1,"h":"' + H.encode() + b'","s":"' + S + b'","u":"https://x.org/a","v":2} ', "non-canonical"),
+        (b'{"c":1,"c":1,"h":"' + H.encode() + b'","s":"' + S + b'","u":"https://x.org/a","v":2}', "non-canonical"),
+        (b'{"c":1,"h":"' + H.encode() + b'","s":"' + S + b'","u":"https://x.org/a","v":true}', "v:"),
+        (b'{"c":-1,"h":"' + H.encode() + b'","s":"' + S + b'","u":"https://x.org/a","v":2}', "c:"),
+        (b'{"c":1,"h":"' + H.encode() + b'","s":"short","u":"https://x.org/a","v":2}', "s:"),
+        (b'{"c":1,"h":"' + H.encode() + b'","u":"https://x.org/a","v":2}', "s:"),
         (b"[" * 1000, "not UTF-8 JSON"),
     ],
 )
 def test_validator_side_refuses_malformed_bytes(raw, why):
     with pytest.raises(ValueError, match=why):
-        parse_payload(raw)
+        parse_reveal(raw)
+
+
+def test_a_plain_commitment_is_refused_by_name():
+    with pytest.raises(PlainCommitment, match="plain commitment"):
+        parse_reveal(b'{"h":"' + H.encode() + b'","u":"https://x.org/a","v":1}')
 
 
 def test_fields_split_at_the_pallet_raw_limit():

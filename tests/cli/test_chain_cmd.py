@@ -90,3 +90,44 @@ def test_package_prints_the_identity_to_commit_whole_at_any_width(capsys, monkey
         main(["chain", "package", str(bundle)])
     out = capsys.readouterr().out
     assert done.value.code == 0 and load_bundle(bundle).identity in out.split(), out
+
+
+@pytest.mark.parametrize(
+    "kernel, line",
+    [
+        ("def run(x, out:\n    pass\n", "kernels/k.py:1: syntax error"),
+        ("import os\n\n\ndef run(x, out):\n    os.system('x')\n", "kernels/k.py:1: import of 'os' is not allowed"),
+    ],
+)
+def test_package_submit_and_hash_refuse_what_scan_refuses_with_scans_line(capsys, tmp_path, make_bundle, kernel, line):
+    bundle = make_bundle(kernel)
+    for argv in (
+        ("hash", str(bundle)),
+        ("chain", "package", str(bundle), "--out", str(tmp_path / "b.tar.gz")),
+        ("chain", "submit", str(bundle), "--url", "https://x.org/b.tar.gz", "--netuid", "1", "--dry-run"),
+    ):
+        code, err = hotfloat(capsys, *argv)
+        assert code == 1 and err.startswith(f"error: scan refuses {bundle}: {line}") and err.count("\n") == 1, err
+    assert not (tmp_path / "b.tar.gz").exists()
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("{", "not a reveal file"),
+        ('{"netuid": 7}', "not a reveal file (hotkey: Field required"),
+        (
+            '{"netuid": 7, "hotkey": "5X", "identity": "'
+            + "a" * 64
+            + '", "url": "https://x.org/a", "salt": "'
+            + "b" * 32
+            + '"}',
+            "its digest was never committed",
+        ),
+    ],
+)
+def test_reveal_refuses_a_file_that_is_not_a_committed_reveal(capsys, tmp_path, text, why):
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    code, err = hotfloat(capsys, "chain", "reveal", str(path), "--network", f"standin:{tmp_path}/none.json")
+    assert code == 2 and err.startswith(f"error: {path}: ") and why in err and err.count("\n") == 1, err

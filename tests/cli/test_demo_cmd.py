@@ -15,7 +15,7 @@ def hotfloat(*args):
     )
 
 
-def test_arena_stops_the_broken_and_the_cheats_and_weights_the_honest_miner(tmp_path):
+def test_arena_stops_the_broken_the_cheats_and_the_copier_and_weights_the_honest_miner(tmp_path):
     p = hotfloat("demo", "--workdir", tmp_path / "arena", "--json")
     assert p.returncode == 0, p.stdout + p.stderr[-3000:]
     out = json.loads(p.stdout)
@@ -23,14 +23,30 @@ def test_arena_stops_the_broken_and_the_cheats_and_weights_the_honest_miner(tmp_
     assert all(r["as_expected"] for r in rows.values())
     assert rows["bob"]["stages"]["admit"] == "FAIL" and "outside atol" in rows["bob"]["reason"]
     assert rows["carol"]["stages"]["admit"] == "FAIL" and "fp32" in rows["carol"]["reason"]
-    assert rows["dave"]["stages"] == {"scan": "FAIL"} and "socket" in rows["dave"]["reason"]
-    alice = rows["alice"]
+    assert rows["dave"]["stages"] == {"intake": "PASS", "scan": "FAIL"} and "socket" in rows["dave"]["reason"]
+    alice, mallory = rows["alice"], rows["mallory"]
     assert alice["stages"]["build"] == "N/A" and alice["stages"]["admit"] == "PASS"
+    assert mallory["stages"] == {"intake": "FAIL"} and mallory["reason"].startswith(f"copy_of:{alice['identity']}: ")
+    assert mallory["report"][0].startswith("copies: copy_of, evidence ")
+    assert (
+        rows["bob"]["report"][0].startswith("admit: verify_failed, evidence ")
+        and "verify_seed" in rows["bob"]["report"][0]
+    )
     if alice["state"] == "scored":  # the honest kernel, crowned and weighted on the stand-in chain
         assert alice["crown"] == "winner" and out["weights"] == {"1": 65535}
     else:  # CPU noise: the rule declines to decide, or fails it as not shown faster (never as slower), as the demo says
         assert (alice["state"] == "no_decision" or alice["not_shown"]) and out["weights"] == {}, alice
-    for step in ("committed", "intake", "scan", "admit", "qualify", "weights"):
+    for step in (
+        "committed digest",
+        "revealed at block",
+        "intake",
+        "scan",
+        "admit",
+        "qualify",
+        "weights",
+        "signature verified",
+        "reads its report",
+    ):
         assert step in p.stderr, step
     assert "alice qualify: booting" in p.stderr and "alice qualify: round" in p.stderr  # its progress, relayed
     assert any("calibration knob" in s for s in out["settings"])

@@ -21,7 +21,9 @@ from google.protobuf.message import DecodeError
 
 from hotfloat.bundle import bundle_from_files, unpack
 from hotfloat.bundle.manifest import parse_manifest
-from hotfloat.chain.payload import parse_payload
+from hotfloat.chain.feed import verify as verify_feed
+from hotfloat.chain.payload import parse_reveal
+from hotfloat.copies.fingerprint import fingerprint_files
 from hotfloat.errors import InputError
 from hotfloat.qualify import load_evidence, recompute
 from hotfloat.engine import wire as qwire
@@ -36,6 +38,8 @@ MANIFEST = (
     b'source = "kernels/k.py"\nentry = "run"\nmetadata = "metadata/m.json"\n'
 )
 KERNEL = b"def run(x, out):\n    out.copy_(x[:, : x.shape[1] // 2])\n"
+HELPER = b"import torch\n\n\ndef h(a, *b, k=1, **kw):\n    t = a(*b, **kw)\n    return torch.exp(t) * k\n"
+VALIDATOR = "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY"
 
 
 def _feed(write, data: bytes, close) -> threading.Thread:
@@ -99,11 +103,16 @@ TARGETS = {
         (InputError,),
     ),
     "archive": (unpack, (InputError,)),
-    "payload": (parse_payload, (ValueError,)),
+    "payload": (parse_reveal, (ValueError,)),
     "verify_frame": (verify_frame, (vwire.ProtocolError, TimeoutError)),
     "qualify_message": (qualify_message, (qwire.WireError,)),
     "evidence": (evidence, (InputError,)),
     "admit_request": (admit_request, (InputError, DecodeError)),
+    "fingerprint": (
+        lambda d: fingerprint_files({"kernels/k.py": d, "kernels/h.py": HELPER}, [("s:d", "kernels/k.py", "run")]),
+        (InputError,),
+    ),
+    "feed": (lambda d: verify_feed(d, VALIDATOR), (InputError,)),
 }
 
 

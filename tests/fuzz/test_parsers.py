@@ -21,7 +21,7 @@ MANIFEST = (
 )
 METADATA = '{"graph_safe": true, "dtypes": ["fp32"], "min_num_tokens": 1, "max_num_tokens": 4096}'
 H = "0" * 64
-PAYLOAD = '{"h":"' + H + '","u":"https://example.org/b.tar.gz","v":1}'
+PAYLOAD = '{"c":12,"h":"' + H + '","s":"' + "0" * 32 + '","u":"https://example.org/b.tar.gz","v":2}'
 
 
 def spliced(base: str, alphabet: str, max_size: int = 64):

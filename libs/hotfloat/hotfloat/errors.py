@@ -36,6 +36,13 @@ class InputError(HotfloatError):
     grpc_status = "INVALID_ARGUMENT"
 
 
+class ScanRefused(InputError):
+    """A command that ships or names a bundle (`hash`, `chain package`, `chain submit`) met one scan refuses: it exits
+    as `scan` would, so a bundle that can never run is never committed."""
+
+    exit_code = ExitCode.FAIL
+
+
 class BundleError(InputError):
     """A bundle directory or its manifest breaks the bundle contract."""
 

@@ -8,6 +8,7 @@ import contextlib
 import threading
 from collections.abc import Callable
 
+from hotfloat.errors import InputError
 from hotfloat.ledger import Ledger, State
 from hotfloat.validator import LocalStages, Pipeline, StageConfig, Stages
 from hotfloat.admission.scope import QUICK_ADMISSION
@@ -44,6 +45,8 @@ class Validator:
         self.ledger: Ledger | None = None
         self.cycle: Callable[[], None] | None = None
         self.pipeline: Pipeline | None = None
+        self.feed = None
+        """The report feed's server when the config asks for one (its `url` is where miners read it)."""
         self._abandon: Callable[[], None] | None = None
 
     def __enter__(self) -> Validator:
@@ -113,7 +116,9 @@ class Validator:
             return self._stack.enter_context(Ledger(c.ledger, evidence=EVIDENCE))
         from hotfloat.chain.client import Chain, load_wallet
         from hotfloat.chain.cycle import ChainCycle
+        from hotfloat.chain.feed_server import FeedServer
         from hotfloat.chain.fetch import FetchPolicy
+        from hotfloat.chain.reveal import RevealPolicy
         from hotfloat.chain.tables import open_ledger
         from hotfloat.chain.weights import WEIGHTS_EVERY
 
@@ -121,6 +126,16 @@ class Validator:
         client = Chain(chain.network)
         self._stack.callback(client.close)
         led = self._stack.enter_context(open_ledger(c.ledger))
+        feed = None
+        if chain.feed:
+            host, port = chain.feed.rsplit(":", 1)
+            try:
+                feed = FeedServer(host, int(port), chain.feed_cert, chain.feed_key)
+            except OSError as e:  # the address is taken, the certificate or key unreadable
+                raise InputError(f"--feed {chain.feed}: {e}") from None
+            self._stack.callback(feed.close)
+            self._report(f"report feed: {feed.url}, signed by {signer.hotkey.ss58_address}")
+        self.feed = feed
         self.cycle = ChainCycle(
             client,
             led,
@@ -128,6 +143,8 @@ class Validator:
             signer,
             weights_every=chain.weights_every or WEIGHTS_EVERY,
             policy=FetchPolicy(cafile=chain.cafile, allow_private=chain.allow_private),
+            reveals=RevealPolicy(chain.reveal_after, chain.reveal_within),
+            feed=feed,
             report=self._report,
         )
         self.cycle.check()

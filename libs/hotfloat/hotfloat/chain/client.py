@@ -17,7 +17,7 @@ from bittensor.error_map import ErrorCode
 from bittensor.intents.weights import SetWeights, clip_to_max_weight, normalize
 
 from ..errors import InfrastructureError, InputError
-from .payload import to_fields
+from .payload import COMMIT_PREFIX, commit_fields, to_fields
 from .standin import LocalSubstrate
 
 U16_MAX = 65535
@@ -117,6 +117,14 @@ class Chain:
             raise InputError(f"subnet {netuid} does not exist on {self.network}")
         return graph.hotkeys
 
+    def commitment_of(self, netuid: int, hotkey: str, block: int) -> ChainCommitment | None:
+        """The hotkey's commitment as it stood at `block` (a block-pinned read of the chain's history), if any."""
+        if block < 0:
+            return None
+        with _sdk("reading a commitment"):
+            found = self._sub.subnets.commitments(netuid, block=block).get(hotkey)
+        return None if found is None else ChainCommitment(hotkey, found.uid, int(found.block), found.value or "")
+
     def commit(self, netuid: int, raw: bytes, wallet: bt.Wallet) -> Receipt:
         """Posts payload bytes as the hotkey's commitment, refusing locally what the chain's field limit would refuse."""
         fields = to_fields(raw)
@@ -124,11 +132,32 @@ class Chain:
             max_fields = int(self._sub.constant(("Commitments", "MaxFields")))
         if len(fields) > max_fields:
             raise InputError(f"payload needs {len(fields)} data fields; {self.network} allows {max_fields}")
+        return self._post(netuid, fields, wallet)
+
+    def _post(self, netuid: int, fields: list[dict[str, str]], wallet: bt.Wallet) -> Receipt:
         with _sdk("posting the commitment"):
             result = self._sub.submit_call(
                 bt.calls.Commitments.set_commitment(netuid=netuid, info={"fields": fields}), wallet, signer="hotkey"
             )
         return _receipt(result, "commitment")
+
+    def commit_digest(self, netuid: int, digest_hex: str, wallet: bt.Wallet) -> int:
+        """Posts a digest in the pallet's `Sha256` field; returns the block it landed in, as read back."""
+        self._post(netuid, commit_fields(digest_hex), wallet)
+        return self.read_back(netuid, wallet.hotkey.ss58_address, COMMIT_PREFIX + digest_hex)
+
+    def reveal(self, netuid: int, raw: bytes, wallet: bt.Wallet) -> int:
+        """Posts a reveal's bytes; returns the block it landed in, as read back."""
+        self.commit(netuid, raw, wallet)
+        return self.read_back(netuid, wallet.hotkey.ss58_address, raw.decode())
+
+    def read_back(self, netuid: int, hotkey: str, expected: str) -> int:
+        """The block of the hotkey's finalized commitment, which must read back as `expected`: the chain took it."""
+        found = self.commitment_of(netuid, hotkey, self.finalized())
+        if found is None or found.data != expected:
+            got = "nothing" if found is None else repr(found.data[:80])
+            raise ChainRefused(f"chain: the commitment did not read back (expected {expected[:80]!r}, read {got})")
+        return found.block
 
     def preview_weights(self, netuid: int, weights: dict[int, float]) -> dict[int, int]:
         """The u16 vector the SDK will send for these weights: the subnet's max-weight clip, then max-upscaled u16."""

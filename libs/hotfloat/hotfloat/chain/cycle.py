@@ -1,5 +1,6 @@
-"""The chain's part of each validator cycle: take in new finalized commitments, and once per window of N blocks set
-weights from the ledger's crown table through `publish_crowns`, the one weights publisher (`chain weights` uses it too).
+"""The chain's part of each validator cycle: take in new finalized reveals, once per window of N blocks set weights from
+the ledger's crown table through `publish_crowns`, the one weights publisher (`chain weights` uses it too), and
+re-sign the miners' report feed when the ledger's decisions changed.
 
 The validator's pipeline calls it at the top of every loop, so both steps cost one block read when nothing changed:
 intake runs when the finalized block moved, weights when the head entered a window with no publication yet. The
@@ -19,10 +20,13 @@ from ..errors import HotfloatError, InputError
 from ..ledger import Ledger
 from ..validator import Crown
 from ..validator.standings import crowns
+from . import feed as report
 from .client import Chain
+from .feed_server import FeedServer
 from .fetch import FetchPolicy
 from .intake import Decision, owners, run_intake
 from .publish import Publication, PubState, load, publish
+from .reveal import RevealPolicy
 from .weights import crown_weights, window_round
 
 SETTLED = (PubState.CONFIRMED, PubState.FAILED)
@@ -66,13 +70,16 @@ class ChainCycle:
         *,
         weights_every: int,
         policy: FetchPolicy = FetchPolicy(),
+        reveals: RevealPolicy = RevealPolicy(),
+        feed: FeedServer | None = None,
         report: Callable[[str], None] = lambda msg: None,
     ):
         if weights_every < 1:
             raise InputError("--weights-every must be at least 1 block")
         self.chain, self.ledger, self.netuid, self.wallet = chain, ledger, netuid, wallet
-        self.every, self.policy, self.report = weights_every, policy, report
+        self.every, self.policy, self.reveals, self.feed, self.report = weights_every, policy, reveals, feed, report
         self._taken: int | None = None
+        self._published: tuple | None = None
 
     def check(self) -> None:
         """Refuses a setup that could never set weights, before any work: an unregistered hotkey, commit-reveal."""
@@ -85,7 +92,7 @@ class ChainCycle:
 
     def __call__(self) -> None:
         """Intake, then weights, each on its own: a fault in one is reported and never keeps the other from running."""
-        for step in (self.intake, self.weights):
+        for step in (self.intake, self.weights, self.publish_feed):
             try:
                 step()
             except Exception as e:  # a validator that stops setting weights over one fault is worse than a report
@@ -98,11 +105,26 @@ class ChainCycle:
         block = self.chain.finalized()
         if block == self._taken:
             return []
-        decisions = run_intake(self.chain, self.ledger, self.netuid, self.policy)
+        decisions = run_intake(self.chain, self.ledger, self.netuid, self.policy, reveals=self.reveals)
         self._taken = block
         for d in decisions:
             self.report(f"intake: uid {d.uid} block {d.block} {(d.identity or '')[:16]} {d.outcome.value}: {d.reason}")
         return decisions
+
+    def publish_feed(self) -> None:
+        """Rebuilds and re-signs the report feed when a decision was recorded since the last one."""
+        if self.feed is None:
+            return
+        with self.ledger.transaction() as db:
+            mark = (
+                db.execute("SELECT COUNT(*), MAX(decided_at) FROM chain_observations").fetchone(),
+                db.execute("SELECT MAX(id) FROM transitions").fetchone(),
+            )
+        if mark == self._published:
+            return
+        built = report.build(self.ledger, self.netuid, self.wallet.hotkey.ss58_address)
+        self.feed.update(report.sign(built, self.wallet.hotkey))
+        self._published = mark
 
     def weights(self) -> Publication | None:
         """Publishes the crown table's weights once in the head's window."""

@@ -46,8 +46,8 @@ class FetchRefused(Exception):
         self.transient = transient
 
 
-def fetch_archive(url: str, policy: FetchPolicy = FetchPolicy()) -> bytes:
-    """The archive bytes at url, or FetchRefused with the reason."""
+def fetch_body(url: str, policy: FetchPolicy = FetchPolicy()) -> bytes:
+    """The body at url (an archive, a feed), or FetchRefused with the reason."""
     end = time.monotonic() + policy.deadline_s
     for _ in range(policy.max_redirects + 1):
         try:
@@ -66,7 +66,7 @@ def fetch_archive(url: str, policy: FetchPolicy = FetchPolicy()) -> bytes:
 
 def fetch_bundle(url: str, identity: str, policy: FetchPolicy = FetchPolicy()) -> tuple[bytes, Bundle]:
     """Fetches, unpacks under the archive bounds and checks the recomputed identity against the committed one."""
-    data = fetch_archive(url, policy)
+    data = fetch_body(url, policy)
     try:
         bundle = unpack(data)
     except BundleError as e:

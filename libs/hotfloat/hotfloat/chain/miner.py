@@ -1,15 +1,16 @@
-"""The miner's side: a deterministic archive of a bundle and the exact commitment bytes that announce it."""
+"""The miner's side: a deterministic archive of a bundle, the digest to commit and the reveal that opens it later."""
 
 from __future__ import annotations
 
 import os
+import secrets
 
 from pydantic import ValidationError
 
 from ..bundle import Bundle, load_bundle, pack, unpack
 from ..errors import InputError
-from ..record import first_error
-from .payload import PAYLOAD_VERSION, Payload, encode_payload
+from ..record import Record, first_error
+from .payload import REVEAL_VERSION, Reveal, digest, encode
 
 
 def package(bundle_dir: str | os.PathLike) -> tuple[Bundle, bytes]:
@@ -21,11 +22,42 @@ def package(bundle_dir: str | os.PathLike) -> tuple[Bundle, bytes]:
     return bundle, archive
 
 
-def commitment(identity: str, url: str, payment: str | None = None) -> tuple[Payload, bytes]:
-    """The payload record and its canonical bytes, refusing anything a validator would refuse."""
+class Sealed(Record):
+    """What a miner keeps between its commit and its reveal (`hotfloat chain submit` writes it, `hotfloat chain
+    reveal` reads it); the salt is the secret, published only by the reveal."""
+
+    netuid: int
+    hotkey: str
+    """The hotkey that commits and must reveal: the digest opens for it alone."""
+    identity: str
+    url: str
+    salt: str
+    payment: str | None = None
+    commit_block: int | None = None
+    """The block the digest landed in, as read back from the chain; None before the commit."""
+
+    def reveal(self, commit_block: int | None = None) -> Reveal:
+        c = self.commit_block if commit_block is None else commit_block
+        return Reveal(v=REVEAL_VERSION, c=c or 0, h=self.identity, s=self.salt, u=self.url, p=self.payment)
+
+    @property
+    def digest(self) -> str:
+        return digest(self.netuid, self.hotkey, self.reveal())
+
+
+def seal(identity: str, url: str, netuid: int, hotkey: str, payment: str | None = None) -> Sealed:
+    """A fresh salt for one commitment, refusing anything a validator would refuse."""
+    sealed = Sealed(
+        netuid=netuid, hotkey=hotkey, identity=identity, url=url, salt=secrets.token_hex(16), payment=payment
+    )
+    reveal_bytes(sealed, 0)
+    return sealed
+
+
+def reveal_bytes(sealed: Sealed, commit_block: int) -> bytes:
+    """The canonical reveal for a digest committed at `commit_block`."""
     try:
-        payload = Payload(v=PAYLOAD_VERSION, h=identity, u=url, p=payment)
-        return payload, encode_payload(payload)
+        return encode(sealed.reveal(commit_block))
     except (ValidationError, ValueError) as e:
         msg = first_error(e) if isinstance(e, ValidationError) else str(e)
         raise InputError(f"commitment refused: {msg}") from None

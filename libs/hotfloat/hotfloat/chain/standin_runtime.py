@@ -1,6 +1,6 @@
 """The stand-in chain's runtime: what the pallets do with the two extrinsics hotfloat sends, and the metagraph runtime
-API the SDK reads. `Commitments.set_commitment` needs a registered hotkey, at most MaxFields fields and `Raw<N>` sizes
-that match their data; `SubtensorModule.set_mechanism_weights` needs a registered signer, unique in-range uids, u16
+API the SDK reads. `Commitments.set_commitment` needs a registered hotkey, at most MaxFields fields, `Raw<N>` sizes
+that match their data and 32-byte hash fields (`Sha256`, the digest a miner commits before its reveal); `SubtensorModule.set_mechanism_weights` needs a registered signer, unique in-range uids, u16
 weights, the rate limit and the max-weight limit. Pure functions over one block's storage, apart from the file and
 lock that `standin.LocalSubstrate` keeps."""
 
@@ -28,8 +28,11 @@ def dispatch(state: dict, block: dict, call: dict, signer: str) -> tuple[str, st
             return "AccountNotAllowedCommit", "the signing hotkey is not registered on the subnet"
         if len(fields) > state["constants"]["Commitments.MaxFields"]:
             return "TooManyFieldsInCommitmentInfo", "too many fields in the commitment"
-        if not all(_raw_field(f) for f in fields):
-            return "BadCommitmentField", "commitment fields must be Raw<N> with N <= 128 matching the data"
+        if not all(_data_field(f) for f in fields):
+            return (
+                "BadCommitmentField",
+                "commitment fields must be Raw<N> (N <= 128, matching the data) or 32-byte hashes",
+            )
         storage.setdefault("Commitments.CommitmentOf", {})[key([netuid, signer])] = {
             "block": block["number"],
             "deposit": 0,
@@ -41,15 +44,20 @@ def dispatch(state: dict, block: dict, call: dict, signer: str) -> tuple[str, st
     return "CallNotSupported", f"the stand-in chain does not dispatch {what[0]}.{what[1]}"
 
 
-def _raw_field(field: Any) -> bool:
-    """One `{"Raw<N>": "0x..."}` entry whose N is the byte length of its data, at most 128."""
+HASH_FIELDS = ("BlakeTwo256", "Sha256", "Keccak256", "ShaThree256")
+"""The pallet's hash variants of `Data`: 32 bytes each."""
+
+
+def _data_field(field: Any) -> bool:
+    """One `{"Raw<N>": "0x..."}` entry whose N is the byte length of its data (at most 128), or one 32-byte hash
+    variant `{"Sha256": "0x..."}`."""
     if not isinstance(field, dict) or len(field) != 1:
         return False
     [(variant, value)] = field.items()
     if not isinstance(value, str):
         return False
     size = len(bytes.fromhex(value.removeprefix("0x")))
-    return variant == f"Raw{size}" and size <= 128
+    return (variant == f"Raw{size}" and size <= 128) or (variant in HASH_FIELDS and size == 32)
 
 
 def _set_weights(storage: dict, number: int, args: dict, signer: str) -> tuple[str, str] | None:

@@ -1,9 +1,11 @@
 """The chain layer's tables in the validator ledger database, added by named migrations of their own.
 
 `chain_observations` remembers every commitment the intake decided on (so a commitment seen again is a replay, not
-new work) and, through unique indexes over accepted rows, gives each bundle identity and each fee payment reference
-to one commitment only; `weight_publications` is the journal
-that takes one weight vector through intent -> sent -> confirmed (or expired / failed).
+new work), with the block of the digest it revealed (the chain order), its reason code and the copy check's evidence,
+and through unique indexes over accepted rows gives each bundle identity and each fee payment reference to one
+commitment only; `copy_fingerprints` keeps each taken-in bundle's fingerprints for the copy checks of later ones;
+`weight_publications` is the journal that takes one weight vector through intent -> sent -> confirmed (or expired /
+failed).
 """
 
 from __future__ import annotations
@@ -49,6 +51,26 @@ CHAIN_MIGRATIONS: tuple[Migration, ...] = (
             reason TEXT NOT NULL DEFAULT '',
             updated_at REAL NOT NULL,
             PRIMARY KEY (netuid, round))""",
+        ),
+    ),
+    Migration(
+        "chain_0003_reveals_codes_copies",
+        (
+            "ALTER TABLE chain_observations ADD COLUMN commit_block INTEGER",
+            "ALTER TABLE chain_observations ADD COLUMN code TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE chain_observations ADD COLUMN evidence TEXT",
+            # refusals decided before codes existed, classified by the reasons the intake wrote then
+            """UPDATE chain_observations SET code = CASE
+            WHEN reason LIKE 'hotkey is not registered%' THEN 'not_registered'
+            WHEN reason LIKE 'duplicate identity%' THEN 'duplicate_identity'
+            WHEN reason LIKE 'replay%' THEN 'replay'
+            WHEN reason LIKE 'fault while deciding%' THEN 'fault'
+            WHEN reason LIKE '%payload%' THEN 'malformed'
+            ELSE 'fetch_refused' END WHERE status = 'refused'""",
+            """CREATE TABLE copy_fingerprints (
+            identity TEXT PRIMARY KEY,
+            version INTEGER NOT NULL,
+            fingerprints TEXT NOT NULL)""",
         ),
     ),
 )

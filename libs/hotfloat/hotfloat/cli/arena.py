@@ -19,10 +19,12 @@ from pathlib import Path
 
 from ..ledger import NEXT, State
 from ..qualify.rule import not_shown
-from .miners import MINERS, Miner, bundle_of
+from .miners import MINERS, Miner, publish, read_reports
 
 NETUID = 7
 WEIGHTS_EVERY = 20
+REVEAL_AFTER = 3
+"""The demo validator's reveal delay in blocks (a validator's default is 10)."""
 Report = Callable[[str], None]
 
 
@@ -44,6 +46,8 @@ class Row:
     as_expected: bool = False
     not_shown: bool = False
     """The rule failed it on speed without showing it slower (a CPU's noise can hide a real speed-up)."""
+    report: list[str] = field(default_factory=list)
+    """What the miner read about its submissions in the validator's signed feed."""
 
 
 @dataclass
@@ -57,7 +61,8 @@ class Outcome:
 
 
 class Origin:
-    """A loopback HTTPS server with a throwaway CA: where miners publish archives, as a real origin would."""
+    """A loopback HTTPS server with a throwaway CA: where miners publish archives, as a real origin would; the CA
+    also signs the certificate of the validator's report feed (`feed_cert`)."""
 
     def __init__(self, root: Path):
         import trustme
@@ -65,6 +70,8 @@ class Origin:
         ca = trustme.CA()
         self.cafile = str(root / "origin-ca.pem")
         ca.cert_pem.write_to_path(self.cafile)
+        self.feed_cert = str(root / "feed.pem")
+        ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(self.feed_cert)
         self.routes: dict[str, bytes] = {}
         routes = self.routes
 
@@ -155,8 +162,8 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
     from hotfloat_services.validator.node import Validator
 
     from ..chain.client import Chain
-    from ..chain.miner import commitment
     from ..chain.standin import LocalSubstrate
+    from ..chain.intake import observations
     from ..validator import SettlementPolicy
     from ..validator.config import ChainSettings, ValidatorConfig
     from ..validator.standings import crowns, scores
@@ -184,20 +191,18 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
         chain = Chain(network)
         stack.callback(chain.close)
 
-        rows = {}
-        for uid, m in enumerate(MINERS, 1):
-            identity, archive = bundle_of(m)
-            _, raw = commitment(identity, origin.serve(f"/{m.name}.tar.gz", archive))
-            chain.commit(NETUID, raw, wallets[m.name])
-            rows[hotkeys[m.name]] = Row(
+        identities = publish(chain, wallets, origin, LocalSubstrate(chain_path).advance, report, NETUID, REVEAL_AFTER)
+        rows = {
+            hotkeys[m.name]: Row(
                 m.name,
                 uid,
                 m.role,
-                identity=identity,
+                identity=identities[m.name],
                 expected=f"FAIL at {m.expected_stage}" if m.expected_stage else "scored",
             )
-            report(f"miner {m.name} (uid {uid}, {m.role}): committed {identity[:16]} with its archive's https URL")
-        LocalSubstrate(chain_path).advance(3)  # past the finality lag, so intake sees every commitment
+            for uid, m in enumerate(MINERS, 1)
+        }
+        LocalSubstrate(chain_path).advance(3)  # past the finality lag, so intake sees every reveal
 
         token, token_file = secrets.token_urlsafe(32), root / "token"
         token_file.touch(mode=0o600)
@@ -219,6 +224,11 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
             weights_every=WEIGHTS_EVERY,
             cafile=origin.cafile,
             allow_private=True,
+            reveal_after=REVEAL_AFTER,
+            reveal_within=50,
+            feed="127.0.0.1:0",
+            feed_cert=origin.feed_cert,
+            feed_key=origin.feed_cert,
         )
         config = ValidatorConfig(
             ledger=str(root / "validator.db"),
@@ -258,7 +268,16 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
             f"weights: the validator's u16 row on chain is {dict(sorted(weights.items())) or 'empty (nothing crowned)'}"
         )
 
+        names = {hotkeys[m.name]: m.name for m in MINERS}
+        reports = read_reports(node.feed.url, origin.cafile, hotkeys["validator"], names, report)
+        for hotkey, row in rows.items():
+            row.report = reports.get(hotkey, [])
+
         led = node.ledger
+        for (hotkey, _, _), (status, reason, _) in observations(led, NETUID).items():
+            rows[hotkey].stages["intake"] = "PASS" if status == "accepted" else "FAIL"
+            if status == "refused":
+                rows[hotkey].state, rows[hotkey].reason = "refused at intake", reason
         kept = {led.get(sid).identity: s.score for sid, s in scores(led).items()}
         held = {}
         for crown in crowns(led).values():
@@ -276,19 +295,21 @@ def run_arena(root: Path, handicap: int, report: Report) -> Outcome:
                     row.not_shown |= not_shown(evidence.record.decision, evidence.record.rule)
         for row in rows.values():
             row.weight = weights.get(row.uid, 0) / total
-            row.as_expected = _as_expected(row, next(m for m in MINERS if m.name == row.miner), handicap)
+            row.as_expected = _as_expected(row, next(m for m in MINERS if m.name == row.miner), handicap, identities)
     return Outcome(
         rows=list(rows.values()), weights=weights, settings=settings(handicap), seconds=time.monotonic() - started
     )
 
 
-def _as_expected(row: Row, miner: Miner, handicap: int) -> bool:
-    """A stopped miner must be stopped at its stage; the honest one must pass admission, then be scored, or end
-    NO_DECISION at qualification, or FAIL there as not shown faster (CPU noise hid the handicap), or (without the
-    handicap) FAIL there on speed."""
+def _as_expected(row: Row, miner: Miner, handicap: int, identities: dict[str, str]) -> bool:
+    """A stopped miner must be stopped at its stage (a copier as a copy of the miner it copied); the honest one must
+    pass admission, then be scored, or end NO_DECISION at qualification, or FAIL there as not shown faster (CPU noise
+    hid the handicap), or (without the handicap) FAIL there on speed."""
+    if miner.copies is not None:
+        return row.stages.get("intake") == "FAIL" and row.reason.startswith(f"copy_of:{identities[miner.copies]}")
     if miner.expected_stage is not None:
         return row.stages.get(miner.expected_stage) == "FAIL"
-    if any(row.stages.get(s) not in ("PASS", "N/A") for s in ("scan", "build", "admit")):
+    if any(row.stages.get(s) not in ("PASS", "N/A") for s in ("intake", "scan", "build", "admit")):
         return False
     qualified = (row.stages.get("qualify"), row.stages.get("score"))
     allowed = {("PASS", "PASS"), ("NO_DECISION", None), ("PASS", "NO_DECISION")}

@@ -6,7 +6,7 @@ import textwrap
 
 import click
 
-from .options import bundle_argument, open_bundle
+from .options import bundle_argument, open_bundle, scanned
 from .output import emit_json, json_option
 
 
@@ -14,8 +14,9 @@ from .output import emit_json, json_option
 @bundle_argument
 @json_option
 def hash_cmd(bundle: str, as_json: bool) -> None:
-    """Print the canonical SHA-256 identity of BUNDLE (the value a miner commits)."""
-    b = open_bundle(bundle)
+    """Print the canonical SHA-256 identity of BUNDLE (the value a miner commits); exit 1 with scan's line when scan
+    refuses it."""
+    b = scanned(open_bundle(bundle), bundle)
     if as_json:
         emit_json({"bundle_id": b.manifest.bundle_id, "identity": b.identity, "files": len(b.files)})
     else:

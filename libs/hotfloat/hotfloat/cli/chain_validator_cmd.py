@@ -1,5 +1,5 @@
 """`hotfloat chain intake|status|weights`: the validator's side of the chain, each through the validator ledger: take
-commitments in, show the subnet as this validator sees it, publish weights from settled crowns.
+reveals in, show the subnet as this validator sees it, publish weights from settled crowns.
 
 The bittensor SDK takes seconds to import, so it is imported inside each command, never here.
 """
@@ -10,7 +10,7 @@ import click
 from pydantic import TypeAdapter, ValidationError
 
 from ..chain.fetch import FetchPolicy
-from ..chain.payload import parse_payload
+from ..chain.payload import parse_commit, parse_reveal
 from ..chain.weights import WEIGHTS_EVERY, crown_weights
 from ..errors import InputError
 from ..record import first_error
@@ -38,19 +38,47 @@ from .output import emit_json, json_option, table
     help="Extra CA bundle to trust for origins (e.g. a test CA).",
 )
 @click.option("--allow-private", is_flag=True, help="Allow origins on private or loopback addresses (tests only).")
+@click.option(
+    "--reveal-after",
+    type=click.IntRange(1, 250),
+    default=10,
+    show_default=True,
+    help="Take a reveal only this many blocks or more after its commit.",
+)
+@click.option(
+    "--reveal-within",
+    type=click.IntRange(1, 250),
+    default=200,
+    show_default=True,
+    help="Refuse reveals later than this many blocks after their commit.",
+)
 @json_option
 def intake_cmd(
-    netuid: int, network: str, ledger_path: str, deadline: float, cafile: str | None, allow_private: bool, as_json: bool
+    netuid: int,
+    network: str,
+    ledger_path: str,
+    deadline: float,
+    cafile: str | None,
+    allow_private: bool,
+    reveal_after: int,
+    reveal_within: int,
+    as_json: bool,
 ) -> None:
-    """Decide every new finalized commitment: fetch, verify and enqueue it, or refuse it with a reason."""
+    """Decide every new finalized reveal: check it opens its digest, fetch, verify, check for copies and enqueue it,
+    or refuse it with a code and a reason."""
     from ..chain.client import Chain
     from ..chain.intake import run_intake
+    from ..chain.reveal import RevealPolicy
     from ..chain.tables import open_ledger
 
     policy = FetchPolicy(deadline_s=deadline, cafile=cafile, allow_private=allow_private)
+    try:
+        reveals = RevealPolicy(reveal_after, reveal_within)
+    except ValueError as e:
+        raise InputError(str(e)) from None
     client, ledger = Chain(network), open_ledger(writable_ledger(ledger_path))
     try:
-        decisions = run_intake(client, ledger, netuid, policy)
+        decisions = run_intake(client, ledger, netuid, policy, reveals=reveals)
     finally:
         client.close()
         ledger.close()
@@ -59,8 +87,19 @@ def intake_cmd(
         return
     table(
         "hotfloat chain intake",
-        ["uid", "hotkey", "block", "identity", "outcome", "reason"],
-        [(d.uid, d.hotkey, d.block, (d.identity or "")[:16], d.outcome.value, d.reason) for d in decisions],
+        ["uid", "hotkey", "commit", "identity", "outcome", "code", "reason"],
+        [
+            (
+                d.uid,
+                d.hotkey,
+                d.commit_block,
+                (d.identity or "")[:16],
+                d.outcome.value,
+                d.code.value if d.code else "",
+                d.reason,
+            )
+            for d in decisions
+        ],
     )
 
 
@@ -96,12 +135,14 @@ def status_cmd(netuid: int, network: str, ledger_path: str | None, as_json: bool
             ledger.close()
     out = []
     for c in rows:
+        sealed = parse_commit(c.data)
         try:
-            p = parse_payload(c.data)
+            p = parse_reveal(c.data)
             identity, url = p.h, p.u
         except ValueError as e:
-            identity, url = None, f"({e})"
-        view = seen.get((c.hotkey, c.block, digest(c.data)), ("undecided", "", None))
+            identity, url = None, "" if sealed else f"({e})"
+        undecided = ("a digest, awaiting its reveal" if sealed else "undecided", "", None)
+        view = seen.get((c.hotkey, c.block, digest(c.data)), undecided)
         out.append(
             {
                 "uid": c.uid,

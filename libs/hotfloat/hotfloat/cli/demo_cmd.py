@@ -16,7 +16,7 @@ from ..errors import ExitCode, InputError
 from .options import seed_option
 from .output import emit_json, json_option, progress, table
 
-STAGES = ("scan", "build", "admit", "qualify", "score")
+STAGES = ("intake", "scan", "build", "admit", "qualify", "score")
 EXPECTED = "expected.toml"
 
 
@@ -44,9 +44,10 @@ EXPECTED = "expected.toml"
 @seed_option("with --examples, the inputs every example is verified on")
 @json_option
 def demo(handicap: int, workdir: Path | None, examples: Path | None, seed: int | None, as_json: bool) -> None:
-    """Run the arena on CPU: four miners commit bundles on a stand-in chain (one honest, one broken, two cheating),
-    and the validator takes them in and runs scan, build, verify, qualification on the CPU engine, settlement,
-    crowns and weights; then a summary. Exit 0 when every outcome is the expected one, 1 otherwise."""
+    """Run the arena on CPU: five miners commit digests and reveal bundles on a stand-in chain (one honest, one
+    broken, two cheating, one copying the honest one), and the validator takes them in (refusing the copy) and runs
+    scan, build, verify, qualification on the CPU engine, settlement, crowns and weights; each miner reads its signed
+    report; then a summary. Exit 0 when every outcome is the expected one, 1 otherwise."""
     if examples is not None:
         _examples(examples, seed, as_json)
         return
@@ -114,6 +115,10 @@ def _summary(outcome) -> None:
                     width,
                     subsequent_indent="    ",
                 )
+            )
+        for line in r.report:
+            click.echo(
+                textwrap.fill(f"report (signed feed) {line}", width, initial_indent="    ", subsequent_indent="      ")
             )
         if not r.as_expected:
             click.echo(f"    UNEXPECTED: the demo expected {r.expected}")

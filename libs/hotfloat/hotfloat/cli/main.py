@@ -38,11 +38,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "demo": (
         "demo_cmd:demo",
-        "Run the arena on CPU: four miners commit bundles on a stand-in chain (one honest, one "
-        "broken, two cheating), and the validator takes them in and runs scan, build, verify, qualification on "
-        "the CPU engine, settlement, crowns and weights; then a summary.",
+        "Run the arena on CPU: five miners commit digests and reveal bundles on a stand-in chain (one honest, one "
+        "broken, two cheating, one copying the honest one), and the validator takes them in (refusing the copy) and "
+        "runs scan, build, verify, qualification on the CPU engine, settlement, crowns and weights; each miner reads "
+        "its signed report; then a summary.",
     ),
-    "hash": ("bundle_cmd:hash_cmd", "Print the canonical SHA-256 identity of BUNDLE (the value a miner commits)."),
+    "hash": (
+        "bundle_cmd:hash_cmd",
+        "Print the canonical SHA-256 identity of BUNDLE (the value a miner commits); exit 1 with scan's line when "
+        "scan refuses it.",
+    ),
     "scan": ("scan_cmd:scan", "Check BUNDLE's code against the import/builtin/introspection policy."),
     "env": (
         "env_cmd:env",

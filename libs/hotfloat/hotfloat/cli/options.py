@@ -126,3 +126,15 @@ def writable_ledger(path: str) -> str:
     except OSError as e:
         raise InputError(f"--ledger {path}: cannot create {parent}: {e.strerror}") from None
     return path
+
+
+def scanned(bundle, path: str):
+    """`bundle` when scan finds nothing; ScanRefused with scan's first line otherwise (exit 1, as `scan` exits)."""
+    from ..errors import ScanRefused
+    from ..scan import scan_bundle
+
+    findings = [f for op in scan_bundle(bundle).ops for f in op.findings]
+    if findings:
+        more = f" (and {len(findings) - 1} more: hotfloat scan {path})" if len(findings) > 1 else ""
+        raise ScanRefused(f"scan refuses {path}: {findings[0]}{more}")
+    return bundle

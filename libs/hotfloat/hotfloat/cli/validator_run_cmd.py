@@ -131,6 +131,23 @@ THROUGH = ("scanned", "built", "admitted", "qualified", "scored")
     help="A PASS whose combined bound cannot meet the target: held out of every crown, or crowned and named "
     "provisional [default: held].",
 )
+@click.option(
+    "--reveal-after",
+    type=click.IntRange(1, 250),
+    default=10,
+    show_default=True,
+    help="Take a reveal only this many blocks or more after its digest was committed (with --chain).",
+)
+@click.option(
+    "--reveal-within",
+    type=click.IntRange(1, 250),
+    default=200,
+    show_default=True,
+    help="Refuse reveals later than this many blocks after their commit (with --chain).",
+)
+@click.option("--feed", help="Serve the signed report feed over HTTPS on HOST:PORT, at /feed.json (with --chain).")
+@click.option("--feed-cert", type=click.Path(exists=True, dir_okay=False), help="The feed's TLS certificate (PEM).")
+@click.option("--feed-key", type=click.Path(exists=True, dir_okay=False), help="The feed's TLS private key (PEM).")
 @json_option
 def run(config_path, as_json, **flags) -> None:
     """Work the ledger's queue: resume interrupted submissions, then every received one, to a final state."""
@@ -171,6 +188,11 @@ CHAIN = {
     "weights_every": "weights_every",
     "cafile": "cafile",
     "allow_private": "allow_private",
+    "reveal_after": "reveal_after",
+    "reveal_within": "reveal_within",
+    "feed": "feed",
+    "feed_cert": "feed_cert",
+    "feed_key": "feed_key",
 }
 """`validator run` flags that set the config's [chain] table, by the key each sets."""
 SETTLEMENT = ("max_runs", "provisional")

@@ -68,7 +68,7 @@ def _imported_name(importer: str, imported: tuple[int, str, str, bool], scans: d
     return Finding(importer, line, f"from {rel} import {name}: not {what} of a bundle file")
 
 
-def _resolve(importer: str, rel: str, files: set[str]) -> list[str]:
+def resolve_import(importer: str, rel: str, files: set[str] | frozenset[str]) -> list[str]:
     """Maps a relative import like "..pkg.mod" from kernels/a/b.py to the bundle files it may name."""
     level = len(rel) - len(rel.lstrip("."))
     parts = importer.split("/")[:-1]
@@ -108,7 +108,7 @@ def scan_bundle(bundle: Bundle) -> ScanReport:
                 continue
             seen.add(f)
             for rel in scans[f].local_imports:
-                todo.extend(_resolve(f, rel, names))
+                todo.extend(resolve_import(f, rel, names))
         reached_by_any |= seen
         ops.append(OpScan(op=op.key, files=sorted(seen), findings=_findings(scans, seen)))
     rest = sorted(names - reached_by_any)

@@ -5,6 +5,8 @@ and the chain."""
 
 from __future__ import annotations
 
+import re
+
 from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, model_validator
@@ -49,13 +51,29 @@ class ChainSettings(Record):
     """Extra CA bundle to trust for archive origins."""
     allow_private: bool = False
     """Archive origins on private or loopback addresses (tests and the demo only)."""
+    reveal_after: Annotated[int, Field(ge=1, le=250)] = 10
+    """Blocks a digest must stand before its reveal is taken (hotfloat.chain.reveal.RevealPolicy)."""
+    reveal_within: Annotated[int, Field(ge=1, le=250)] = 200
+    """Blocks after its commit by which a reveal must come."""
+    feed: str | None = None
+    """HOST:PORT to serve the signed report feed on over HTTPS (`/feed.json`); None: no feed."""
+    feed_cert: str | None = None
+    """The feed's TLS certificate chain (PEM)."""
+    feed_key: str | None = None
+    """The feed's TLS private key (PEM)."""
 
     @model_validator(mode="after")
     def _complete(self):
-        if self.network is None and (self.netuid is not None or self.cafile or self.allow_private):
-            raise ValueError("--netuid, --cafile and --allow-private apply only with --chain")
+        if self.network is None and (self.netuid is not None or self.cafile or self.allow_private or self.feed):
+            raise ValueError("--netuid, --cafile, --allow-private and --feed apply only with --chain")
         if self.network is not None and self.netuid is None:
             raise ValueError("--chain needs --netuid")
+        if self.reveal_after > self.reveal_within:
+            raise ValueError("--reveal-after must not exceed --reveal-within")
+        if self.feed is not None and not re.fullmatch(r"[^\s:]+:[0-9]{1,5}", self.feed):
+            raise ValueError(f"--feed {self.feed!r}: give HOST:PORT")
+        if self.feed is not None and (not self.feed_cert or not self.feed_key):
+            raise ValueError("--feed needs --feed-cert and --feed-key")
         return self
 
 

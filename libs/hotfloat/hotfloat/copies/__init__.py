@@ -1,0 +1,1 @@
+"""Copy detection: normalized-code fingerprints per op and file, judged against the reference library and earlier submissions."""
