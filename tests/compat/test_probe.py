@@ -4,11 +4,16 @@ read the tensors a function allocates, since a seam passes them to a slot as the
 dtypes are the triton backend's, checked against the pinned SGLang (tests/compat/test_runner.py) and here against the
 slots."""
 
+import sys
+from pathlib import Path
+
 import torch
 
 from hotfloat.compat import probe
-from hotfloat.compat.tables import SGLANG
 from hotfloat.slots import get_slot
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "libs" / "hotfloat_sglang"))
+from hotfloat_sglang.seams.triton_backend import CHECKS  # noqa: E402
 
 
 @torch.library.custom_op("hotfloat_probe_test::fused", mutates_args=())
@@ -69,8 +74,9 @@ def test_a_dtype_row_fails_on_another_or_a_second_dtype_or_none():
 
 
 def test_the_tables_dtypes_are_the_attention_slots_dtypes():
-    """What the pinned backend allocates (checked by `hotfloat compat`) is what each attention slot declares."""
-    rows = {r["target"].rsplit(".", 1)[1]: r["dtypes"] for r in SGLANG if r["kind"] == "dtypes"}
+    """What the pinned backend allocates (the attention seams' rows, checked by `hotfloat compat`) is what each
+    attention slot declares."""
+    rows = {r["target"].rsplit(".", 1)[1]: r["dtypes"] for r in CHECKS if r["kind"] == "dtypes"}
     engine = rows["__init__"] | rows["init_forward_metadata"]
     declared = {
         "attention.prefill": {"qo_indptr": "self.qo_indptr", "kv_indptr": "self.kv_indptr", "kv_indices": "kv_indices"},

@@ -21,7 +21,7 @@ from sglang.srt.server_args import ServerArgs, set_global_server_args_for_schedu
 
 from hotfloat.slots import get_slot  # noqa: E402
 from hotfloat.slots.collective import stack_ranks  # noqa: E402
-from hotfloat_sglang.ar_rmsnorm import SLOT  # noqa: E402
+from hotfloat_sglang.seams.ar_rmsnorm import SLOT  # noqa: E402
 from hotfloat_sglang.plugin import router  # noqa: E402
 
 rank, init = int(sys.argv[1]), sys.argv[2]

@@ -19,7 +19,7 @@ from sglang.srt.layers.moe.topk import StandardTopKOutput  # noqa: E402
 from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler  # noqa: E402
 
 from hotfloat.slots import get_slot  # noqa: E402
-from hotfloat_sglang.moe import REDUCE_SLOT, SLOT  # noqa: E402
+from hotfloat_sglang.seams.moe import REDUCE_SLOT, SLOT  # noqa: E402
 from hotfloat_sglang.plugin import router  # noqa: E402
 
 args = ServerArgs(model_path="dummy")

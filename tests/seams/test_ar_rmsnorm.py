@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 
 from hotfloat.compat import engine_python
-from hotfloat.compat.tables import SGLANG
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "libs" / "hotfloat_sglang"))
-from hotfloat_sglang import ar_rmsnorm as seam  # noqa: E402
+from hotfloat_sglang.seams import ar_rmsnorm as seam  # noqa: E402
 
 RANK = """
 import json, sys
@@ -33,7 +32,7 @@ import torch.distributed as dist
 from hotfloat.seams import arm
 from hotfloat.slots import get_slot
 from hotfloat.slots.collective import stack_ranks
-from hotfloat_sglang import ar_rmsnorm as seam
+from hotfloat_sglang.seams import ar_rmsnorm as seam
 
 rank, init, example = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
@@ -166,5 +165,5 @@ def test_sglangs_own_fused_norm_runs_the_armed_kernel_on_its_tp_groups(engine):
 
 
 def test_the_seam_target_and_parameters_are_the_compat_row():
-    [row] = [r for r in SGLANG if r.get("target") == seam.TARGET]
+    [row] = [r for r in seam.SEAMS[0].checks if r.get("target") == seam.TARGET]
     assert row["params"] == seam.PARAMS and row["order"]

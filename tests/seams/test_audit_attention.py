@@ -19,7 +19,7 @@ from hotfloat.verdict import Status
 from hotfloat.verify import VerifyOptions, verify_bundle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "libs" / "hotfloat_sglang"))
-from hotfloat_sglang import prefill_attention  # noqa: E402
+from hotfloat_sglang.seams import prefill_attention  # noqa: E402
 from hotfloat_sglang.plugin import seam_hooks  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"

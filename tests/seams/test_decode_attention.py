@@ -3,7 +3,7 @@ inside its domain (a plain-torch bundle, fixtures/attention_torch), to SGLang's 
 
 SGLang itself is not installed in the test venv; `sglang_decode` below stands in for its kernel with the same
 signature and writes into `o` as it does. The hook target and parameters are checked at the pin by `hotfloat compat`
-(libs/hotfloat/hotfloat/compat/tables.py), and this test keeps the seam's parameter list equal to that row.
+(the seam's own compat rows), and this test keeps the seam's parameter list equal to that row.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from hotfloat.compat.tables import SGLANG
 from hotfloat.seams import arm
 from hotfloat.slots import get_slot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "libs" / "hotfloat_sglang"))
-from hotfloat_sglang import decode_attention as seam  # noqa: E402
+from hotfloat_sglang.seams import decode_attention as seam  # noqa: E402
 
 SLOT = get_slot("attention.decode")
 DIMS = {"B": 3, "S": 40, "P": 80, "N": 80, "Hq": 8, "Hkv": 2, "D": 64}
@@ -160,9 +159,9 @@ def test_outside_the_declared_dtypes_and_null_armed_calls_are_stock(armed):
 
 
 def test_the_seam_parameters_are_the_compat_row():
-    [row] = [r for r in SGLANG if r.get("target", "").endswith("decode_attention.decode_attention_fwd")]
+    [row] = [r for r in seam.SEAMS[0].checks if r.get("target", "").endswith("decode_attention.decode_attention_fwd")]
     assert row["params"] == seam.DECODE_PARAMS and row["order"]
-    assert any(r.get("target") == seam.TARGET for r in SGLANG)
+    assert any(r.get("target") == seam.TARGET for r in seam.SEAMS[0].checks)
     import inspect
 
     assert list(inspect.signature(seam.decode_seam(None, None)).parameters) == seam.DECODE_PARAMS

@@ -20,13 +20,12 @@ import torch
 import torch.distributed as dist
 
 from hotfloat.compat import engine_python
-from hotfloat.compat.tables import MOE_CONFIG_FIELDS, SGLANG
 from hotfloat.seams import arm
 from hotfloat.slots import get_slot
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parents[1] / "libs" / "hotfloat_sglang"))
-from hotfloat_sglang import moe as seam  # noqa: E402
+from hotfloat_sglang.seams import moe as seam  # noqa: E402
 
 BUNDLE = HERE / "fixtures" / "moe_torch"
 SLOT = get_slot(seam.SLOT)
@@ -51,10 +50,10 @@ class StandardDispatcher:
 
 def _layer(t: dict, **changes) -> SimpleNamespace:
     """What the seam reads of a FusedMoE; the config holds exactly the fields compat checks."""
-    config = SimpleNamespace(**{f: None for f in MOE_CONFIG_FIELDS})
+    config = SimpleNamespace(**{f: None for f in seam.CONFIG_FIELDS})
     config.activation, config.is_gated, config.apply_router_weight_on_input, config.no_combine = "silu", True, 0, 0
     for name in list(changes):
-        if name in MOE_CONFIG_FIELDS:
+        if name in seam.CONFIG_FIELDS:
             setattr(config, name, changes.pop(name))
     fields = {
         "quant_method": UnquantizedFusedMoEMethod(),
@@ -128,7 +127,7 @@ def test_a_layer_that_owns_its_all_reduce_is_the_reduce_slot_on_the_tensor_paral
 
 
 def test_hook_parameters_are_compats_row():
-    row = next(r for r in SGLANG if r["name"] == "FusedMoE.forward_impl")
+    row = next(r for r in seam.SEAMS[0].checks if r["name"] == "FusedMoE.forward_impl")
     assert row["target"] == seam.TARGET and row["params"] == seam.PARAMS
 
 

@@ -3,7 +3,7 @@ inside its domain (a plain-torch bundle, fixtures/prefill_torch), to SGLang's ke
 
 SGLang itself is not installed in the test venv; `sglang_extend` below stands in for its kernel with the same
 signature and writes into `o_extend` as it does. The hook target and parameters are checked at the pin by `hotfloat
-compat` (libs/hotfloat/hotfloat/compat/tables.py), and this test keeps the seam's parameter list equal to that row.
+compat` (the seam's own compat rows), and this test keeps the seam's parameter list equal to that row.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from hotfloat.compat.tables import SGLANG
 from hotfloat.seams import arm
 from hotfloat.slots import get_slot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "libs" / "hotfloat_sglang"))
-from hotfloat_sglang import decode_attention, prefill_attention as seam  # noqa: E402
+from hotfloat_sglang.seams import decode_attention, prefill_attention as seam  # noqa: E402
 
 SLOT = get_slot("attention.prefill")
 DIMS = {"B": 3, "T": 30, "L": 20, "P": 60, "N": 60, "Hq": 8, "Hkv": 2, "D": 64}
@@ -149,7 +148,7 @@ def test_the_engines_index_dtypes_route_and_others_go_stock(armed):
 
 
 def test_the_seam_parameters_are_the_compat_row():
-    [row] = [r for r in SGLANG if r.get("target", "").endswith("extend_attention.extend_attention_fwd")]
+    [row] = [r for r in seam.SEAMS[0].checks if r.get("target", "").endswith("extend_attention.extend_attention_fwd")]
     assert row["params"] == seam.EXTEND_PARAMS and row["order"]
     assert list(inspect.signature(seam.extend_seam(None, None)).parameters) == seam.EXTEND_PARAMS
     assert seam.TARGET == decode_attention.TARGET  # one AFTER hook target: the backend's __init__ wraps both kernels

@@ -29,8 +29,8 @@ from hotfloat.seams import SeamRouter, arm_from_env, check_ranks_armed
 from hotfloat.seams.audit import Auditor
 from hotfloat.seams.control import ENV_CONTROL, ENV_OWNER, ControlError, connect, serve
 
-from .chokepoints import NORM_TARGETS, SILU_TARGETS, norm_hook, silu_hook
-from . import ar_rmsnorm, decode_attention, moe, prefill_attention, stacks
+from . import stacks
+from .seams import registry
 
 ENV_ENABLE = "HOTFLOAT_SEAMS"
 RANK_CHECK_TARGET = "sglang.srt.distributed.parallel_state.initialize_model_parallel"
@@ -126,19 +126,16 @@ def handle(request: dict) -> tuple[dict, bytes]:
 
 
 def seam_hooks(router: SeamRouter, every: bool = False) -> tuple[list[tuple[str, object]], set[str]]:
-    """(target, hook) for each chokepoint and the targets hooked AFTER (the rest are AROUND). The row-wise slots are
-    always hooked; any other seam only when the router routes, nudges or audits its slot, since hooking it imports its
-    SGLang module (the triton backend, FlashInfer's fusion, the MoE layer), or when `every` asks for all of them."""
-    hooks = [(t, silu_hook(router)) for t in SILU_TARGETS] + [(t, norm_hook(router)) for t in NORM_TARGETS]
-    after = set()
-    for seam in (decode_attention, prefill_attention):
-        if every or seam.SLOT in router.hooked:
-            hooks.append((seam.TARGET, seam.backend_init_hook(router)))
-            after.add(seam.TARGET)
-    if every or ar_rmsnorm.SLOT in router.hooked:
-        hooks.append((ar_rmsnorm.TARGET, ar_rmsnorm.hook(router)))
-    if every or {moe.SLOT, moe.REDUCE_SLOT} & router.hooked:
-        hooks.append((moe.TARGET, moe.hook(router)))
+    """(target, hook) for each target of the seams this engine needs, and the targets hooked AFTER (the rest are
+    AROUND): a seam is hooked when it is `always` hooked or its router routes, nudges or audits one of its slots
+    (hooking imports its SGLang module: the triton backend, FlashInfer's fusion, the MoE layer), or when `every` asks
+    for all of them."""
+    hooks, after = [], set()
+    for seam in registry():
+        if seam.wanted(router.hooked, every):
+            hook = seam.hook(router)
+            hooks += [(t, hook) for t in seam.targets]
+            after |= set(seam.targets) if seam.after else set()
     return hooks, after
 
 

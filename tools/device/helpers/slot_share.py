@@ -44,8 +44,8 @@ def _hook_every_seam():
     """A null-armed router behind every seam the plugin has, applied before SGLang builds its layers; returns it and
     the slots those seams reach."""
     from hotfloat.seams import arm
-    from hotfloat_sglang import ar_rmsnorm, decode_attention, moe, prefill_attention
     from hotfloat_sglang.plugin import seam_hooks
+    from hotfloat_sglang.seams import registry
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     router = arm(None)
@@ -54,9 +54,7 @@ def _hook_every_seam():
     for target, hook in hooks:
         HookRegistry.register(target, hook, HookType.AFTER if target in after else HookType.AROUND)
     HookRegistry.apply_hooks()
-    reached = ["activation.silu_and_mul", "norm.rmsnorm", "norm.fused_add_rmsnorm"]
-    reached += [decode_attention.SLOT, prefill_attention.SLOT, ar_rmsnorm.SLOT, moe.SLOT, moe.REDUCE_SLOT]
-    return router, reached
+    return router, [slot for seam in registry() for slot in seam.slots]
 
 
 def _model_runner(model_dir: str, kv_tokens: int):

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import torch
 
 from ..slots import DTYPES, Role, SlotSpec
-from .kinds import KINDS
 from .philox import PARAMS
 
 MAX_ENTRY_BYTES = 5 << 19
@@ -85,8 +84,8 @@ def plain_dims(dims: Mapping[str, int]) -> dict[str, int]:
 def layout_for(
     spec: SlotSpec, dims: Mapping[str, int], dtype: str, scalars: Mapping[str, float], rows: int, context: int
 ) -> Layout | None:
-    """The stratum's row; None for a slot the audit cannot keep (KINDS). `dims` are plain (`plain_dims`)."""
-    kind = KINDS.get(spec.name)
+    """The stratum's row; None for a slot the audit cannot keep (no `audit` site). `dims` are plain (`plain_dims`)."""
+    kind = spec.audit.kind if spec.audit is not None else None
     if kind is None or dtype not in spec.dtypes:
         return None
     esize = DTYPES[dtype].itemsize

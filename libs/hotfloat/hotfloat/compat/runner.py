@@ -61,26 +61,46 @@ def check(target: str, python: str | None = None) -> CompatReport:
             f"{python} does not exist (build the engine venv with `make engine`, "
             f"or point {ENV_ENGINE_PYTHON} at an interpreter with {target})"
         )
+    registry = None
+    if target == "sglang":
+        seam_rows, registry = _seam_checks(python)
+        table = [*table, *seam_rows]
+    raw = _json_of(python, [str(PROBE), json.dumps(table)], target)
     try:
-        done = subprocess.run(
-            [python, str(PROBE), json.dumps(table)],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        raise InfrastructureError(f"the {target} probe ran past {TIMEOUT_S} s in {python}") from None
-    try:
-        raw = json.loads(done.stdout.strip().splitlines()[-1])
         rows = [
             CompatRow(name=r["name"], status=Status.PASS if r["ok"] else Status.FAIL, detail=r["detail"]) for r in raw
         ]
-    except (IndexError, ValueError, KeyError, TypeError):
-        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise InfrastructureError(
-            f"the {target} probe in {python} failed (exit {done.returncode}): {tail[0]}"
-        ) from None
+    except (ValueError, KeyError, TypeError):
+        raise InfrastructureError(f"the {target} probe in {python} returned malformed rows") from None
     if len(rows) != len(table):
         raise InfrastructureError(f"the {target} probe returned {len(rows)} rows for {len(table)} checks")
+    if registry is not None:
+        rows.insert(1, registry)
     return CompatReport(target=target, python=python, status=combine([r.status for r in rows]), rows=rows)
+
+
+def _seam_checks(python: str) -> tuple[list[dict], CompatRow]:
+    """The seams' own rows, read from the registry in the engine interpreter (hotfloat_sglang lives there), and a row
+    for the registry itself: a missing plugin or a refused registry fails compat rather than hiding its rows."""
+    try:
+        found = _json_of(python, ["-m", "hotfloat_sglang.seams"], "seam registry")
+        seams, rows = found["seams"], found["checks"]
+        detail = "; ".join(f"{','.join(s['slots'])} at {len(s['targets'])} target(s)" for s in seams)
+        return list(rows), CompatRow(name="seam registry", status=Status.PASS, detail=detail)
+    except (InfrastructureError, KeyError, TypeError) as e:
+        return [], CompatRow(name="seam registry", status=Status.FAIL, detail=str(e)[:300])
+
+
+def _json_of(python: str, argv: list[str], what: str):
+    """Runs `python argv` and parses its last stdout line as JSON."""
+    try:
+        done = subprocess.run(
+            [python, *argv], capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        raise InfrastructureError(f"the {what} probe ran past {TIMEOUT_S} s in {python}") from None
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise InfrastructureError(f"the {what} probe in {python} failed (exit {done.returncode}): {tail[0]}") from None

@@ -24,16 +24,6 @@ from .audit_kernels import attn_post, attn_pre, rowwise_post, rowwise_pre
 PREFILL, DECODE = 1, 2
 
 
-WARM_DIMS = {
-    "activation.silu_and_mul": {"T": 4, "D": 8},
-    "norm.rmsnorm": {"T": 4, "H": 8},
-    "norm.fused_add_rmsnorm": {"T": 4, "H": 8},
-    "attention.prefill": {"T": 4, "Hq": 2, "Hkv": 1, "D": 8, "P": 8, "B": 1, "N": 4},
-    "attention.decode": {"B": 1, "Hq": 2, "Hkv": 1, "D": 8, "P": 8, "N": 4},
-}
-"""A tiny call of each audited slot: what `warm` compiles the taps with."""
-
-
 class TritonTaps:
     """Launches the taps of a ring's kind; every call of a stratum launches the same kernels on the same grid."""
 
@@ -54,9 +44,10 @@ class TritonTaps:
         from ..slots import Role, get_slot
 
         for slot in slots:
-            spec, dims = get_slot(slot), WARM_DIMS[slot]
-            if dtype not in spec.dtypes:
+            spec = get_slot(slot)
+            if spec.audit is None or dtype not in spec.dtypes:
                 continue
+            dims = spec.audit.warm
             lay = layout_for(spec, dims, dtype, {a.name: 1.0 for a in spec.of_role(Role.SCALAR)}, 2, 4)
             ring = Ring(lay, 2, device, self.parts_for(lay))
             t = {

@@ -1,7 +1,7 @@
 """activation.silu_and_mul: the gated MLP activation, out = silu(x[:, :D]) * x[:, D:]."""
 
 from . import families
-from .spec import ArgSpec, DimRange, Role, Shape, SlotSpec
+from .spec import ArgSpec, AuditSite, DimRange, Role, Shape, SlotSpec
 
 
 def _reference(t):
@@ -43,4 +43,8 @@ SILU_AND_MUL = SlotSpec(
     bytes_moved=lambda dims, esize: 3 * dims["T"] * dims["D"] * esize,
     flops=lambda dims: 5 * dims["T"] * dims["D"],
     ranges={"T": DimRange(1, 8192), "D": DimRange(64, 16384, 16)},
+    audit=AuditSite("rowwise", {"T": 4, "D": 8}),
 )
+
+SPECS = (SILU_AND_MUL,)
+"""The slots this module defines: the registry finds them here."""

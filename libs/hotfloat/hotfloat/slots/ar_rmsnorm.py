@@ -2,7 +2,7 @@
 + residual and out = rmsnorm(residual_out) * weight.
 
 Each rank holds its partial x of the attention or MLP output and the same residual stream and norm weight; SGLang's
-fused epilogue (FlashInfer's allreduce fusion, hooked by hotfloat_sglang.ar_rmsnorm) reduces, adds and normalises in
+fused epilogue (FlashInfer's allreduce fusion, hooked by hotfloat_sglang.seams.ar_rmsnorm) reduces, adds and normalises in
 one kernel, where the unfused path pays an all-reduce and a fused_add_rmsnorm. The call order is Cacheon's (eps
 before the outputs), so its bundles for this slot import unchanged.
 
@@ -90,3 +90,6 @@ AR_RESIDUAL_RMSNORM = SlotSpec(
     replicated=("residual", "weight"),
     rounding_scale=_scales,
 )
+
+SPECS = (AR_RESIDUAL_RMSNORM,)
+"""The slots this module defines: the registry finds them here."""

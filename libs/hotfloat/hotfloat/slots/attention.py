@@ -19,7 +19,7 @@ in fp32 and rounds only the probabilities (as SGLang's kernel does before P @ V)
 it, well inside 2e-2 (bf16) and 1e-2 (fp16). fp32 is not a decode dtype of the engine and is not offered.
 """
 
-from .spec import ArgSpec, Role, Shape, SlotSpec
+from .spec import ArgSpec, AuditSite, Role, Shape, SlotSpec
 
 DEFAULT_SCALE = 0.125
 """The scale a caller passes for head dim 64; verification draws its own per case."""
@@ -146,4 +146,8 @@ ATTENTION_DECODE = SlotSpec(
     make_scalars=draw_scale,
     bytes_moved=_bytes,
     flops=lambda dims: 4 * _kv_tokens(dims) * dims["Hq"] * dims["D"],
+    audit=AuditSite("decode", {"B": 1, "Hq": 2, "Hkv": 1, "D": 8, "P": 8, "N": 4}),
 )
+
+SPECS = (ATTENTION_DECODE,)
+"""The slots this module defines: the registry finds them here."""

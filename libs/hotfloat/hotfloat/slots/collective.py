@@ -60,3 +60,6 @@ ALL_REDUCE = SlotSpec(
     ranges={"T": DimRange(1, 8192), "H": DimRange(128, 16384, 16)},
     rounding_scale=lambda t, expected: {"out": t["x"].float().abs().sum(0)},  # every add of the reduction rounds
 )
+
+SPECS = (ALL_REDUCE,)
+"""The slots this module defines: the registry finds them here."""

@@ -18,7 +18,7 @@ A kernel that forgets either addend, or normalises the residual it was given, is
 
 from .norm import EPS, scalars
 from . import families
-from .spec import ArgSpec, DimRange, Role, Shape, SlotSpec
+from .spec import ArgSpec, AuditSite, DimRange, Role, Shape, SlotSpec
 
 
 def _reference(t):
@@ -72,4 +72,8 @@ FUSED_ADD_RMSNORM = SlotSpec(
     bytes_moved=lambda dims, esize: (4 * dims["T"] * dims["H"] + dims["H"]) * esize,
     flops=lambda dims: 5 * dims["T"] * dims["H"],
     ranges={"T": DimRange(1, 8192), "H": DimRange(128, 16384, 16)},
+    audit=AuditSite("rowwise", {"T": 4, "H": 8}),
 )
+
+SPECS = (FUSED_ADD_RMSNORM,)
+"""The slots this module defines: the registry finds them here."""

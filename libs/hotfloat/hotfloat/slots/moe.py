@@ -209,3 +209,9 @@ MOE_FUSED_EXPERTS_REDUCE = SlotSpec(
 )
 
 __all__ = ["MOE_FUSED_EXPERTS", "MOE_FUSED_EXPERTS_REDUCE", "experts", "routing"]
+
+SPECS = (
+    MOE_FUSED_EXPERTS,
+    MOE_FUSED_EXPERTS_REDUCE,
+)
+"""The slots this module defines: the registry finds them here."""

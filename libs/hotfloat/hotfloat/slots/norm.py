@@ -3,7 +3,7 @@
 import math
 
 from . import families
-from .spec import ArgSpec, DimRange, Role, Shape, SlotSpec
+from .spec import ArgSpec, AuditSite, DimRange, Role, Shape, SlotSpec
 
 EPS = 1e-6
 """The default a caller passes (Qwen, Llama 3); verification draws its own per case (`scalars`)."""
@@ -61,4 +61,8 @@ RMSNORM = SlotSpec(
     bytes_moved=lambda dims, esize: (2 * dims["T"] * dims["H"] + dims["H"]) * esize,
     flops=lambda dims: 4 * dims["T"] * dims["H"],
     ranges={"T": DimRange(1, 8192), "H": DimRange(128, 16384, 16)},
+    audit=AuditSite("rowwise", {"T": 4, "H": 8}),
 )
+
+SPECS = (RMSNORM,)
+"""The slots this module defines: the registry finds them here."""

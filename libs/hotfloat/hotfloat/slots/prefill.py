@@ -23,7 +23,7 @@ the GPU during bench).
 """
 
 from .attention import DEFAULT_SCALE, draw_scale, lengths
-from .spec import ArgSpec, Role, Shape, SlotSpec
+from .spec import ArgSpec, AuditSite, Role, Shape, SlotSpec
 
 SCORE_ELEMENTS = 1 << 25
 """Score-matrix elements the reference holds at once (128 MiB of fp32)."""
@@ -161,4 +161,8 @@ ATTENTION_PREFILL = SlotSpec(
     make_scalars=draw_scale,
     bytes_moved=_bytes,
     flops=_flops,
+    audit=AuditSite("prefill", {"T": 4, "Hq": 2, "Hkv": 1, "D": 8, "P": 8, "B": 1, "N": 4}),
 )
+
+SPECS = (ATTENTION_PREFILL,)
+"""The slots this module defines: the registry finds them here."""

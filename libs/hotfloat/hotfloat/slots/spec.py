@@ -107,6 +107,15 @@ Tensors = Mapping[str, "torch.Tensor | float"]
 
 
 @dataclass(frozen=True)
+class AuditSite:
+    """How the in-engine audit keeps a slot's calls: its entry layout (`hotfloat.audit.layout`: rowwise, prefill or
+    decode) and a tiny call the taps are compiled with before a bundle is imported."""
+
+    kind: str
+    warm: Mapping[str, int]
+
+
+@dataclass(frozen=True)
 class SlotSpec:
     """A validator-owned replacement boundary in the engine; candidates must match `reference` within tolerance."""
 
@@ -146,6 +155,8 @@ class SlotSpec:
     rounding_scale: Callable[[Tensors, dict[str, torch.Tensor]], dict[str, torch.Tensor]] | None = None
     """Per output, the magnitude rtol applies to where a correct kernel's rounding follows the addends rather than the
     result (a sum over ranks or over experts), from the reference's inputs and outputs; None: |expected|."""
+    audit: AuditSite | None = None
+    """Where the in-engine audit sees the slot's calls; None: a routed call is one no audit can see (an error)."""
 
     def expect(self, inputs: Tensors) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
         """The reference's outputs and, per output, the magnitude rtol applies to: verify, the collective verifier,

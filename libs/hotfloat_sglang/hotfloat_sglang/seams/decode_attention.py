@@ -17,8 +17,10 @@ import torch
 
 from hotfloat.seams import SeamRouter
 
+from ..seam import Seam, callable_check
+from .triton_backend import CHECKS, TARGET
+
 SLOT = "attention.decode"
-TARGET = "sglang.srt.layers.attention.triton_backend.TritonAttnBackend.__init__"
 DECODE_PARAMS = [
     "q",
     "k_buffer",
@@ -123,3 +125,21 @@ def decode_seam(router: SeamRouter, original):
         return None
 
     return decode_attention_fwd
+
+
+SEAMS = (
+    Seam(
+        slots=(SLOT,),
+        targets=(TARGET,),
+        hook=backend_init_hook,
+        after=True,
+        checks=(
+            *CHECKS,
+            callable_check(
+                "decode_attention_fwd",
+                "sglang.srt.layers.attention.triton_ops.decode_attention.decode_attention_fwd",
+                DECODE_PARAMS,
+            ),
+        ),
+    ),
+)

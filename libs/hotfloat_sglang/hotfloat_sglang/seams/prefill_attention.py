@@ -18,8 +18,10 @@ import torch
 
 from hotfloat.seams import SeamRouter
 
+from ..seam import Seam, callable_check
+from .triton_backend import CHECKS, TARGET
+
 SLOT = "attention.prefill"
-TARGET = "sglang.srt.layers.attention.triton_backend.TritonAttnBackend.__init__"
 EXTEND_PARAMS = (
     "q_extend k_extend v_extend o_extend k_buffer v_buffer qo_indptr kv_indptr kv_indices custom_mask is_causal "
     "mask_indptr max_len_extend k_scale v_scale sm_scale logit_cap skip_prefix_custom_mask sliding_window_size sinks "
@@ -122,3 +124,21 @@ def extend_seam(router: SeamRouter, original):
         return None
 
     return extend_attention_fwd
+
+
+SEAMS = (
+    Seam(
+        slots=(SLOT,),
+        targets=(TARGET,),
+        hook=backend_init_hook,
+        after=True,
+        checks=(
+            *CHECKS,
+            callable_check(
+                "extend_attention_fwd",
+                "sglang.srt.layers.attention.triton_ops.extend_attention.extend_attention_fwd",
+                EXTEND_PARAMS,
+            ),
+        ),
+    ),
+)

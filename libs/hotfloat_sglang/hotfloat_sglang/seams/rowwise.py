@@ -1,4 +1,5 @@
-"""The SGLang methods hotfloat routes, and when a call there is the plain slot (else it stays stock).
+"""The row-wise slots' seams: SGLang's SiluAndMul and RMSNorm forward methods, and when a call there is the plain
+slot (else it stays stock). Both are hooked in every engine: cheap, and every call is counted.
 
 Each wrapper receives SGLang's original method; calls it makes while running stock code (RMSNorm.forward_cuda falls
 back to forward_native, for instance) go straight to the original so one layer call is counted once.
@@ -10,16 +11,15 @@ import threading
 
 from hotfloat.seams import SeamRouter
 
+from ..seam import Seam, callable_check
+
 _inside = threading.local()
 
-SILU_TARGETS = (
-    "sglang.srt.layers.activation.SiluAndMul.forward_cuda",
-    "sglang.srt.layers.activation.SiluAndMul.forward_native",
-)
-NORM_TARGETS = (
-    "sglang.srt.layers.layernorm.RMSNorm.forward_cuda",
-    "sglang.srt.layers.layernorm.RMSNorm.forward_native",
-)
+_ACT = "sglang.srt.layers.activation.SiluAndMul"
+_NORM = "sglang.srt.layers.layernorm.RMSNorm"
+SILU_TARGETS = (f"{_ACT}.forward_cuda", f"{_ACT}.forward_native")
+NORM_TARGETS = (f"{_NORM}.forward_cuda", f"{_NORM}.forward_native")
+_NORM_PARAMS = ["self", "x", "residual", "post_residual_addition"]
 
 
 def _stock(original, *args, **kwargs):
@@ -79,3 +79,31 @@ def norm_hook(router: SeamRouter):
         )
 
     return around
+
+
+SEAMS = (
+    Seam(
+        slots=("activation.silu_and_mul",),
+        targets=SILU_TARGETS,
+        hook=silu_hook,
+        always=True,
+        checks=tuple(
+            callable_check(t.removeprefix("sglang.srt.layers.activation."), t, ["self", "x"]) for t in SILU_TARGETS
+        ),
+    ),
+    Seam(
+        slots=("norm.rmsnorm", "norm.fused_add_rmsnorm"),
+        targets=NORM_TARGETS,
+        hook=norm_hook,
+        always=True,
+        checks=(
+            *(callable_check(t.removeprefix("sglang.srt.layers.layernorm."), t, _NORM_PARAMS) for t in NORM_TARGETS),
+            callable_check(  # what `_plain_layer` reads off the layer
+                "RMSNorm.__init__",
+                f"{_NORM}.__init__",
+                "hidden_size eps var_hidden_size cast_x_before_out_mul fp32_residual has_weight override_orig_dtype".split(),
+                order=False,
+            ),
+        ),
+    ),
+)

@@ -20,11 +20,18 @@ import torch
 
 from hotfloat.seams import SeamRouter
 
+from ..seam import Seam, callable_check
+
 SLOT = "moe.fused_experts"
 REDUCE_SLOT = "moe.fused_experts_reduce"
 TARGET = "sglang.srt.layers.moe.fused_moe_triton.layer.FusedMoE.forward_impl"
 PARAMS = ["self", "hidden_states", "topk_output"]
 """The target's parameters at the pin, in order (compat checks them)."""
+CONFIG_FIELDS = (
+    "activation is_gated apply_router_weight_on_input no_combine routed_scaling_factor gemm1_alpha gemm1_clamp_limit "
+    "swiglu_limit"
+).split()
+"""The MoeRunnerConfig fields `plain` reads."""
 
 
 def tp_group():
@@ -79,3 +86,44 @@ def hook(router: SeamRouter, group=tp_group):
         return router.call(slot, stock, *args, *([group().device_group] if reduces else []))
 
     return torch.compiler.disable(around)
+
+
+SEAMS = (
+    Seam(
+        slots=(SLOT, REDUCE_SLOT),
+        targets=(TARGET,),
+        hook=hook,
+        checks=(
+            callable_check("FusedMoE.forward_impl", TARGET, PARAMS),
+            callable_check(
+                "FusedMoE.__init__ (what the MoE seam's plain check reads)",
+                "sglang.srt.layers.moe.fused_moe_triton.layer.FusedMoE.__init__",
+                (
+                    "num_experts hidden_size intermediate_size top_k num_fused_shared_experts reduce_results "
+                    "activation apply_router_weight_on_input routed_scaling_factor gemm1_alpha gemm1_clamp_limit "
+                    "swiglu_limit with_bias is_gated"
+                ).split(),
+                order=False,
+            ),
+            {
+                "name": "MoeRunnerConfig fields",
+                "kind": "fields",
+                "target": "sglang.srt.layers.moe.moe_runner.base.MoeRunnerConfig",
+                "fields": [*"num_experts num_local_experts inplace".split(), *CONFIG_FIELDS],
+            },
+            {
+                "name": "StandardTopKOutput fields",
+                "kind": "fields",
+                "target": "sglang.srt.layers.moe.topk.StandardTopKOutput",
+                "fields": ["topk_weights", "topk_ids", "router_logits"],
+            },
+            {
+                "name": "MoeRunnerBackend.is_triton",
+                "kind": "attrs",
+                "target": "sglang.srt.layers.moe.utils.MoeRunnerBackend",
+                "attrs": ["is_triton"],
+            },
+            {"name": "get_tp_group", "kind": "attrs", "target": "sglang.srt.distributed", "attrs": ["get_tp_group"]},
+        ),
+    ),
+)

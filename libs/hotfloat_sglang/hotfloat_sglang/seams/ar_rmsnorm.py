@@ -18,6 +18,8 @@ import torch
 
 from hotfloat.seams import SeamRouter
 
+from ..seam import Seam, callable_check
+
 SLOT = "collective.ar_residual_rmsnorm"
 TARGET = "sglang.srt.layers.flashinfer_comm_fusion.flashinfer_allreduce_residual_rmsnorm"
 PARAMS = [
@@ -83,3 +85,26 @@ def hook(router: SeamRouter, coordinator=group_of):
         return router.call(SLOT, stock, input_tensor, residual, weight, float(eps), group.device_group)
 
     return torch.compiler.disable(around)
+
+
+SEAMS = (
+    Seam(
+        slots=(SLOT,),
+        targets=(TARGET,),
+        hook=hook,
+        checks=(
+            callable_check("flashinfer_allreduce_residual_rmsnorm", TARGET, PARAMS),
+            {
+                "name": "fusion group getters",
+                "kind": "attrs",
+                "target": "sglang.srt.distributed",
+                "attrs": [
+                    "get_attn_tp_group",
+                    "get_moe_ep_group",
+                    "get_moe_tp_group",
+                    "get_moe_expert_parallel_world_size",
+                ],
+            },
+        ),
+    ),
+)

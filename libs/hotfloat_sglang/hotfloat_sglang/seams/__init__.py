@@ -1,0 +1,50 @@
+"""The seam registry: every module of this package that defines `SEAMS` contributes its seams, so a new slot's hook is
+one new file here. `python -m hotfloat_sglang.seams` prints the registry and its compat rows as JSON (compat runs it
+in the engine venv, where SGLang and this package live)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+
+from hotfloat.slots import SLOTS
+
+from ..seam import Seam
+
+
+@cache
+def registry() -> tuple[Seam, ...]:
+    """Every seam, by module name; refuses a seam of an unknown slot, a slot hooked twice, or a target hooked both
+    AFTER and AROUND."""
+    seams: list[Seam] = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):  # __main__ prints the registry
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for seam in getattr(module, "SEAMS", ()):
+            if not isinstance(seam, Seam):
+                raise TypeError(f"{module.__name__}.SEAMS holds {type(seam).__name__}, not a Seam")
+            seams.append(seam)
+    slots = [s for seam in seams for s in seam.slots]
+    unknown = sorted(set(slots) - set(SLOTS))
+    twice = sorted({s for s in slots if slots.count(s) > 1})
+    if unknown or twice:
+        raise ValueError(f"seams: unknown slots {unknown}, slots hooked twice {twice}")
+    modes = {}
+    for seam in seams:
+        for target in seam.targets:
+            if modes.setdefault(target, seam.after) != seam.after:
+                raise ValueError(f"seams: {target} is hooked both AFTER and AROUND")
+    return tuple(seams)
+
+
+def checks() -> list[dict]:
+    """The compat rows of every seam, each once (seams that share a target share its rows); two different rows under
+    one name are refused."""
+    rows: dict[str, dict] = {}
+    for seam in registry():
+        for row in seam.checks:
+            if rows.setdefault(row["name"], row) != row:
+                raise ValueError(f"seams: two different compat rows are named {row['name']!r}")
+    return list(rows.values())
