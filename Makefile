@@ -38,9 +38,13 @@ demo: setup
 	$(BIN)/hotfloat demo
 
 ## Builds .venv-engine (about 5 GB) and, for the container tests, the cpu images through Bazel (about 2 GB plus its
-## cache); the Bazel server the tests start is shut down when they end (tests/images/conftest.py).
+## cache); the Bazel server the tests start is shut down when they end (tests/images/conftest.py). The suite runs in
+## two parts: TEST_WORKERS processes (pytest-xdist, a file each at a time; CI has two cores) for every test whose
+## verdict does not depend on this machine's speed, then the `timed` ones alone, so no other test's load is their noise.
+TEST_WORKERS ?= 2
 test: setup engine
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not timed" tests
+	$(BIN)/python -m pytest -q -m timed tests
 
 ## Re-resolve requirements.in into the hashed lock (needs PyPI).
 lock: $(UV_STAMP)

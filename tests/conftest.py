@@ -33,6 +33,14 @@ def _private_tmpdir():
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_inherited_width():
+    """pytest-xdist's workers get COLUMNS from their controller's terminal, which a serial run never sets: without it
+    every test sees the same table width under `make test`'s workers as alone (a test that needs one sets it)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.pop("COLUMNS", None)
+
+
 def foreign_sqlite(path: Path, table: str) -> bytes:
     """Another program's SQLite database at `path` (one table); returns its bytes, to show a refusal left it alone."""
     conn = sqlite3.connect(path)

@@ -35,3 +35,12 @@ def test_the_readme_keeps_two_set_up_commands_and_says_what_make_test_builds():
     flat = " ".join(block.split())
     assert all(s in flat for s in (".venv-engine", "about 5 GB", "images through Bazel", "about 10 GB in all"))
     assert "Bazel server stops when the tests end" in flat
+
+
+def test_make_test_runs_the_timed_tests_alone_after_the_parallel_part():
+    """A test whose verdict depends on this machine's speed never shares the CPU with another test."""
+    runs = [line for line in dry_run("test") if "-m pytest" in line]
+    assert len(runs) == 2 and '-m "not timed"' in runs[0] and "-n " in runs[0]
+    assert runs[1].split()[-3:] == ["-m", "timed", "tests"] and "-n " not in runs[1]
+    ini = (ROOT / "pytest.ini").read_text()
+    assert "timed:" in ini

@@ -64,7 +64,7 @@ def complete(words: str, cword: int) -> list[str]:
 def test_shell_completion_of_commands_and_slot_names():
     assert "slots" in complete("hotfloat sl", 1)
     assert {"schema", "import"} <= set(complete("hotfloat bundle ", 2))
-    assert complete("hotfloat new mine --slot norm.", 4) == ["norm.rmsnorm", "norm.fused_add_rmsnorm"]
+    assert complete("hotfloat new mine --slot norm.", 4) == ["norm.fused_add_rmsnorm", "norm.rmsnorm"]
 
 
 def test_bash_source_script_names_the_program():

@@ -97,14 +97,22 @@ def test_an_altered_seam_signature_fails(tmp_path, pythonpath):
             },
         )
     )
+    pythonpath(Path(__file__).resolve().parents[2] / "libs" / "hotfloat_sglang")  # the seams' own rows, read here
     got = rows(check("sglang", python=sys.executable))
-    assert got["sglang version"].status is Status.PASS
+    assert got["sglang version"].status is Status.PASS and got["seam registry"].status is Status.PASS
     assert got["SiluAndMul.forward_native"].status is Status.PASS
     assert got["SiluAndMul.forward_cuda"].status is Status.FAIL
     assert "missing parameter(s) x" in got["SiluAndMul.forward_cuda"].detail
     assert "out of order" in got["RMSNorm.forward_cuda"].detail
     assert "no attribute 'forward_native'" in got["RMSNorm.forward_native"].detail
     assert got["Engine.generate"].status is Status.FAIL
+
+
+def test_a_missing_seam_registry_fails_its_row_and_hides_no_table_row(tmp_path, pythonpath):
+    pythonpath(shadow(tmp_path, "sglang", SGLANG_PIN, {"sglang/__init__.py": ""}))
+    got = rows(check("sglang", python=sys.executable))  # this interpreter has no hotfloat_sglang on its path
+    assert got["seam registry"].status is Status.FAIL and "hotfloat_sglang" in got["seam registry"].detail
+    assert "RadixAttention.forward" in got and "SiluAndMul.forward_cuda" not in got
 
 
 def test_compat_passes_on_the_pinned_engine_venv():

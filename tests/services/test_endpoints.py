@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from hotfloat.ledger import State
@@ -55,6 +56,7 @@ def _recorded_once(led, sid) -> None:
     assert states == [State.RECEIVED, State.SCANNED, State.BUILT, State.ADMITTED, State.QUALIFIED, State.SCORED]
 
 
+@pytest.mark.timed  # a wall-clock comparison of one endpoint against three
 def test_three_endpoints_finish_a_queue_faster_than_one(stand_in, qualifiers, make_bundle, sockdir, token, tmp_path):
     """Six submissions, twelve qualifications, the same three pipeline workers: one endpoint runs them one after
     another; three run three at once, each reproduction on another endpoint than its first run."""

@@ -31,6 +31,8 @@ from hotfloat_services.validator.clients import StageClients
 GOOD = """\
 import torch
 
+pytestmark = pytest.mark.timed  # CPU qualifications that must show the knob's speed-up
+
 
 def run(x, out):
     d = x.shape[-1] // 2

@@ -6,6 +6,8 @@ from hotfloat.qualify.calibrate.collect import handicap_us
 from hotfloat.qualify.records import RuleConfig
 from hotfloat.qualify.workload import make_workload
 
+pytestmark = pytest.mark.timed  # a 90 s collection budget for 3-4 rounds
+
 
 def test_the_handicap_is_sized_per_activation_call_so_c_saves_the_effect():
     """llama-8b on the `sglang` mix: 32 layers x (128 + 4) forward steps = 4224 calls; a 1.3 s pass slowed by

@@ -21,6 +21,7 @@ from hotfloat.qualify.isolation.memory import GiB, Ledger, need_bytes, plan
 from hotfloat.qualify.isolation.resident import EngineFault, ResidentEngine
 from hotfloat.qualify.workload import kv_cap, make_workload
 
+pytestmark = pytest.mark.timed  # a 6 s stall floor
 H100, H200 = 81559 << 20, 143771 << 20
 """The devices' memory as nvidia-smi reports it (docs/device-runs.md)."""
 STANDIN = [sys.executable, str(Path(__file__).with_name("standin_watchdog.py"))]
