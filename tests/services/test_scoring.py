@@ -28,10 +28,10 @@ from hotfloat.qualify.calibration import Uncalibrated
 from hotfloat_services.serve import start as start_service
 from hotfloat_services.validator.clients import StageClients
 
+pytestmark = pytest.mark.timed  # CPU qualifications that must show the knob's speed-up
+
 GOOD = """\
 import torch
-
-pytestmark = pytest.mark.timed  # CPU qualifications that must show the knob's speed-up
 
 
 def run(x, out):
