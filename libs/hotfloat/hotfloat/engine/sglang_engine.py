@@ -1,22 +1,19 @@
 """The SGLang engine inside a qualification worker: SGLang's offline Engine fed token ids, the bundle armed by the
 hotfloat_sglang plugin in every SGLang process of this engine, greedy completions with logprobs and top-2 margins.
 
-Settings are the validator's and part of the engine identity: attention on SGLang's Triton backend (no prebuilt
-flashinfer cubins needed), PyTorch sampling, no grammar backend, no radix cache (so B and C do the same prefill work
-on every pass), SGLang's own decode CUDA graphs for the workload's batch sizes (smaller decode batches pad up to the
-next one), piecewise graphs off, and a KV pool capped to what the workload needs: engines share one GPU, and SGLang
-sizes its pool from the free memory it measures before and after loading the model, so an uncapped engine would take
-a neighbour's share. The pool SGLang really built is part of the identity (`kv_pool_tokens`, so it must equal B's),
-and one smaller than the workload's need refuses to serve: a squeezed pool would queue requests, a different work.
-The pool is read where `Engine.get_server_info` reads it (the scheduler's init info), without that call's round trip. Logits are computed in fp32 (`enable_fp32_lm_head`): in
-bf16 a logit near 40 is only resolved to 0.25, coarser than the gate's 0.1 logprob tolerance, so on the H200
-(llama-8b) every top-2 gap was a multiple of 0.25 and a non-bit-exact kernel failed the gate on rounding of the
-logits rather than on its own error. The plugin arms the bundle from the environment
-(HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE, HOTFLOAT_ARMED_IDENTITY, and HOTFLOAT_TWIN_OF for the gate's twin) in SGLang's
-scheduler process only: this process never imports candidate code. It holds the schedulers' control channel
-(hotfloat.seams.control), which hands each scheduler the audit's settings with its secret key before the bundle is
-imported, and over which this process asks for the twin's slots, the seam counts and each round's audit. The audit's
-settings and the calibration handicap (HOTFLOAT_HANDICAP_US) stay out of the engine identity.
+Settings are the validator's and part of the engine identity (`settings_for`); every one that is not SGLang's own
+default is in hotfloat.engine.deviations with its reason: attention on SGLang's Triton backend, PyTorch sampling, no
+grammar backend, no radix cache, SGLang's own decode CUDA graphs for the workload's batch sizes (smaller decode
+batches pad up to the next one), piecewise graphs off, a KV pool capped to what the workload needs, and fp32 logits.
+The pool SGLang really built is part of the identity (`kv_pool_tokens`, so it must equal B's), and one smaller than
+the workload's need refuses to serve: a squeezed pool would queue requests, a different work. The pool is read where
+`Engine.get_server_info` reads it (the scheduler's init info), without that call's round trip. The plugin arms the
+bundle from the environment (HOTFLOAT_SEAMS=1, HOTFLOAT_ARMED_BUNDLE, HOTFLOAT_ARMED_IDENTITY, and HOTFLOAT_TWIN_OF
+for the gate's twin) in SGLang's scheduler process only: this process never imports candidate code. It holds the
+schedulers' control channel (hotfloat.seams.control), which hands each scheduler the audit's settings with its secret
+key before the bundle is imported, and over which this process asks for the twin's slots, the seam counts and each
+round's audit. The audit's settings and the calibration handicap (HOTFLOAT_HANDICAP_US) stay out of the engine
+identity.
 """
 
 from __future__ import annotations
@@ -31,6 +28,28 @@ from ..seams import ENV_HANDICAP
 from ..seams.control import ControlServer
 
 CONTROL_TIMEOUT_S = 120.0
+ENGINE_ARGS = {"skip_tokenizer_init": True, "log_level": "error"}
+"""What the engine is given beside its settings: plumbing, outside the identity (hotfloat.engine.deviations)."""
+
+
+def settings_for(spec: dict) -> dict:
+    """The SGLang settings of a qualification engine, all of them in its identity; each that is not SGLang's default
+    is in hotfloat.engine.deviations with its reason."""
+    return dict(
+        attention_backend="triton",
+        sampling_backend="pytorch",
+        grammar_backend="none",
+        disable_radix_cache=True,
+        disable_cuda_graph=False,
+        cuda_graph_bs=[int(b) for b in spec["graph_batches"]],
+        disable_piecewise_cuda_graph=True,
+        mem_fraction_static=float(spec["mem_fraction"]),
+        max_total_tokens=int(spec["kv_tokens"]),
+        dtype={"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[spec["dtype"]],
+        random_seed=0,
+        sleep_on_idle=bool(spec.get("sleep_on_idle", True)),
+        enable_fp32_lm_head=True,
+    )
 
 
 class SglangEngine:
@@ -46,25 +65,11 @@ class SglangEngine:
         audit = AuditConfig.from_wire(spec.get("audit"))
         self.control = ControlServer({"audit": audit.to_wire() if audit else None, "dtype": spec["dtype"]})
         model = spec["model_dir"]
-        self.settings = dict(
-            attention_backend="triton",
-            sampling_backend="pytorch",
-            grammar_backend="none",
-            disable_radix_cache=True,
-            disable_cuda_graph=False,
-            cuda_graph_bs=[int(b) for b in spec["graph_batches"]],
-            disable_piecewise_cuda_graph=True,
-            mem_fraction_static=float(spec["mem_fraction"]),
-            max_total_tokens=int(spec["kv_tokens"]),
-            dtype={"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[spec["dtype"]],
-            random_seed=0,
-            sleep_on_idle=bool(spec.get("sleep_on_idle", True)),
-            enable_fp32_lm_head=True,
-        )
+        self.settings = settings_for(spec)
         import sglang
         import torch
 
-        self.engine = sglang.Engine(model_path=model, skip_tokenizer_init=True, log_level="error", **self.settings)
+        self.engine = sglang.Engine(model_path=model, **ENGINE_ARGS, **self.settings)
         self.control.wait(1, CONTROL_TIMEOUT_S)
         pool = int(self.engine._scheduler_init_result.scheduler_infos[0]["max_total_num_tokens"])
         if pool < int(spec["kv_need"]):
