@@ -38,10 +38,12 @@ def run(x, out):
     d = x.shape[-1] // 2
     out.copy_((torch.nn.functional.silu(x[..., :d].float()) * x[..., d:].float()).to(out.dtype))
 """
-RULE = RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=4, max_looks=2)
-"""This machine's rule: drift far above a quiet GPU host's is tolerated, the error rate is the default."""
-FASTER = {"qualify_warmup_passes": 1, "qualify_rule": RULE, "qualify_extra_passes": (("B", 128),)}
-SLOWER = {**FASTER, "qualify_extra_passes": (("C", 128),)}
+RULE = RuleConfig(logprob_tol=1e-3, drift_bound=5.0, look_rounds=4, max_looks=3)
+"""This machine's rule: drift far above a quiet GPU host's is tolerated, the error rate is the default. Up to 12 rounds
+and 192 extra passes: with 8 and 128, one of the four PASSes the first test needs once ended "not shown faster" at
++36.6% [-0.82%, +60.13%] on the 2-core CI machine with nothing else running."""
+FASTER = {"qualify_warmup_passes": 1, "qualify_rule": RULE, "qualify_extra_passes": (("B", 192),)}
+SLOWER = {**FASTER, "qualify_extra_passes": (("C", 192),)}
 CROWNED = SettlementPolicy(provisional="crowned")
 """No calibration record measures a CPU, so every PASS here is provisional: crowned, to test the crowns."""
 ALL_STAGES = [State.RECEIVED, State.SCANNED, State.BUILT, State.ADMITTED, State.QUALIFIED, State.SCORED]
