@@ -4,10 +4,9 @@ in the engine venv, where SGLang and this package live)."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import cache
 
+from hotfloat.discovery import declared
 from hotfloat.slots import SLOTS
 
 from ..seam import Seam
@@ -17,15 +16,7 @@ from ..seam import Seam
 def registry() -> tuple[Seam, ...]:
     """Every seam, by module name; refuses a seam of an unknown slot, a slot hooked twice, or a target hooked both
     AFTER and AROUND."""
-    seams: list[Seam] = []
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):  # __main__ prints the registry
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for seam in getattr(module, "SEAMS", ()):
-            if not isinstance(seam, Seam):
-                raise TypeError(f"{module.__name__}.SEAMS holds {type(seam).__name__}, not a Seam")
-            seams.append(seam)
+    seams = declared(__name__, __path__, "SEAMS", Seam)  # __main__, which prints the registry, is left out
     slots = [s for seam in seams for s in seam.slots]
     unknown = sorted(set(slots) - set(SLOTS))
     twice = sorted({s for s in slots if slots.count(s) > 1})
