@@ -17,8 +17,7 @@ import torch
 
 from hotfloat.seams import SeamRouter
 
-from ..seam import Seam, callable_check
-from .triton_backend import CHECKS, TARGET
+from .triton_backend import TARGET, seam  # noqa: F401 (TARGET: the hook target, named here for tests and docs)
 
 SLOT = "attention.decode"
 DECODE_PARAMS = [
@@ -127,19 +126,4 @@ def decode_seam(router: SeamRouter, original):
     return decode_attention_fwd
 
 
-SEAMS = (
-    Seam(
-        slots=(SLOT,),
-        targets=(TARGET,),
-        hook=backend_init_hook,
-        after=True,
-        checks=(
-            *CHECKS,
-            callable_check(
-                "decode_attention_fwd",
-                "sglang.srt.layers.attention.triton_ops.decode_attention.decode_attention_fwd",
-                DECODE_PARAMS,
-            ),
-        ),
-    ),
-)
+SEAMS = (seam(SLOT, backend_init_hook, "decode_attention.decode_attention_fwd", DECODE_PARAMS),)

@@ -18,8 +18,7 @@ import torch
 
 from hotfloat.seams import SeamRouter
 
-from ..seam import Seam, callable_check
-from .triton_backend import CHECKS, TARGET
+from .triton_backend import TARGET, seam  # noqa: F401 (TARGET: the hook target, named here for tests and docs)
 
 SLOT = "attention.prefill"
 EXTEND_PARAMS = (
@@ -126,19 +125,4 @@ def extend_seam(router: SeamRouter, original):
     return extend_attention_fwd
 
 
-SEAMS = (
-    Seam(
-        slots=(SLOT,),
-        targets=(TARGET,),
-        hook=backend_init_hook,
-        after=True,
-        checks=(
-            *CHECKS,
-            callable_check(
-                "extend_attention_fwd",
-                "sglang.srt.layers.attention.triton_ops.extend_attention.extend_attention_fwd",
-                EXTEND_PARAMS,
-            ),
-        ),
-    ),
-)
+SEAMS = (seam(SLOT, backend_init_hook, "extend_attention.extend_attention_fwd", EXTEND_PARAMS),)

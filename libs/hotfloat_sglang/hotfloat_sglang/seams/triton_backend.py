@@ -1,7 +1,7 @@
 """What the attention seams rely on in SGLang's triton backend, shared by both: they hook its `__init__` (AFTER) and
-take its index buffers and page tables as it allocates them. No seam of its own."""
+take its index buffers and page tables as it allocates them. No seam of its own: `seam` makes each of theirs."""
 
-from ..seam import callable_check
+from ..seam import Seam, callable_check
 
 BACKEND = "sglang.srt.layers.attention.triton_backend.TritonAttnBackend"
 TARGET = f"{BACKEND}.__init__"
@@ -26,3 +26,10 @@ CHECKS = (
         "dtypes": {"self.cuda_graph_kv_indices": "torch.int64"},
     },
 )
+
+
+def seam(slot: str, hook, kernel: str, params: list[str]) -> Seam:
+    """An attention seam: an AFTER hook on the backend's `__init__` that wraps the attribute it sets to `kernel`
+    ("module.function" under sglang.srt.layers.attention.triton_ops, called with `params` in this order)."""
+    name, target = kernel.rsplit(".", 1)[1], f"sglang.srt.layers.attention.triton_ops.{kernel}"
+    return Seam((slot,), (TARGET,), hook, after=True, checks=(*CHECKS, callable_check(name, target, params)))
