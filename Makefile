@@ -108,7 +108,7 @@ k8s: setup
 ENGINE_VENV  := .venv-engine
 ENGINE_STAMP := $(ENGINE_VENV)/.hotfloat-stamp
 UV_FLAGS     := --find-links /opt/wheels --find-links /opt/pypi-more/files --index-strategy unsafe-best-match
-.PHONY: engine engine-lock device-engine
+.PHONY: engine engine-lock device-engine device-flashinfer
 
 $(ENGINE_STAMP): engine/requirements.lock engine/requirements-nodeps.lock libs/hotfloat/pyproject.toml libs/hotfloat_sglang/pyproject.toml | $(UV_STAMP)
 	@echo "engine: .venv-engine, SGLang on its CUDA torch (about 5 GB; a few minutes on a fresh machine)"
@@ -134,3 +134,11 @@ $(DEVICE_ENGINE): engine/device-payload.lock engine/device-debs.lock engine/devi
 	$(PY) engine/device_payload.py build
 
 device-engine: $(DEVICE_ENGINE)
+
+## FlashInfer's sm_90a attention modules built here ahead of time (nvcc; ~15 min on 2 cores) into .device-carry/flashinfer/;
+## `. tools/device/helpers/flashinfer_prebuilt.sh` after sglang_env.sh makes FlashInfer load them instead of JIT-compiling.
+DEVICE_FLASHINFER := .device-carry/flashinfer/SHA256SUMS
+$(DEVICE_FLASHINFER): engine/flashinfer_aot.py $(DEVICE_ENGINE) | $(ENGINE_STAMP)
+	$(ENGINE_VENV)/bin/python engine/flashinfer_aot.py
+
+device-flashinfer: $(DEVICE_FLASHINFER)

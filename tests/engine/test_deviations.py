@@ -52,3 +52,8 @@ def test_each_listed_default_is_the_pinned_sglangs(stock):
 def test_the_identity_holds_the_settings_and_not_the_plumbing():
     assert {d.setting for d in DEVIATIONS if d.in_identity} <= set(settings_for(SPEC))
     assert {d.setting for d in DEVIATIONS if not d.in_identity} == set(ENGINE_ARGS)
+
+
+def test_the_attention_backend_is_the_validators_named_one():
+    assert settings_for(SPEC)["attention_backend"] == "triton"
+    assert settings_for({**SPEC, "attention": "flashinfer"})["attention_backend"] == "flashinfer"

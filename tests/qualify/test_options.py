@@ -107,3 +107,19 @@ def test_the_cuda_rule_is_the_record_of_the_gpu_it_runs_on_and_a_gpu_without_one
     assert h100.uncalibrated is None and h100.rule.look_rounds == prereg.look_rounds == 5
     with pytest.raises(InputError, match="no calibration record for NVIDIA A100"):
         default_rule("cuda", "NVIDIA A100-SXM4-80GB")
+
+
+def test_the_attention_backend_is_an_sglang_engine_setting():
+    """`--attention flashinfer` is SGLang's; the transformers stand-in has no backend to name, and is refused."""
+    from pydantic import ValidationError
+
+    from hotfloat.qualify import QualifyOptions
+    from hotfloat.qualify.records import EngineSpec
+
+    with pytest.raises(ValidationError, match="attention backend other than triton is for the sglang engine"):
+        QualifyOptions.for_device("cpu", attention="flashinfer")
+    spec = EngineSpec(kind="sglang", preset="llama-8b", dtype="bf16", device="cuda", attention="flashinfer")
+    assert (
+        spec.attention == "flashinfer"
+        and EngineSpec(kind="sglang", preset="p", dtype="bf16", device="cuda").attention == "triton"
+    )

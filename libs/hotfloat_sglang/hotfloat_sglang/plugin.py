@@ -25,7 +25,7 @@ from dataclasses import asdict
 
 from hotfloat.audit.config import AuditConfig
 from hotfloat.errors import HotfloatError
-from hotfloat.seams import SeamRouter, arm_from_env, check_ranks_armed
+from hotfloat.seams import ENV_ATTENTION, SeamRouter, arm_from_env, check_ranks_armed
 from hotfloat.seams.audit import Auditor
 from hotfloat.seams.control import ENV_CONTROL, ENV_OWNER, ControlError, connect, serve
 
@@ -129,10 +129,12 @@ def seam_hooks(router: SeamRouter, every: bool = False) -> tuple[list[tuple[str,
     """(target, hook) for each target of the seams this engine needs, and the targets hooked AFTER (the rest are
     AROUND): a seam is hooked when it is `always` hooked or its router routes, nudges or audits one of its slots
     (hooking imports its SGLang module: the triton backend, FlashInfer's fusion, the MoE layer), or when `every` asks
-    for all of them."""
+    for all of them; a backend's seams only in an engine on that attention backend (HOTFLOAT_ATTENTION_BACKEND, set
+    by the host; unset: every backend's)."""
+    backend = os.environ.get(ENV_ATTENTION) or None
     hooks, after = [], set()
     for seam in registry():
-        if seam.wanted(router.hooked, every):
+        if seam.wanted(router.hooked, every, backend):
             hook = seam.hook(router)
             hooks += [(t, hook) for t in seam.targets]
             after |= set(seam.targets) if seam.after else set()

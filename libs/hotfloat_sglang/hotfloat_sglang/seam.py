@@ -27,9 +27,15 @@ class Seam:
     checks: tuple[dict, ...] = field(default=())
     """Compat rows (hotfloat.compat.probe's format) for what the hook relies on: its targets' parameters, fields and
     dtypes at the pin."""
+    backend: str | None = None
+    """The attention backend whose class the hook lives on (SGLang's `attention_backend`): an engine that names
+    another backend leaves it unhooked, and never imports it."""
 
-    def wanted(self, hooked: set[str], every: bool = False) -> bool:
-        """Whether an engine whose router routes, nudges or audits `hooked` needs this seam."""
+    def wanted(self, hooked: set[str], every: bool = False, backend: str | None = None) -> bool:
+        """Whether an engine whose router routes, nudges or audits `hooked`, on attention `backend` (None: not
+        named), needs this seam."""
+        if backend is not None and self.backend is not None and backend != self.backend:
+            return False
         return every or self.always or bool(set(self.slots) & hooked)
 
 

@@ -17,7 +17,8 @@
 # A quick analysis of this call's raw files with the committed ones runs here at the end, so the log shows the counts.
 # Run: CAL_STOCK=4 CAL_HANDICAP=0.02:2 bash tools/device/run.sh engine_install:60 calibrate:520   (a wave takes
 # about 4-5 minutes, plus about 70 s for the checkpoint on a fresh machine; CAL_BUDGET 400 s per wave, boots included;
-# CAL_BOOT 300 s; CAL_KEEP kept rounds, default 0; CAL_UNSANDBOXED=1 skips the sandbox).
+# CAL_BOOT 300 s; CAL_KEEP kept rounds, default 0; CAL_UNSANDBOXED=1 skips the sandbox; CAL_ATTENTION: flashinfer
+# for the production backend).
 set -u -o pipefail
 cd "$(dirname "$0")/../../.."
 . tools/device/helpers/sglang_env.sh || exit 1
@@ -44,6 +45,7 @@ for h in ${CAL_HANDICAP:-}; do EXTRA+=(--handicap "${h%%:*}" "${h##*:}"); done
 # reports the effect each positive control really had; CAL_HANDICAP_PASS_MS corrects the size after a wave.
 [ -n "${CAL_HANDICAP:-}" ] && EXTRA+=(--handicap-pass-ms "${CAL_HANDICAP_PASS_MS:-1100}")
 for c in ${CAL_CANDIDATES:-}; do [ "$c" = none ] || EXTRA+=(--candidate "$c"); done
+[ -n "${CAL_ATTENTION:-}" ] && EXTRA+=(--attention "$CAL_ATTENTION")  # a record belongs to one attention backend
 GPUS=${CAL_GPUS:-$(nvidia-smi -L | wc -l)}
 CPUS=$(nproc)
 PER=$(( CPUS / GPUS ))

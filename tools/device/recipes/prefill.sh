@@ -35,6 +35,7 @@ HF() { "$PY" -m hotfloat.cli "$@"; }
 stock=(--stock none)
 if [ "$DEVICE" = cuda ]; then
   . tools/device/helpers/sglang_env.sh || exit 1
+  . tools/device/helpers/flashinfer_prebuilt.sh || exit 1  # FlashInfer's modules built ahead of time, when carried
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1 | tee "$D/gpu.txt"
   ( timeout "${PREFILL_FI_S:-55}" "$PY" tools/device/helpers/flashinfer_build.py prefill "
 from hotfloat.bench.stock_prefill import flashinfer_prefill

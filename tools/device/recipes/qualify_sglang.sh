@@ -10,6 +10,7 @@
 # (override the rule's look rounds and looks), QS_BUNDLE (examples/silu_triton), QS_BOOT (170), QS_TIMEOUT (200),
 # QS_RULE_FROM (a calibration record or pre-registration, for a GPU without a packaged record), QS_PRESET (the
 # generated model's shape: mixtral-8b for the MoE slots), QS_SEED (the workload seed, 7),
+# QS_ATTENTION (SGLang's attention backend in every engine: triton, the default, or flashinfer),
 # QS_TAG (results under qualify_sglang-<tag>, for several bundles in one call: the qualify_each recipe), QS_STACKS
 # (INTERVAL:SECONDS: every SGLang process samples its main thread's stack into its engine log, counted into stacks.txt).
 # Falls back to --unsandboxed (printed as NOTE) when the sandbox cannot be built there, or when a sandboxed run fails
@@ -18,6 +19,7 @@
 set -u -o pipefail
 cd "$(dirname "$0")/../../.."
 . tools/device/helpers/sglang_env.sh || exit 1
+. tools/device/helpers/flashinfer_prebuilt.sh || exit 1  # FlashInfer's modules built ahead of time, when carried
 DEST="${OUT:-/tmp/out}/qualify_sglang${QS_TAG:+-$QS_TAG}"
 mkdir -p "$DEST"
 T0=$(date +%s)
@@ -39,7 +41,7 @@ run() {  # label limit extra-args...
   echo "=== qualify $label (limit ${lim}s, t=$(( $(date +%s) - T0 ))s) ==="
   timeout -k 10 "$lim" python3 -m hotfloat.cli qualify run "$BUNDLE" --device cuda --engine sglang --seed "${QS_SEED:-7}" \
     ${QS_ROUNDS:+--look-rounds "$QS_ROUNDS"} ${QS_LOOKS:+--max-looks "$QS_LOOKS"} --boot-timeout "${QS_BOOT:-170}" \
-    ${QS_RULE_FROM:+--rule-from "$QS_RULE_FROM"} ${QS_PRESET:+--preset "$QS_PRESET"} \
+    ${QS_RULE_FROM:+--rule-from "$QS_RULE_FROM"} ${QS_PRESET:+--preset "$QS_PRESET"} ${QS_ATTENTION:+--attention "$QS_ATTENTION"} \
     --evidence "$DEST/evidence.json" --json "$@" \
     > "$DEST/run.json" 2> "$DEST/run.stderr"
   local rc=$?

@@ -18,8 +18,8 @@ import torch
 
 from .stock_records import Prepared, Stock
 
-WORKSPACE_BYTES = 256 << 20
-"""FlashInfer's float workspace, one per device shared by every wrapper, as SGLang shares one: the calls run in turn."""
+WORKSPACE_BYTES = 384 << 20
+"""FlashInfer's float workspace, one per device shared by every wrapper, as SGLang shares one (its default size, SGLANG_FLASHINFER_WORKSPACE_SIZE at the pin: 256 MiB overflowed at 32 x 128 tokens after 1,024): the calls run in turn."""
 
 
 def _module(name: str):

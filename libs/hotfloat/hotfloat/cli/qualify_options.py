@@ -56,6 +56,13 @@ def engine_options(fn):
                 help="Transformers engine decode steps: eager, static KV cache, or CUDA-graph replay "
                 "[default: graph on cuda, eager on cpu].",
             ),
+            click.option(
+                "--attention",
+                type=click.Choice(["triton", "flashinfer"]),
+                default=None,
+                help="SGLang's attention backend in every engine [default: triton, the backend the packaged "
+                "calibration records were made on].",
+            ),
             click.option("--shapes", default=None, help="Workload request mix [default: tiny on cpu, sglang on cuda]."),
             click.option(
                 "--look-rounds",
@@ -111,6 +118,7 @@ def qualify_options(
     drift_bound,
     logprob_tol,
     unsandboxed,
+    attention=None,
     seed=None,
     rule_from=None,
     boot_timeout=None,
@@ -156,6 +164,7 @@ def qualify_options(
             preset=preset,
             dtype=dtype,
             decode=decode,
+            attention=attention,
             shapes=shapes,
             seed=seed,
             sandboxed=not unsandboxed,

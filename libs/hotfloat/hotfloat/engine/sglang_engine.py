@@ -2,8 +2,8 @@
 hotfloat_sglang plugin in every SGLang process of this engine, greedy completions with logprobs and top-2 margins.
 
 Settings are the validator's and part of the engine identity (`settings_for`); every one that is not SGLang's own
-default is in hotfloat.engine.deviations with its reason: attention on SGLang's Triton backend, PyTorch sampling, no
-grammar backend, no radix cache, SGLang's own decode CUDA graphs for the workload's batch sizes (smaller decode
+default is in hotfloat.engine.deviations with its reason: attention on SGLang's Triton or FlashInfer backend, PyTorch
+sampling, no grammar backend, no radix cache, SGLang's own decode CUDA graphs for the workload's batch sizes (smaller decode
 batches pad up to the next one), piecewise graphs off, a KV pool capped to what the workload needs, and fp32 logits.
 The pool SGLang really built is part of the identity (`kv_pool_tokens`, so it must equal B's), and one smaller than
 the workload's need refuses to serve: a squeezed pool would queue requests, a different work. The pool is read where
@@ -24,7 +24,7 @@ import os
 from importlib import metadata
 
 from ..audit.config import AuditConfig
-from ..seams import ENV_HANDICAP
+from ..seams import ENV_ATTENTION, ENV_HANDICAP
 from ..seams.control import ControlServer
 
 CONTROL_TIMEOUT_S = 120.0
@@ -36,7 +36,7 @@ def settings_for(spec: dict) -> dict:
     """The SGLang settings of a qualification engine, all of them in its identity; each that is not SGLang's default
     is in hotfloat.engine.deviations with its reason."""
     return dict(
-        attention_backend="triton",
+        attention_backend=spec.get("attention", "triton"),
         sampling_backend="pytorch",
         grammar_backend="none",
         disable_radix_cache=True,
@@ -62,10 +62,11 @@ class SglangEngine:
         if spec.get("twin_of"):
             os.environ.update(HOTFLOAT_TWIN_OF=spec["twin_of"], HOTFLOAT_TWIN_IDENTITY=spec["twin_identity"])
         os.environ[ENV_HANDICAP] = str(spec.get("handicap_us", 0.0))
+        self.settings = settings_for(spec)
+        os.environ[ENV_ATTENTION] = self.settings["attention_backend"]
         audit = AuditConfig.from_wire(spec.get("audit"))
         self.control = ControlServer({"audit": audit.to_wire() if audit else None, "dtype": spec["dtype"]})
         model = spec["model_dir"]
-        self.settings = settings_for(spec)
         import sglang
         import torch
 

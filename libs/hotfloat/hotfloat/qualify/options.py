@@ -19,7 +19,7 @@ from ..errors import InputError
 from .calibrate.files import load_calibration
 from .calibration import TIMING, CalibrationFile, read_calibration
 from ..engine.presets import PRESETS
-from .records import Decode, EngineKind, EngineSpec, Record, Role, RuleConfig
+from .records import AttentionBackend, Decode, EngineKind, EngineSpec, Record, Role, RuleConfig
 from .workload import SHAPES
 
 
@@ -61,6 +61,8 @@ class QualifyOptions(Record):
     dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
     decode: Decode | None = None
     """Decode mode of B and C alike (EngineSpec.decode); None: CUDA graphs on CUDA, eager on CPU."""
+    attention: AttentionBackend = "triton"
+    """SGLang's attention backend in every engine (EngineSpec.attention)."""
     shapes: str = "tiny"
     """Workload request mix (hotfloat.qualify.workload.SHAPES)."""
     warmup_passes: Annotated[int, Field(ge=0, le=16)] = 1
@@ -121,6 +123,7 @@ class QualifyOptions(Record):
             dtype=self.dtype,
             device=self.device,
             decode=self.decode,
+            attention=self.attention,
         )
 
     @classmethod

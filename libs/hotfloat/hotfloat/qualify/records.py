@@ -23,6 +23,10 @@ was timed (hotfloat.qualify.isolation), held more GPU memory than its share or s
 stochastically rounded to a neighbouring value)."""
 Decode = Literal["eager", "static", "graph"]
 EngineKind = Literal["transformers", "sglang"]
+AttentionBackend = Literal["triton", "flashinfer"]
+"""SGLang's attention backend in a qualification engine: each has the attention slots' seams
+(hotfloat_sglang.seams). SGLang's own choice on Hopper, fa3, cannot be carried to a device call (hotfloat.engine
+.deviations)."""
 
 
 class Request(Record):
@@ -69,6 +73,9 @@ class EngineSpec(Record):
     """How decode steps run, the same for B and C: "graph" replays captured CUDA graphs (the default on CUDA;
     SGLang's own graphs for the sglang engine), "static" runs the same fixed-shape steps eagerly, "eager" (the default
     on CPU) runs the model's own forward over a growing cache. None picks the device's default."""
+    attention: AttentionBackend = "triton"
+    """SGLang only: the attention backend B, C, B' and the twin all run; part of the engine identity, so a calibration
+    record made on one backend names no verdict on another."""
 
     @model_validator(mode="before")
     @classmethod
@@ -85,6 +92,8 @@ class EngineSpec(Record):
             raise ValueError("the sglang engine needs device 'cuda' and serves through its own CUDA graphs")
         if self.model_path is not None and self.kind != "sglang":
             raise ValueError("model_path is for the sglang engine")
+        if self.attention != "triton" and self.kind != "sglang":
+            raise ValueError("an attention backend other than triton is for the sglang engine")
         return self
 
 

@@ -21,7 +21,16 @@ the output (a tuple of them for a slot with several) reshaped to the caller's le
 fallback to the stock path.
 """
 
-from .arm import ENV_BUNDLE, ENV_HANDICAP, ENV_IDENTITY, ENV_TWIN_IDENTITY, ENV_TWIN_OF, arm, arm_from_env
+from .arm import (
+    ENV_ATTENTION,
+    ENV_BUNDLE,
+    ENV_HANDICAP,
+    ENV_IDENTITY,
+    ENV_TWIN_IDENTITY,
+    ENV_TWIN_OF,
+    arm,
+    arm_from_env,
+)
 from .audit import AuditConfig
 from .errors import RankMismatchError, SeamLoadError
 from .ranks import check_ranks_armed
@@ -29,6 +38,7 @@ from .router import SeamCount, SeamRouter
 
 __all__ = [
     "AuditConfig",
+    "ENV_ATTENTION",
     "ENV_BUNDLE",
     "ENV_HANDICAP",
     "ENV_IDENTITY",

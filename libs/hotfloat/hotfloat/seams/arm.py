@@ -21,6 +21,8 @@ ENV_TWIN_IDENTITY = "HOTFLOAT_TWIN_IDENTITY"
 """Optional expected identity of the twin's candidate bundle."""
 ENV_HANDICAP = "HOTFLOAT_HANDICAP_US"
 """Microseconds of delay after every activation.silu_and_mul call (calibration's positive control)."""
+ENV_ATTENTION = "HOTFLOAT_ATTENTION_BACKEND"
+"""The engine's SGLang attention backend: the plugin hooks only that backend's seams (unset: every backend's)."""
 
 
 def arm(

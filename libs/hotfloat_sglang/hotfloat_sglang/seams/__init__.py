@@ -14,12 +14,12 @@ from ..seam import Seam
 
 @cache
 def registry() -> tuple[Seam, ...]:
-    """Every seam, by module name; refuses a seam of an unknown slot, a slot hooked twice, or a target hooked both
-    AFTER and AROUND."""
+    """Every seam, by module name; refuses a seam of an unknown slot, a slot hooked twice on one target, or a target
+    hooked both AFTER and AROUND. One slot may have a seam per attention backend: an engine runs one of them."""
     seams = declared(__name__, __path__, "SEAMS", Seam)  # __main__, which prints the registry, is left out
-    slots = [s for seam in seams for s in seam.slots]
-    unknown = sorted(set(slots) - set(SLOTS))
-    twice = sorted({s for s in slots if slots.count(s) > 1})
+    pairs = [(s, t) for seam in seams for s in seam.slots for t in seam.targets]
+    unknown = sorted({s for s, _ in pairs} - set(SLOTS))
+    twice = sorted({f"{s} on {t}" for s, t in pairs if pairs.count((s, t)) > 1})
     if unknown or twice:
         raise ValueError(f"seams: unknown slots {unknown}, slots hooked twice {twice}")
     modes = {}

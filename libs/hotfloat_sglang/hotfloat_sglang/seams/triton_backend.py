@@ -32,4 +32,6 @@ def seam(slot: str, hook, kernel: str, params: list[str]) -> Seam:
     """An attention seam: an AFTER hook on the backend's `__init__` that wraps the attribute it sets to `kernel`
     ("module.function" under sglang.srt.layers.attention.triton_ops, called with `params` in this order)."""
     name, target = kernel.rsplit(".", 1)[1], f"sglang.srt.layers.attention.triton_ops.{kernel}"
-    return Seam((slot,), (TARGET,), hook, after=True, checks=(*CHECKS, callable_check(name, target, params)))
+    return Seam(
+        (slot,), (TARGET,), hook, after=True, checks=(*CHECKS, callable_check(name, target, params)), backend="triton"
+    )
