@@ -72,6 +72,11 @@ def test_submit_then_status(capsys, make_bundle, tmp_path):
             "--rule-from applies only with --spawn",
         ),
         (("validator", "run", "--ledger", "{db}", "--spawn", "--rule-from", "{db}"), "not a calibration record"),
+        (
+            ("validator", "run", "--ledger", "{db}", "--compiler", "c", "--admission", "a", "--attention", "flashinfer"),
+            "--attention applies only with --spawn",
+        ),
+        (("serve", "compiler", "--socket", "{db}.sock", "--attention", "flashinfer"), "--attention applies only to"),
         (("serve", "compiler"), "exactly one of --socket"),
         (("serve", "compiler", "--listen", "0.0.0.0:7000", "--token-file", "{token}"), "needs mutual TLS"),
         (

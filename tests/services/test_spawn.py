@@ -46,3 +46,19 @@ def test_spawned_admission_flags_give_the_in_process_settings(quick, monkeypatch
     assert made == [in_process]
     assert (in_process.verify_max_shapes, in_process.verify_dtypes) == ((1, ("fp32",)) if quick else (None, None))
     assert compose.services(quick=quick)[1].extra == flags  # `image up --quick` starts its admission container alike
+
+
+def test_spawned_qualification_runs_the_validators_attention_backend(monkeypatch, token_file, sockdir):
+    made: list[StageConfig] = []
+
+    def start(name, where, *, config, **kwargs):
+        made.append(config)
+        raise Started
+
+    monkeypatch.setattr(hotfloat_services.serve, "start", start)
+    flags = service_args("qualification", attention="flashinfer")
+    argv = ["qualification", "--socket", str(sockdir / "q.sock"), "--token-file", str(token_file), "--device", "cpu"]
+    with pytest.raises(Started):
+        serve.main([*argv, *flags], standalone_mode=False)
+    config = ValidatorConfig(ledger="l.db", stages="local", device="cpu", attention="flashinfer")
+    assert made == [stage_config(config)] and made[0].qualify_attention == "flashinfer"

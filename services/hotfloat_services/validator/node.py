@@ -25,7 +25,9 @@ from .spawn import spawned
 def stage_config(config: ValidatorConfig, calibration=None) -> StageConfig:
     """What stages in this process run with: the settings `spawned` gives its services as flags."""
     quick = QUICK_ADMISSION.stage_kwargs() if config.quick else {}
-    return StageConfig(device=config.stage_device(), qualify_calibration=calibration, **quick)
+    return StageConfig(
+        device=config.stage_device(), qualify_calibration=calibration, qualify_attention=config.attention, **quick
+    )
 
 
 class Validator:
@@ -96,7 +98,7 @@ class Validator:
             names = ("compiler", "admission", "qualification") if c.rule_from else ("compiler", "admission")
             self._report(f"starting {', '.join(names[:-1])} and {names[-1]} services ...")
             targets, token = self._stack.enter_context(
-                spawned(names, device=c.stage_device(), quick=c.quick, rule_from=c.rule_from)
+                spawned(names, device=c.stage_device(), quick=c.quick, rule_from=c.rule_from, attention=c.attention)
             )
             compiler, admission = targets["compiler"], [targets["admission"]]
             qualification = [targets["qualification"]] if "qualification" in targets else []

@@ -13,12 +13,14 @@ from hotfloat.admission.scope import QUICK_ADMISSION
 from ..common.process import ServiceProcess
 
 
-def service_args(name: str, *, quick: bool = False, rule_from: Path | None = None) -> tuple[str, ...]:
+def service_args(
+    name: str, *, quick: bool = False, rule_from: Path | None = None, attention: str = "triton"
+) -> tuple[str, ...]:
     """The options `spawned` gives service `name` beyond its socket, token and device."""
     if name == "admission" and quick:
         return QUICK_ADMISSION.flags()
-    if name == "qualification" and rule_from is not None:
-        return ("--rule-from", str(rule_from))
+    if name == "qualification":
+        return (*(("--rule-from", str(rule_from)) if rule_from is not None else ()), "--attention", attention)
     return ()
 
 
@@ -29,6 +31,7 @@ def spawned(
     device: str = "cpu",
     quick: bool = False,
     rule_from: Path | None = None,
+    attention: str = "triton",
     workdir: Path | None = None,
 ) -> Iterator[tuple[dict[str, str], str]]:
     """Starts each named service in its own process (qualification deciding with the rule `rule_from`'s calibration
@@ -46,7 +49,7 @@ def spawned(
                 root / f"{name}.sock",
                 token_file,
                 device=device,
-                extra=service_args(name, quick=quick, rule_from=rule_from),
+                extra=service_args(name, quick=quick, rule_from=rule_from, attention=attention),
                 log=root / f"{name}.log",
             )
             stack.callback(proc.stop)

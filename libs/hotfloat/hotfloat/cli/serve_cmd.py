@@ -59,6 +59,13 @@ SERVICE_NAMES = ("compiler", "admission", "qualification")
     type=click.Path(dir_okay=False),
     help="Qualification: decide with the rule a calibration record chose (e.g. docs/calibration-h200.json).",
 )
+@click.option(
+    "--attention",
+    type=click.Choice(["triton", "flashinfer"]),
+    default="triton",
+    show_default=True,
+    help="Qualification: SGLang's attention backend in every engine.",
+)
 @click.option("--tls-ca", type=click.Path(exists=True, dir_okay=False), help="CA for mutual TLS (TCP only).")
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Server certificate for mutual TLS.")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="Server key for mutual TLS.")
@@ -73,6 +80,7 @@ def serve(
     verify_max_shapes,
     verify_dtypes,
     rule_from,
+    attention,
     tls_ca,
     tls_cert,
     tls_key,
@@ -91,6 +99,8 @@ def serve(
         raise InputError("mutual TLS needs all of --tls-ca, --tls-cert and --tls-key")
     if rule_from and name != "qualification":
         raise InputError("--rule-from applies only to the qualification service")
+    if attention != "triton" and name != "qualification":
+        raise InputError("--attention applies only to the qualification service")
     if gpu is not None and (name == "compiler" or device != "cuda"):
         raise InputError("--gpu applies to admission and qualification with --device cuda")
     tls = Tls.load(*tls_parts) if all(tls_parts) else None
@@ -109,6 +119,7 @@ def serve(
         verify_max_shapes=verify_max_shapes,
         verify_dtypes=verify_dtypes or None,
         qualify_calibration=calibration,
+        qualify_attention=attention,
     )
     running = start(
         name, socket_path or listen, token=load_token(token_file), config=config, concurrency=concurrency, tls=tls

@@ -80,6 +80,11 @@ THROUGH = ("scanned", "built", "admitted", "qualified", "scored")
     "qualify with that rule.",
 )
 @click.option(
+    "--attention",
+    type=click.Choice(["triton", "flashinfer"]),
+    help="With --spawn or --local: SGLang's attention backend in every qualification engine [default: triton].",
+)
+@click.option(
     "--through",
     type=click.Choice(THROUGH),
     help="Last state to reach (default: scored with a qualification service, else admitted).",

@@ -43,6 +43,8 @@ class StageConfig:
     qualify_calibration: CalibrationFile | None = None
     """The calibration record qualification decides with (`--rule-from`), named in every verdict; not beside
     `qualify_rule`."""
+    qualify_attention: str = "triton"
+    """SGLang's attention backend in every qualification engine (`hotfloat qualify run --attention`)."""
     qualify_extra_passes: tuple[tuple[str, int], ...] = ()
     """Calibration only: (role, extra stock passes) injected into every qualification, reported in its reasons."""
 
@@ -67,6 +69,7 @@ class StageConfig:
         return QualifyOptions.for_device(
             self.device,
             warmup_passes=self.qualify_warmup_passes,
+            attention=None if self.qualify_attention == "triton" else self.qualify_attention,
             extra_passes=dict(self.qualify_extra_passes),
             **(rule_from(self.qualify_calibration) if self.qualify_calibration else {}),
             **(rule_given(self.qualify_rule) if self.qualify_rule else {}),
