@@ -13,7 +13,7 @@ import torch
 
 from hotfloat.bench import Options, run_bench
 from hotfloat.bench.stock import Stock, stock_kernels
-from hotfloat.bench.stock_prefill import flashinfer_prefill, sglang_triton_extend
+from hotfloat.bench.stock_prefill import flashinfer_prefill, sglang_fa3_extend, sglang_triton_extend
 from hotfloat.slots import get_slot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,6 +133,29 @@ def merge_state(v_a, s_a, v_b, s_b):
     return v.to(v_a.dtype), s
 """
 
+FA3 = """\
+import torch
+
+from sglang.attend import attend
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, qv=None, rotary_cos=None, rotary_sin=None,
+                            cache_seqlens=None, cache_batch_idx=None, cache_leftpad=None, page_table=None,
+                            cu_seqlens_q=None, cu_seqlens_k_new=None, max_seqlen_q=None, rotary_seqlens=None,
+                            q_descale=None, k_descale=None, v_descale=None, softmax_scale=None, causal=False, **rest):
+    # sgl_kernel's FA3 over a paged cache ([pages, page_size, Hkv, D]), each request's keys the first
+    # cache_seqlens[b] slots of its page_table row, causal aligned to the end of the sequence
+    assert k is None and v is None and page_table.dtype == cache_seqlens.dtype == cu_seqlens_q.dtype == torch.int32
+    assert k_cache.shape[1] == 1 and causal
+    keys, vals, qo = k_cache[:, 0], v_cache[:, 0], cu_seqlens_q.tolist()
+    o = torch.empty(q.shape)
+    for b in range(len(qo) - 1):
+        assert qo[b + 1] - qo[b] <= max_seqlen_q
+        slots = page_table[b, : int(cache_seqlens[b])].long()
+        o[qo[b]: qo[b + 1]], _ = attend(q[qo[b]: qo[b + 1]], keys[slots], vals[slots], softmax_scale, True)
+    return o.to(q.dtype)
+"""
+
 
 def _write(root: Path, files: dict[str, str]) -> None:
     for rel, text in files.items():
@@ -143,7 +166,8 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 @pytest.fixture
 def standins(tmp_path, monkeypatch):
-    """`sglang` (the extend kernel) and `flashinfer` stand-ins on the path of this process and of the bench child."""
+    """`sglang` (the extend kernel), `flashinfer` and `sgl_kernel` (FA3) stand-ins on the path of this process and of
+    the bench child."""
     ops = "sglang/srt/layers/attention/triton_ops"
     packages = ("sglang", "sglang/srt", "sglang/srt/layers", "sglang/srt/layers/attention", ops)
     _write(
@@ -153,11 +177,13 @@ def standins(tmp_path, monkeypatch):
             "sglang/attend.py": ATTEND,
             f"{ops}/extend_attention.py": SGLANG_EXTEND,
             "flashinfer/__init__.py": FLASHINFER,
+            "sgl_kernel/__init__.py": "",
+            "sgl_kernel/flash_attn.py": FA3,
         },
     )
     monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{ROOT / 'libs' / 'hotfloat'}")
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in [m for m in sys.modules if m.split(".")[0] in ("sglang", "flashinfer")]:
+    for name in [m for m in sys.modules if m.split(".")[0] in ("sglang", "flashinfer", "sgl_kernel")]:
         monkeypatch.delitem(sys.modules, name)
     importlib.invalidate_caches()
     return tmp_path
@@ -175,14 +201,28 @@ def _close(got, want) -> bool:
 DIMS = {"B": 3, "T": 30, "L": 12, "P": 40, "N": 40, "Hq": 8, "Hkv": 2, "D": 64}
 
 
-def test_sglang_and_flashinfer_rows_pass_every_check_beside_the_example(standins):
+def test_sglang_fa3_and_flashinfer_rows_pass_every_check_beside_the_example(standins):
     r = run_bench(str(EXAMPLE), Options(device="cpu", stock=("sgl_kernel", "sglang", "flashinfer")))
     assert r.status == "PASS" and r.skipped == []
     (row,) = r.rows
     assert row.slot == "attention.prefill"
-    assert [i.name for i in row.impls] == ["ours:default", "sglang-triton", "flashinfer"]
+    assert [i.name for i in row.impls] == ["ours:default", "sglang-fa3", "sglang-triton", "flashinfer"]
     assert all(i.check == "PASS" for i in row.impls), [i.reason for i in row.impls]
-    assert set(row.ratio) == {"sglang-triton", "flashinfer"}
+    assert set(row.ratio) == {"sglang-fa3", "sglang-triton", "flashinfer"}
+
+
+def test_fa3_reads_the_new_tokens_from_the_pool_copy_and_refresh_follows_fresh_pages(standins):
+    s = sglang_fa3_extend()
+    assert isinstance(s, Stock)
+    t = _inputs(DIMS)
+    p = s.prepare(t)
+    call = t | p.extra
+    assert _close(s.fn(call), SLOT.reference(t)["out"])
+    t["kv_indices"].copy_(torch.randperm(DIMS["P"]))  # fresh pages in the same buffer
+    t["k"].copy_(torch.randn(t["k"].shape))
+    assert not _close(s.fn(call), SLOT.reference(t)["out"])  # the call alone reads the stale table and pool copy
+    p.refresh()
+    assert _close(s.fn(call), SLOT.reference(t)["out"])
 
 
 def test_sglang_gets_the_longest_new_token_count_of_the_set_and_refresh_follows_it(standins):
@@ -225,13 +265,15 @@ def test_absent_or_broken_libraries_are_skipped_with_their_reason(standins, monk
     (standins / "sglang/srt/layers/attention/triton_ops/extend_attention.py").write_text(
         "raise ImportError('libcuda.so.1: cannot open shared object file')\n"
     )
+    (standins / "sgl_kernel/flash_attn.py").write_text("raise ImportError('Can not import FA3 in sgl_kernel.')\n")
     found, skipped = stock_kernels("attention.prefill", ("sgl_kernel", "sglang", "flashinfer"))
     assert found == []
+    assert skipped["sgl_kernel"] == "import failed: ImportError: Can not import FA3 in sgl_kernel."  # the payload's
     assert skipped["sglang"] == "import failed: ImportError: libcuda.so.1: cannot open shared object file"
     assert (
         skipped["flashinfer"].startswith("import failed: AttributeError:") and "BatchPrefill" in skipped["flashinfer"]
     )
-    for name in [m for m in sys.modules if m.split(".")[0] in ("sglang", "flashinfer")]:
+    for name in [m for m in sys.modules if m.split(".")[0] in ("sglang", "flashinfer", "sgl_kernel")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "path", [])  # a host where neither library is installed
     assert stock_kernels("attention.prefill", ("sglang", "flashinfer"))[1] == {

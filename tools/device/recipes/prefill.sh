@@ -49,7 +49,7 @@ for hq, hkv, d in ((14, 2, 64), (32, 8, 128)):  # the bench's head dims; one req
     s.fn(t | s.prepare(t).extra)
 "; echo "rc=$?" ) > "$D/flashinfer_build.txt" 2>&1 &
   fi_pid=$!
-  stock=(--stock sglang)
+  stock=(--stock sglang --stock sgl_kernel)  # sgl_kernel: SGLang's fa3, reported as not built where the payload trims it
 else
   export TRITON_INTERPRET=1
 fi

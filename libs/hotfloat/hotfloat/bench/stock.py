@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from .stock_collective import FUSES, after_all_reduce
 from .stock_moe import REDUCES, sglang_fused_moe, then_all_reduce
-from .stock_prefill import flashinfer_prefill, sglang_triton_extend
+from .stock_prefill import flashinfer_prefill, sglang_fa3_extend, sglang_triton_extend
 from .stock_records import Prepared, Stock
 
 LIBRARIES = ("sgl_kernel", "flashinfer", "sglang")
@@ -238,7 +238,11 @@ def flashinfer_decode() -> Stock | str:
 
 ADAPTERS: dict[str, dict[str, Callable[[], Stock | str]]] = {
     "attention.decode": {"sglang": sglang_triton_decode, "flashinfer": flashinfer_decode},
-    "attention.prefill": {"sglang": sglang_triton_extend, "flashinfer": flashinfer_prefill},
+    "attention.prefill": {
+        "sglang": sglang_triton_extend,
+        "flashinfer": flashinfer_prefill,
+        "sgl_kernel": sglang_fa3_extend,
+    },
     "moe.fused_experts": {"sglang": sglang_fused_moe},
 }
 """Slot -> module -> adapter, for slots whose libraries share no calling convention."""

@@ -134,3 +134,55 @@ def flashinfer_prefill() -> Stock | str:
         return merge(o_new, lse_new, o_cached, lse_cached)[0]
 
     return Stock("flashinfer", call, probe=True, prepare=prepare)
+
+
+def sglang_fa3_extend() -> Stock | str:
+    """SGLang's fa3 backend at an extend, its default on Hopper: the new tokens' K/V written into the pool (here a copy
+    of it, outside the timing), then sgl_kernel's FA3 paged kernel over each request's prefix and new tokens (page
+    size 1, causal aligned to the end of each sequence). The device payload trims sgl_kernel's FA3 library (about
+    1 GB), so there this row is reported as not built, with the import's reason."""
+    fa3 = _module("sgl_kernel.flash_attn")
+    if isinstance(fa3, str):
+        return fa3
+
+    def prepare(t):
+        p, hkv, d = t["k_buffer"].shape
+        b, dev = t["qo_indptr"].shape[0] - 1, t["q"].device
+        pools = [torch.empty((p + t["k"].shape[0], hkv, d), dtype=t["k"].dtype, device=dev) for _ in range(2)]
+        table = torch.zeros((b, p + t["k"].shape[0]), dtype=torch.int32, device=dev)
+        seqlens, cu_q = (torch.zeros((n,), dtype=torch.int32, device=dev) for n in (b, b + 1))
+        state = {"pools": pools, "table": table, "seqlens": seqlens, "cu_q": cu_q}  # refilled in place: graph-safe
+
+        def refresh():
+            for pool, cached, new in zip(pools, (t["k_buffer"], t["v_buffer"]), (t["k"], t["v"]), strict=True):
+                pool[:p].copy_(cached)
+                pool[p:].copy_(new)
+            qo, kv = t["qo_indptr"].tolist(), t["kv_indptr"].tolist()
+            table.zero_()
+            for i in range(b):
+                old, new = kv[i + 1] - kv[i], qo[i + 1] - qo[i]
+                table[i, :old] = t["kv_indices"][kv[i] : kv[i + 1]]
+                table[i, old : old + new] = torch.arange(p + qo[i], p + qo[i + 1], device=dev)
+            seqlens.copy_(torch.tensor([kv[i + 1] - kv[i] + qo[i + 1] - qo[i] for i in range(b)]))
+            cu_q.copy_(t["qo_indptr"])
+            state["max_q"] = max(qo[i + 1] - qo[i] for i in range(b))
+
+        refresh()
+        return Prepared({"stock_state": state}, refresh)
+
+    def call(t):
+        s = t["stock_state"]
+        k_pool, v_pool = (pool.view(-1, 1, *pool.shape[1:]) for pool in s["pools"])
+        return fa3.flash_attn_with_kvcache(
+            t["q"],
+            k_pool,
+            v_pool,
+            page_table=s["table"],
+            cache_seqlens=s["seqlens"],
+            cu_seqlens_q=s["cu_q"],
+            max_seqlen_q=s["max_q"],
+            softmax_scale=t["sm_scale"],
+            causal=True,
+        )
+
+    return Stock("sglang-fa3", call, probe=True, prepare=prepare)
