@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tomllib
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,9 +203,12 @@ def plugin_dist_info(site: Path) -> None:
     (info / "entry_points.txt").write_text(eps)
 
 
-def pack(root: Path, out: Path) -> None:
-    """One reproducible xz tar of the staged tree, split into <= 60 MiB chunks, with SHA256SUMS (written beside
-    `out` and swapped in at the end, so a build that fails or is cut short leaves the previous payload whole)."""
+def pack(
+    root: Path, out: Path, stem: str = "engine", level: str = "-6", finish: Callable[[Path], None] | None = None
+) -> None:
+    """One reproducible xz tar of the staged tree, split into <= 60 MiB chunks `<stem>.tar.xz.NN`, with SHA256SUMS
+    (written beside `out`, then `finish` adds what else belongs there, and swapped in at the end, so a build that
+    fails or is cut short leaves the previous payload whole)."""
     final, out = out, out.with_name(out.name + ".partial")
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -224,19 +228,18 @@ def pack(root: Path, out: Path) -> None:
         ],
         stdout=subprocess.PIPE,
     )
-    xz = subprocess.Popen(["xz", "-6", "-T1", "-c"], stdin=tar.stdout, stdout=subprocess.PIPE)
+    xz = subprocess.Popen(["xz", level, "-T1", "-c"], stdin=tar.stdout, stdout=subprocess.PIPE)
     tar.stdout.close()
     index = 0
-    while True:
-        data = xz.stdout.read(CHUNK)
-        if not data:
-            break
-        (out / f"engine.tar.xz.{index:02d}").write_bytes(data)
+    while data := xz.stdout.read(CHUNK):
+        (out / f"{stem}.tar.xz.{index:02d}").write_bytes(data)
         index += 1
     if xz.wait() or tar.wait():
         raise PayloadError("tar | xz failed")
-    chunks = sorted(out.glob("engine.tar.xz.*"))
+    chunks = sorted(out.glob(f"{stem}.tar.xz.*"))
     (out / "SHA256SUMS").write_text("".join(f"{sha256(c)}  {c.name}\n" for c in chunks))
+    if finish:
+        finish(out)
     shutil.rmtree(final, ignore_errors=True)
     out.rename(final)
 

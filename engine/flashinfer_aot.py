@@ -16,7 +16,6 @@ device's Python 3.12 loads what Python 3.11 built here.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import re
 import shutil
@@ -26,13 +25,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import device_payload  # this folder's SGLang payload builder: its chunked, checksummed packing
+
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / ".cache/device-engine/stage/site"
 """The payload's site-packages as `make device-engine` staged it: the exact FlashInfer the device runs."""
 WORK = ROOT / ".cache/flashinfer-aot"
 """FlashInfer's workspace (ninja files, objects, generated sources) and the staged tree; ignored, never carried."""
 OUT = ROOT / ".device-carry/flashinfer"
-CHUNK = 60 * 2**20
 ARCH = "9.0"
 """FlashInfer's arch list for H100/H200; it normalises 9.0 to sm_90a, which FA3 needs."""
 SHIM_MODULES = ("flashinfer", "pynvml")
@@ -68,14 +68,6 @@ for SGLang's llama-8b calls and the bench's (head counts do not enter a module's
 
 class AotError(Exception):
     """A build step failed; main() prints it as one line and exits 1."""
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def cuda_home() -> Path:
@@ -192,8 +184,8 @@ def build(verbose: bool) -> list[tuple[Module, str, Path, float]]:
 
 
 def pack(built: list[tuple[Module, str, Path, float]]) -> None:
-    """A reproducible xz tar of aot/<uri>/<uri>.so, chunked, with SHA256SUMS and MANIFEST.txt, swapped in at the end
-    so a failed build leaves the previous carry whole."""
+    """A reproducible xz tar of aot/<uri>/<uri>.so, chunked, with SHA256SUMS and MANIFEST.txt, packed as the SGLang
+    payload is (`device_payload.pack`: swapped in at the end, so a failed build leaves the previous carry whole)."""
     import flashinfer
     import torch
 
@@ -203,48 +195,21 @@ def pack(built: list[tuple[Module, str, Path, float]]) -> None:
         (stage / "aot" / name).mkdir(parents=True)
         shutil.copy2(so, stage / "aot" / name / so.name)
     (stage / "aot/.flashinfer-version").write_text(flashinfer.__version__ + "\n")
-    out = OUT.with_name(OUT.name + ".partial")
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    tar = subprocess.Popen(
-        [
-            "tar",
-            "--sort=name",
-            "--mtime=@0",
-            "--owner=0",
-            "--group=0",
-            "--numeric-owner",
-            "-C",
-            str(stage),
-            "-cf",
-            "-",
-            "aot",
-        ],
-        stdout=subprocess.PIPE,
-    )
-    xz = subprocess.Popen(["xz", "-9e", "-T1", "-c"], stdin=tar.stdout, stdout=subprocess.PIPE)
-    tar.stdout.close()
-    index = 0
-    while data := xz.stdout.read(CHUNK):
-        (out / f"flashinfer-aot.tar.xz.{index:02d}").write_bytes(data)
-        index += 1
-    if xz.wait() or tar.wait():
-        raise AotError("tar | xz failed")
-    chunks = sorted(out.glob("flashinfer-aot.tar.xz.*"))
-    (out / "SHA256SUMS").write_text("".join(f"{sha256(c)}  {c.name}\n" for c in chunks))
-    packed = sum(c.stat().st_size for c in chunks)
     nvcc = subprocess.run([os.environ["CUDA_HOME"] + "/bin/nvcc", "--version"], capture_output=True, text=True).stdout
     release = re.findall(r"release (\S+),", nvcc)[0]
     rows = [
         f"flashinfer {flashinfer.__version__}, torch {torch.__version__}, nvcc {release},"
-        f" arch sm_90a (FLASHINFER_CUDA_ARCH_LIST={ARCH})",
-        f"{len(built)} modules, {sum(so.stat().st_size for *_, so, _ in built) / 2**20:.1f} MiB raw, "
-        f"{packed / 2**20:.1f} MiB xz",
+        f" arch sm_90a (FLASHINFER_CUDA_ARCH_LIST={ARCH})"
     ]
-    rows += [f"{so.stat().st_size:>10}  {name}  # {m.why}" for m, name, so, _ in built]
-    (out / "MANIFEST.txt").write_text("\n".join(rows) + "\n")
-    shutil.rmtree(OUT, ignore_errors=True)
-    out.rename(OUT)
+
+    def manifest(out: Path) -> None:
+        packed = sum(c.stat().st_size for c in out.glob("flashinfer-aot.tar.xz.*"))
+        raw = sum(so.stat().st_size for *_, so, _ in built)
+        rows.append(f"{len(built)} modules, {raw / 2**20:.1f} MiB raw, {packed / 2**20:.1f} MiB xz")
+        rows.extend(f"{so.stat().st_size:>10}  {name}  # {m.why}" for m, name, so, _ in built)
+        (out / "MANIFEST.txt").write_text("\n".join(rows) + "\n")
+
+    device_payload.pack(stage, OUT, stem="flashinfer-aot", level="-9e", finish=manifest)
     print("\n".join(rows))
 
 
@@ -256,7 +221,7 @@ def main() -> int:
     try:
         prepare_env(args.jobs)
         pack(build(args.verbose))
-    except (AotError, OSError) as e:
+    except (AotError, device_payload.PayloadError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0
