@@ -9,6 +9,7 @@ import click
 
 from ..errors import InputError, no_gpu
 from ..devices import gpu_name, resolve_device
+from ..qualify.records import ATTENTION_BACKENDS
 from .options import DEVICES
 from .output import beneath, table
 
@@ -58,7 +59,7 @@ def engine_options(fn):
             ),
             click.option(
                 "--attention",
-                type=click.Choice(["triton", "flashinfer"]),
+                type=click.Choice(ATTENTION_BACKENDS),
                 default=None,
                 help="SGLang's attention backend in every engine [default: triton, the backend the packaged "
                 "calibration records were made on].",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import InputError
+from ..qualify.records import ATTENTION_BACKENDS
 from ..slots import DTYPES
 
 SERVICE_NAMES = ("compiler", "admission", "qualification")
@@ -61,7 +62,7 @@ SERVICE_NAMES = ("compiler", "admission", "qualification")
 )
 @click.option(
     "--attention",
-    type=click.Choice(["triton", "flashinfer"]),
+    type=click.Choice(ATTENTION_BACKENDS),
     default="triton",
     show_default=True,
     help="Qualification: SGLang's attention backend in every engine.",

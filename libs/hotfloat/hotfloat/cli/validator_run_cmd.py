@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 
 from ..chain.weights import WEIGHTS_EVERY
+from ..qualify.records import ATTENTION_BACKENDS
 from ..validator.config import load_config
 from .chain_options import wallet_options
 from .options import DEVICES, ledger_option, writable_ledger
@@ -81,7 +82,7 @@ THROUGH = ("scanned", "built", "admitted", "qualified", "scored")
 )
 @click.option(
     "--attention",
-    type=click.Choice(["triton", "flashinfer"]),
+    type=click.Choice(ATTENTION_BACKENDS),
     help="With --spawn or --local: SGLang's attention backend in every qualification engine [default: triton].",
 )
 @click.option(

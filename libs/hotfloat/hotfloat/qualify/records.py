@@ -6,7 +6,7 @@ reads is here, and nothing outside them (no clock, no randomness without its see
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, model_validator
 
@@ -27,6 +27,7 @@ AttentionBackend = Literal["triton", "flashinfer"]
 """SGLang's attention backend in a qualification engine: each has the attention slots' seams
 (hotfloat_sglang.seams). SGLang's own choice on Hopper, fa3, cannot be carried to a device call (hotfloat.engine
 .deviations)."""
+ATTENTION_BACKENDS: tuple[str, ...] = get_args(AttentionBackend)
 
 
 class Request(Record):

@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError, model_validator
 from ..bundle.bounded import load_toml, read_file
 from ..devices import resolve_device
 from ..errors import InputError
+from ..qualify.records import AttentionBackend
 from ..record import Record, first_error
 from .settle import SettlementPolicy
 
@@ -98,7 +99,7 @@ class ValidatorConfig(Record):
     """Local or spawned admission verifies one shape per op in fp32 (smoke runs only)."""
     rule_from: str | None = None
     """The calibration record whose rule local or spawned qualification decides with (spawned: it is started too)."""
-    attention: Literal["triton", "flashinfer"] = "triton"
+    attention: AttentionBackend = "triton"
     """SGLang's attention backend in local or spawned qualification engines: flashinfer is the production baseline a
     carried engine can run; a record made on triton names no verdict on it (docs/qualification.md, "The engines")."""
     through: Literal["scanned", "built", "admitted", "qualified", "scored"] | None = None

@@ -15,6 +15,7 @@ from ..bundle import Bundle, unpack
 from ..compiler import BuildRecord, build_bundle
 from ..errors import InputError
 from ..qualify import QualifyOptions, RuleConfig, qualify_bundle
+from ..qualify.records import AttentionBackend
 from ..qualify.calibration import CalibrationFile, caveat
 from ..qualify.options import rule_from, rule_given
 from ..record import first_error
@@ -43,7 +44,7 @@ class StageConfig:
     qualify_calibration: CalibrationFile | None = None
     """The calibration record qualification decides with (`--rule-from`), named in every verdict; not beside
     `qualify_rule`."""
-    qualify_attention: str = "triton"
+    qualify_attention: AttentionBackend = "triton"
     """SGLang's attention backend in every qualification engine (`hotfloat qualify run --attention`)."""
     qualify_extra_passes: tuple[tuple[str, int], ...] = ()
     """Calibration only: (role, extra stock passes) injected into every qualification, reported in its reasons."""
@@ -69,7 +70,7 @@ class StageConfig:
         return QualifyOptions.for_device(
             self.device,
             warmup_passes=self.qualify_warmup_passes,
-            attention=None if self.qualify_attention == "triton" else self.qualify_attention,
+            attention=self.qualify_attention,
             extra_passes=dict(self.qualify_extra_passes),
             **(rule_from(self.qualify_calibration) if self.qualify_calibration else {}),
             **(rule_given(self.qualify_rule) if self.qualify_rule else {}),

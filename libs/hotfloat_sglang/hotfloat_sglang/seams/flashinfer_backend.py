@@ -81,20 +81,15 @@ def page_table(forward_batch, req_to_token) -> tuple[torch.Tensor, torch.Tensor,
 
 def extend_seam(router: SeamRouter, backend, original, req_to_token):
     """The backend's `forward_extend`, with plain ragged extends inside the armed domain sent to the bundle."""
-    tables: dict[int, tuple] = {}  # the page table of the forward in flight, built by its first layer
+    held: list = [None, None]  # the forward in flight and its page table, built by its first layer
 
     def forward_extend(q, k, v, layer, forward_batch, save_kv_cache=True):
         if not _plain(backend, k, layer, save_kv_cache):
             router.count_stock(SLOT)
             return original(q, k, v, layer, forward_batch, save_kv_cache)
-        key = id(forward_batch)
-        if key not in tables:
-            tables.clear()
-            tables[key] = (
-                forward_batch,
-                page_table(forward_batch, req_to_token),
-            )  # the batch held so its id is not reused
-        qo_indptr, kv_indptr, kv_indices = tables[key][1]
+        if held[0] is not forward_batch:
+            held[:] = forward_batch, page_table(forward_batch, req_to_token)
+        qo_indptr, kv_indptr, kv_indices = held[1]
         hq, hkv, d = layer.tp_q_head_num, layer.tp_k_head_num, layer.head_dim
         q3, k3, v3 = (x.contiguous().view(-1, h, d) for x, h in ((q, hq), (k, hkv), (v, hkv)))
         pool = backend.token_to_kv_pool
