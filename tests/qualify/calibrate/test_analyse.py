@@ -42,6 +42,20 @@ def test_independent_units_count_the_false_passes_and_bound_exactly_those():
         CalibrationRecord.model_validate(doc)
 
 
+def test_raw_files_of_two_engine_configurations_make_no_record():
+    """A bound measured on SGLang's triton attention says nothing of its FlashInfer one: mixing them is refused."""
+    info = {"attention_backend": "triton", "sampling_backend": "pytorch"}
+    raws = [raw(seed=s).model_copy(update={"engine_info": info}) for s in range(3)]
+    raws[2] = raws[2].model_copy(update={"engine_info": {**info, "attention_backend": "flashinfer"}})
+    with pytest.raises(
+        ValueError,
+        match="c.raw.json ran another engine configuration than a.raw.json "
+        r"\(attention_backend differ\)",
+    ):
+        analyse(raws, PREREG, sims=0, sources=["a.raw.json", "b.raw.json", "c.raw.json"])
+    assert analyse(raws[:2], PREREG, sims=0).independent_draws == 2
+
+
 def test_a_boot_of_six_is_two_disjoint_triples_and_handicapped_pairs_are_positive_controls():
     six = units(raw(stock=6), RULE, 0)
     assert [(u.kind, u.engines) for u in six] == [("null", ["B1", "B2", "B3"]), ("null", ["B4", "B5", "B6"])]

@@ -14,14 +14,17 @@
 # handicapped one null qualification and one positive control; 2 stock + 4 handicapped two positive controls.
 # Afterwards, anywhere (no device):
 #   hotfloat qualify calibrate analyse RAW... --preregistered docs/calibration-h200.preregistered.json --out docs/calibration-h200.json
-# A quick analysis of this call's raw files with the committed ones runs here at the end, so the log shows the counts.
+# A quick analysis of this call's raw files runs here at the end, so the log shows the counts.
 # Run: CAL_STOCK=4 CAL_HANDICAP=0.02:2 bash tools/device/run.sh engine_install:60 calibrate:520   (a wave takes
 # about 4-5 minutes, plus about 70 s for the checkpoint on a fresh machine; CAL_BUDGET 400 s per wave, boots included;
 # CAL_BOOT 300 s; CAL_KEEP kept rounds, default 0; CAL_UNSANDBOXED=1 skips the sandbox; CAL_ATTENTION: flashinfer
-# for the production backend).
+# for the production backend). CAL_PLAN, instead of CAL_STOCK and CAL_HANDICAP, names the waves' compositions in turn
+# ("3 3 1+0.02:2": two null units, then a positive control; tools/device/helpers/cal_waves.py), and CAL_WAVES=fill
+# starts waves for as long as the recipe's limit holds one more (each wave's budget cut to the time left).
 set -u -o pipefail
 cd "$(dirname "$0")/../../.."
 . tools/device/helpers/sglang_env.sh || exit 1
+. tools/device/helpers/flashinfer_prebuilt.sh || exit 1  # FlashInfer's modules built ahead of time, when carried
 DEST="${OUT:-/tmp/out}/calibrate"
 mkdir -p "$DEST"
 T0=$(date +%s)
@@ -38,12 +41,14 @@ ensure_available(engine_policy("cuda", "sglang"))' > "$DEST/sandbox_check.txt" 2
   SANDBOX=(--unsandboxed)
 fi
 [ "${CAL_UNSANDBOXED:-0}" = 1 ] && SANDBOX=(--unsandboxed)
+PLAN=${CAL_PLAN:-${CAL_STOCK:-6}$(for h in ${CAL_HANDICAP:-}; do printf '+%s' "$h"; done)}
+python3 tools/device/helpers/cal_waves.py "$PLAN" 1 1 1 >/dev/null 2>"$DEST/plan.err"
+[ $? = 2 ] && { cat "$DEST/plan.err"; exit 2; }
 EXTRA=()
-for h in ${CAL_HANDICAP:-}; do EXTRA+=(--handicap "${h%%:*}" "${h##*:}"); done
 # Sized against 1100 ms, not the 1300 ms pass: torch.cuda._sleep counts cycles at the H200's nominal 1980 MHz while
 # its SMs run at 1575-1875 MHz under the 8B load, so each delay lasts about 1.2x its nominal length. The analysis
 # reports the effect each positive control really had; CAL_HANDICAP_PASS_MS corrects the size after a wave.
-[ -n "${CAL_HANDICAP:-}" ] && EXTRA+=(--handicap-pass-ms "${CAL_HANDICAP_PASS_MS:-1100}")
+[[ $PLAN == *+* ]] && EXTRA+=(--handicap-pass-ms "${CAL_HANDICAP_PASS_MS:-1100}")
 for c in ${CAL_CANDIDATES:-}; do [ "$c" = none ] || EXTRA+=(--candidate "$c"); done
 [ -n "${CAL_ATTENTION:-}" ] && EXTRA+=(--attention "$CAL_ATTENTION")  # a record belongs to one attention backend
 GPUS=${CAL_GPUS:-$(nvidia-smi -L | wc -l)}
@@ -55,10 +60,21 @@ SEED=${CAL_SEED:-$(( $(date +%s) % 1000000 ))}
 echo "=== checkpoint ($(at)) ==="
 python3 -c 'from hotfloat.qualify import QualifyOptions; from hotfloat.qualify.checkpoint import ensure
 e = QualifyOptions.for_device("cuda").engine(); print(ensure(e.preset, e.dtype, e.weight_seed))' || exit 1
-echo "checkpoint ready ($(at)); $GPUS GPU(s), $PER CPUs each; engines per GPU: stock ${CAL_STOCK:-6}, ${EXTRA[*]:-no others}"
+echo "checkpoint ready ($(at)); $GPUS GPU(s), $PER CPUs each; waves: $PLAN in turn, ${EXTRA[*]:-no other engines}"
 
-for w in $(seq 1 "${CAL_WAVES:-1}"); do
-  echo "=== wave $w ($(at)) ==="
+WAVES=${CAL_WAVES:-1}
+[ "$WAVES" = fill ] && WAVES=1000000
+durations=()
+w=0
+while [ $(( w += 1 )) -le "$WAVES" ]; do
+  left=$(( ${AREA_S:-100000} - $(date +%s) + T0 ))
+  if ! wave=$(python3 tools/device/helpers/cal_waves.py "$PLAN" "$w" "$left" "$BUDGET" "${durations[@]}"); then
+    echo "no wave $w: ${left}s left, earlier waves ${durations[*]:-none} s"
+    break
+  fi
+  read -r -a COMP <<< "${wave% *}"
+  WBUDGET=${wave##* }
+  echo "=== wave $w ($(at)): ${COMP[*]}, budget ${WBUDGET}s ==="
   ws=$(date +%s)
   pids=()
   raws=()
@@ -67,9 +83,9 @@ for w in $(seq 1 "${CAL_WAVES:-1}"); do
     raws+=("$raw")
     export_args=()
     [ "$w" = 1 ] && [ "$g" = 0 ] && export_args=(--export-cache "$HOTFLOAT_ENGINE_ROOT/cache")
-    CUDA_VISIBLE_DEVICES=$g timeout -k 10 $(( BUDGET + 20 )) taskset -c $(( g * PER ))-$(( (g + 1) * PER - 1 )) \
-      python3 -m hotfloat.cli qualify calibrate collect --device cuda --engine sglang --stock "${CAL_STOCK:-6}" \
-      "${EXTRA[@]}" --max-rounds "${CAL_ROUNDS:-10}" --keep-rounds "${CAL_KEEP:-0}" --budget "$BUDGET" \
+    CUDA_VISIBLE_DEVICES=$g timeout -k 10 $(( WBUDGET + 20 )) taskset -c $(( g * PER ))-$(( (g + 1) * PER - 1 )) \
+      python3 -m hotfloat.cli qualify calibrate collect --device cuda --engine sglang "${COMP[@]}" \
+      "${EXTRA[@]}" --max-rounds "${CAL_ROUNDS:-10}" --keep-rounds "${CAL_KEEP:-0}" --budget "$WBUDGET" \
       --boot-timeout "${CAL_BOOT:-300}" --seed $(( SEED + 100 * w + g )) --out "$raw" \
       "${export_args[@]}" "${SANDBOX[@]}" > "$DEST/collect-w$w-g$g.log" 2>&1 &
     pids+=($!)
@@ -93,15 +109,17 @@ for path in sys.argv[1:]:
           f"{ {k: round(v, 2) for k, v in raw.get('handicap_us', {}).items()} }, medians "
           + " ".join(f"{n} {1e3 * v:.1f}" for n, v in med.items()))
 PY
-  echo "wave $w took $(( $(date +%s) - ws ))s ($(at))"
+  durations+=($(( $(date +%s) - ws )))
+  echo "wave $w took ${durations[-1]}s ($(at))"
 done
 nvidia-smi --query-gpu=index,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv >> "$DEST/env.txt" 2>&1
 
 mine=$(ls "$DEST"/raw-*.json 2>/dev/null)
-# Each GPU model has its own record (docs/calibration-<model>.json): this call's raws join that model's committed ones.
+# This call's raws under the GPU model's pre-registered rule (docs/calibration-<model>.preregistered.json); the record
+# itself is analysed here, from every committed raw of one engine configuration.
 model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -o 'H[0-9]\+' | tr 'A-Z' 'a-z')
 if [ -n "$mine" ] && [ -f "docs/calibration-${model:-none}.preregistered.json" ]; then
-  timeout 120 python3 -m hotfloat.cli qualify calibrate analyse $(ls docs/qualify-runs/calibration-$model-llama8b-*.raw.json 2>/dev/null) $mine \
+  timeout 120 python3 -m hotfloat.cli qualify calibrate analyse $mine \
     --preregistered "docs/calibration-$model.preregistered.json" --sims 0 > "$DEST/analyse.txt" 2>&1
   echo "analyse rc=$?"; tail -n 16 "$DEST/analyse.txt"
 fi

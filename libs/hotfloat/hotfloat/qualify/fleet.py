@@ -262,7 +262,9 @@ class Fleet:
 
 
 def _merge(src: Path, dest: Path) -> int:
-    """Copies the tree at `src` into `dest`, each file through a temporary name and a rename; returns files copied."""
+    """Copies the tree at `src` into `dest`, each file through a temporary name and a rename; returns files copied.
+    Modification times travel with the files: ninja (tvm-ffi's and FlashInfer's JIT builds) rebuilds a module whose
+    source looks newer than its build log's entry, so fresh times cost every seeded engine its compile again."""
     n = 0
     for path in sorted(src.rglob("*")):
         target = dest / path.relative_to(src)
@@ -274,7 +276,7 @@ def _merge(src: Path, dest: Path) -> int:
         if path.is_symlink():
             os.symlink(os.readlink(path), tmp)
         else:
-            shutil.copyfile(path, tmp)
+            shutil.copy2(path, tmp)
         os.replace(tmp, target)
         n += 1
     return n

@@ -140,8 +140,18 @@ def analyse(
         raise ValueError(
             "calibration needs a stock engine and three rounds in every raw file, and two stock engines in one"
         )
-    rule = prereg.rule
     sources = list(sources) or [f"raw{k}" for k in range(len(raws))]
+    if off := next((k for k, r in enumerate(raws) if r.engine_info != raws[0].engine_info), None):
+        keys = sorted(
+            k
+            for k in {*raws[0].engine_info, *raws[off].engine_info}
+            if raws[0].engine_info.get(k) != raws[off].engine_info.get(k)
+        )
+        raise ValueError(
+            f"{sources[off]} ran another engine configuration than {sources[0]} ({', '.join(keys)} differ): "
+            "a record belongs to one configuration"
+        )
+    rule = prereg.rule
     every = [u for k, raw in enumerate(raws) for u in units(raw, rule, k)]
     null = [u for u in every if u.kind == "null" and u.status is not None]
     held = [u for u in null if Path(sources[u.source]).name not in prereg.selected_on]
