@@ -90,7 +90,7 @@ def test_rule_from_takes_the_records_timing_rule_under_the_flags_beside_it(bundl
         "--device",
         "cpu",
         "--rule-from",
-        str(recorded_gpus()["NVIDIA H200"]),
+        str(recorded_gpus()["NVIDIA H200"]["triton"]),
         "--look-rounds",
         "3",
         "--max-looks",
@@ -102,7 +102,10 @@ def test_rule_from_takes_the_records_timing_rule_under_the_flags_beside_it(bundl
         "--json",
     )
     assert code == 1 and json.loads(out)["status"] == "FAIL"
-    rule, record = json.loads(Path(ev).read_text())["rule"], read_calibration(recorded_gpus()["NVIDIA H200"]).rule
+    rule, record = (
+        json.loads(Path(ev).read_text())["rule"],
+        read_calibration(recorded_gpus()["NVIDIA H200"]["triton"]).rule,
+    )
     assert (rule["look_rounds"], rule["max_looks"]) == (3, 1)
     assert (rule["noise_floor"], rule["process_floor"], rule["carry_bound"]) == (
         record.noise_floor,

@@ -109,6 +109,39 @@ def test_the_cuda_rule_is_the_record_of_the_gpu_it_runs_on_and_a_gpu_without_one
         default_rule("cuda", "NVIDIA A100-SXM4-80GB")
 
 
+def test_sglang_on_cuda_runs_productions_attention_where_a_record_was_made_on_it_and_its_records_backend_elsewhere():
+    """A record belongs to one engine configuration. The H100 has one on FlashInfer (production's backend a device
+    call can carry): its engines run it by default and the verdict names that record; the H200's only record was
+    made on triton, so its engines stay there, calibrated, until one on FlashInfer lands. Naming the other backend
+    keeps the GPU's rule and gets the record of that backend, or one whose engine block names none."""
+    from hotfloat.qualify.calibration import Uncalibrated, describe
+    from hotfloat.qualify.options import default_attention, recorded_gpus
+
+    h100, h200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+    assert set(recorded_gpus()[h100]) == {"triton", "flashinfer"} and set(recorded_gpus()[h200]) == {"triton"}
+    got = {
+        (gpu, given): (o.attention, o.calibration.name)
+        for gpu in (h100, h200)
+        for given in (None, "triton", "flashinfer")
+        for o in [QualifyOptions.for_device("cuda", gpu=gpu, attention=given)]
+    }
+    assert got == {
+        (h100, None): ("flashinfer", "calibration-h100-flashinfer.json"),
+        (h100, "triton"): ("triton", "calibration-h100.json"),
+        (h100, "flashinfer"): ("flashinfer", "calibration-h100-flashinfer.json"),
+        (h200, None): ("triton", "calibration-h200.json"),
+        (h200, "triton"): ("triton", "calibration-h200.json"),
+        (h200, "flashinfer"): ("flashinfer", "calibration-h200.json"),
+    }
+    h200_fi = QualifyOptions.for_device("cuda", gpu=h200, attention="flashinfer")
+    info = {**h200_fi.calibration.record.engine, "attention_backend": "flashinfer"}
+    said = describe(h200_fi.calibration, h200_fi.rule, info, "cuda")
+    assert isinstance(said, Uncalibrated) and "attention_backend flashinfer (record triton)" in said.why
+    assert h200_fi.rule == QualifyOptions.for_device("cuda", gpu=h200).rule
+    assert default_attention("NVIDIA A100-SXM4-80GB") == "flashinfer"
+    assert QualifyOptions.for_device("cpu").attention == "triton"  # the transformers stand-in has no backends
+
+
 def test_the_attention_backend_is_an_sglang_engine_setting():
     """`--attention flashinfer` is SGLang's; the transformers stand-in has no backend to name, and is refused."""
     from pydantic import ValidationError

@@ -130,7 +130,7 @@ def test_a_configured_rule_sets_only_what_it_names_over_the_devices_defaults():
     )
     got = StageConfig(qualify_rule=full).qualify_options().rule
     assert got == full.model_copy(update={"gate_slack": cpu.gate_slack, "audit_slack": cpu.audit_slack})
-    record = read_calibration(recorded_gpus()["NVIDIA H200"]).rule
+    record = read_calibration(recorded_gpus()["NVIDIA H200"]["triton"]).rule
     assert "audit_slack" in record.model_fields_set and record.audit_slack == 0
     got = StageConfig(qualify_rule=record).qualify_options().rule
     assert (got.gate_slack, got.audit_slack) == (

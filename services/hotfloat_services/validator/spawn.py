@@ -14,13 +14,16 @@ from ..common.process import ServiceProcess
 
 
 def service_args(
-    name: str, *, quick: bool = False, rule_from: Path | None = None, attention: str = "triton"
+    name: str, *, quick: bool = False, rule_from: Path | None = None, attention: str | None = None
 ) -> tuple[str, ...]:
     """The options `spawned` gives service `name` beyond its socket, token and device."""
     if name == "admission" and quick:
         return QUICK_ADMISSION.flags()
     if name == "qualification":
-        return (*(("--rule-from", str(rule_from)) if rule_from is not None else ()), "--attention", attention)
+        return (
+            *(("--rule-from", str(rule_from)) if rule_from is not None else ()),
+            *(("--attention", attention) if attention is not None else ()),
+        )
     return ()
 
 
@@ -31,7 +34,7 @@ def spawned(
     device: str = "cpu",
     quick: bool = False,
     rule_from: Path | None = None,
-    attention: str = "triton",
+    attention: str | None = None,
     workdir: Path | None = None,
 ) -> Iterator[tuple[dict[str, str], str]]:
     """Starts each named service in its own process (qualification deciding with the rule `rule_from`'s calibration

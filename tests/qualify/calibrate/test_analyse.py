@@ -149,15 +149,24 @@ def test_cli_analyse_writes_the_record_with_the_preregistered_rule(tmp_path, cap
     assert f"robust model: sigma {rec.robust_model.sigma:.2%}" in printed and "passes winsorized" in printed
 
 
-@pytest.mark.parametrize("gpu, device", [("h200", "NVIDIA H200"), ("h100", "NVIDIA H100 80GB HBM3")])
-def test_a_committed_record_reproduces_from_the_committed_raw_files_and_sets_its_gpus_cuda_default(gpu, device):
+@pytest.mark.parametrize(
+    "gpu, device, attention",
+    [
+        ("h200", "NVIDIA H200", "triton"),
+        ("h100", "NVIDIA H100 80GB HBM3", "triton"),
+        ("h100-flashinfer", "NVIDIA H100 80GB HBM3", "flashinfer"),
+    ],
+)
+def test_a_committed_record_reproduces_from_the_committed_raw_files_and_sets_its_gpus_cuda_default(
+    gpu, device, attention
+):
     """Every count in docs/calibration-<gpu>.json comes back from its sources, its rule is the pre-registered one,
     and the library's CUDA default on that GPU is that rule, read from the record the package ships (docs/ links to
     it)."""
     from hotfloat.qualify.options import default_rule, recorded_gpus
 
     rec = CalibrationRecord.model_validate_json((DOCS / f"calibration-{gpu}.json").read_bytes())
-    prereg = load_preregistration(DOCS / f"calibration-{gpu}.preregistered.json")
+    prereg = load_preregistration(DOCS / f"calibration-{gpu.split('-')[0]}.preregistered.json")
     root = DOCS.parent
     again = analyse([load_raw(root / s) for s in rec.sources], prereg, sims=0, sources=rec.sources)
     keys = (
@@ -179,4 +188,5 @@ def test_a_committed_record_reproduces_from_the_committed_raw_files_and_sets_its
         rec.model.tau_upper_95,
     )
     assert rec.device == device and rec.rule == prereg.rule == default_rule("cuda", device)
-    assert (DOCS / f"calibration-{gpu}.json").resolve() == recorded_gpus()[device].resolve()
+    assert rec.engine["attention_backend"] == attention
+    assert (DOCS / f"calibration-{gpu}.json").resolve() == recorded_gpus()[device][attention].resolve()

@@ -11,16 +11,18 @@
 # Short boots: the checkpoint is generated once before the first wave, and the first wave's B1 on the first GPU (a
 # stock engine: no candidate code ever ran in its sandbox) exports its JIT caches to $HOTFLOAT_ENGINE_ROOT/cache,
 # which seeds every engine booted after it. Six stock engines make two null qualifications per boot; 4 stock + 2
-# handicapped one null qualification and one positive control; 2 stock + 4 handicapped two positive controls.
+# handicapped one null qualification and one positive control; 2 stock + 4 handicapped two positive controls (the
+# H200; an H100 holds three 8B engines, one unit a boot: "3" or "1+0.02:2").
 # Afterwards, anywhere (no device):
 #   hotfloat qualify calibrate analyse RAW... --preregistered docs/calibration-h200.preregistered.json --out docs/calibration-h200.json
 # A quick analysis of this call's raw files runs here at the end, so the log shows the counts.
-# Run: CAL_STOCK=4 CAL_HANDICAP=0.02:2 bash tools/device/run.sh engine_install:60 calibrate:520   (a wave takes
-# about 4-5 minutes, plus about 70 s for the checkpoint on a fresh machine; CAL_BUDGET 400 s per wave, boots included;
-# CAL_BOOT 300 s; CAL_KEEP kept rounds, default 0; CAL_UNSANDBOXED=1 skips the sandbox; CAL_ATTENTION: flashinfer
-# for the production backend). CAL_PLAN, instead of CAL_STOCK and CAL_HANDICAP, names the waves' compositions in turn
-# ("3 3 1+0.02:2": two null units, then a positive control; tools/device/helpers/cal_waves.py), and CAL_WAVES=fill
-# starts waves for as long as the recipe's limit holds one more (each wave's budget cut to the time left).
+# Run: CAL_PLAN="3 3 1+0.02:2" CAL_WAVES=fill bash tools/device/run.sh engine_install:40 calibrate:552
+# CAL_PLAN names the waves' compositions in turn (instead of CAL_STOCK and CAL_HANDICAP; "3 3 1+0.02:2": two null
+# units, then a positive control; tools/device/helpers/cal_waves.py); CAL_WAVES=fill starts waves while the recipe's
+# limit holds one more seeded wave, each wave's budget cut to the time left. On the H100 a seeded wave of three
+# engines takes 90-98 s, a fresh machine's first about 120 s plus 26 s for the checkpoint (session 33). CAL_BUDGET
+# 400 s per wave, boots included; CAL_BOOT 300 s; CAL_KEEP kept rounds, default 0; CAL_UNSANDBOXED=1 skips the
+# sandbox; CAL_ATTENTION names the attention backend (default the GPU's: hotfloat.qualify.options.default_attention).
 set -u -o pipefail
 cd "$(dirname "$0")/../../.."
 . tools/device/helpers/sglang_env.sh || exit 1

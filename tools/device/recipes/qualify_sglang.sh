@@ -10,7 +10,7 @@
 # (override the rule's look rounds and looks), QS_BUNDLE (examples/silu_triton), QS_BOOT (170), QS_TIMEOUT (200),
 # QS_RULE_FROM (a calibration record or pre-registration, for a GPU without a packaged record), QS_PRESET (the
 # generated model's shape: mixtral-8b for the MoE slots), QS_SEED (the workload seed, 7),
-# QS_ATTENTION (SGLang's attention backend in every engine: triton, the default, or flashinfer),
+# QS_ATTENTION (SGLang's attention backend in every engine, triton or flashinfer; default the GPU's),
 # QS_TAG (results under qualify_sglang-<tag>, for several bundles in one call: the qualify_each recipe), QS_STACKS
 # (INTERVAL:SECONDS: every SGLang process samples its main thread's stack into its engine log, counted into stacks.txt).
 # Falls back to --unsandboxed (printed as NOTE) when the sandbox cannot be built there, or when a sandboxed run fails

@@ -61,8 +61,8 @@ def engine_options(fn):
                 "--attention",
                 type=click.Choice(ATTENTION_BACKENDS),
                 default=None,
-                help="SGLang's attention backend in every engine [default: triton, the backend the packaged "
-                "calibration records were made on].",
+                help="SGLang's attention backend in every engine [default: the GPU's: production's (flashinfer) "
+                "where a packaged calibration record was made on it, else its record's].",
             ),
             click.option("--shapes", default=None, help="Workload request mix [default: tiny on cpu, sglang on cuda]."),
             click.option(

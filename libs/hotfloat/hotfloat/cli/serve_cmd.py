@@ -63,9 +63,9 @@ SERVICE_NAMES = ("compiler", "admission", "qualification")
 @click.option(
     "--attention",
     type=click.Choice(ATTENTION_BACKENDS),
-    default="triton",
-    show_default=True,
-    help="Qualification: SGLang's attention backend in every engine.",
+    default=None,
+    help="Qualification: SGLang's attention backend in every engine [default: the GPU's: production's (flashinfer) "
+    "where a packaged calibration record was made on it, else its record's].",
 )
 @click.option("--tls-ca", type=click.Path(exists=True, dir_okay=False), help="CA for mutual TLS (TCP only).")
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="Server certificate for mutual TLS.")
@@ -100,7 +100,7 @@ def serve(
         raise InputError("mutual TLS needs all of --tls-ca, --tls-cert and --tls-key")
     if rule_from and name != "qualification":
         raise InputError("--rule-from applies only to the qualification service")
-    if attention != "triton" and name != "qualification":
+    if attention is not None and name != "qualification":
         raise InputError("--attention applies only to the qualification service")
     if gpu is not None and (name == "compiler" or device != "cuda"):
         raise InputError("--gpu applies to admission and qualification with --device cuda")

@@ -83,7 +83,8 @@ THROUGH = ("scanned", "built", "admitted", "qualified", "scored")
 @click.option(
     "--attention",
     type=click.Choice(ATTENTION_BACKENDS),
-    help="With --spawn or --local: SGLang's attention backend in every qualification engine [default: triton].",
+    help="With --spawn or --local: SGLang's attention backend in every qualification engine [default: the GPU's: "
+    "production's (flashinfer) where a packaged calibration record was made on it, else its record's].",
 )
 @click.option(
     "--through",

@@ -150,5 +150,5 @@ def check_calibration(evidence: Evidence, given: Iterable[CalibrationFile] = ())
         return None
     from .options import packaged, recorded_gpus
 
-    files = [*given, *(packaged(gpu) for gpu in recorded_gpus())]
+    files = [*given, *(packaged(gpu, a) for gpu, made in recorded_gpus().items() for a in made)]
     return check(evidence.calibration, evidence.rule, evidence.engine_info, evidence.engine.device, files)

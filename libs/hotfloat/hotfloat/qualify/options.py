@@ -1,8 +1,10 @@
 """What a validator chooses for a qualification (`QualifyOptions`) and the defaults behind it, from one source.
 
-A device's timing rule is `default_rule(device, gpu)`: on CUDA the rule the packaged calibration record of that GPU
+A device's timing rule is `default_rule(device, gpu)`: on CUDA the rule the packaged calibration records of that GPU
 model chose (read, never copied; a model without a record is refused unless a rule is configured), on a CPU box the
-switched-off bounds of `CPU_RULE`. `for_device` fills in the device's defaults, `rule_given`
+switched-off bounds of `CPU_RULE`. A GPU model may have a record per attention backend (a record belongs to one
+engine configuration); its SGLang engines run `default_attention(gpu)`: production's backend where a record was
+made on it, else the backend its record was made on. `for_device` fills in the device's defaults, `rule_given`
 lays a configured rule (`--rule-from`) over them. The run itself is hotfloat.qualify.pipeline.
 """
 
@@ -36,9 +38,12 @@ docs/qualification.md, "Choosing the slacks")."""
 CPU_RULE = dict(look_rounds=4, max_looks=2, drift_bound=5.0, carry_bound=5.0, noise_floor=0.01, process_floor=0.01)
 """The rule on a shared CPU box (CI): its load swings, so the drift and carry-over bounds are switched off."""
 CUDA_RECORDS = tuple(sorted(Path(__file__).parent.glob("calibration-*.json")))
-"""The calibration records shipped with the package, one per GPU model (docs/calibration-<gpu>.json link here): a
-qualification's rule on CUDA is the one its GPU's record chose (each pre-registered in
-docs/calibration-<gpu>.preregistered.json), read, never copied."""
+"""The calibration records shipped with the package, one per GPU model and attention backend
+(docs/calibration-<gpu>[-<backend>].json link here): a qualification's rule on CUDA is the one its GPU's records chose
+(pre-registered once per GPU model in docs/calibration-<gpu>.preregistered.json), read, never copied."""
+PRODUCTION_ATTENTION: AttentionBackend = "flashinfer"
+"""The production attention backend a device call can carry: the pinned SGLang picks fa3 on Hopper for MHA models
+(flashinfer elsewhere), and FlashInfer's sm_90 prefill is its own FA3-derived kernel (docs/qualification.md)."""
 NO_RECORD = (
     "no calibration record for {gpu}: make one on this GPU with `hotfloat qualify calibrate collect --device cuda "
     "--out raw.json` then `hotfloat qualify calibrate analyse raw.json --preregistered PREREG --out record.json`, and "
@@ -62,7 +67,8 @@ class QualifyOptions(Record):
     decode: Decode | None = None
     """Decode mode of B and C alike (EngineSpec.decode); None: CUDA graphs on CUDA, eager on CPU."""
     attention: AttentionBackend = "triton"
-    """SGLang's attention backend in every engine (EngineSpec.attention)."""
+    """SGLang's attention backend in every engine (EngineSpec.attention); `for_device` defaults an SGLang engine on
+    CUDA to `default_attention(gpu)`."""
     shapes: str = "tiny"
     """Workload request mix (hotfloat.qualify.workload.SHAPES)."""
     warmup_passes: Annotated[int, Field(ge=0, le=16)] = 1
@@ -147,8 +153,10 @@ class QualifyOptions(Record):
         unrecorded = device == "cuda" and gpu not in recorded_gpus()
         if unrecorded and not TIMING <= set(given.get("rule", {})):
             given["uncalibrated"] = gpu or "this host (no GPU found)"
+        if device == "cuda" and kind == "sglang":
+            given.setdefault("attention", default_attention(gpu))
         if device == "cuda" and not unrecorded:
-            given.setdefault("calibration", packaged(gpu))
+            given.setdefault("calibration", packaged(gpu, given.get("attention", "triton")))
         rule = {
             **(RuleConfig() if unrecorded else default_rule(device, gpu)).model_dump(),
             "gate_slack": GATE_SLACK,
@@ -190,19 +198,38 @@ def rule_from(file: CalibrationFile) -> dict:
 
 
 @functools.cache
-def recorded_gpus() -> dict[str, Path]:
-    """GPU model -> its packaged calibration record (each read and validated once per process)."""
-    return {load_calibration(p).device: p for p in CUDA_RECORDS}
+def recorded_gpus() -> dict[str, dict[str, Path]]:
+    """GPU model -> attention backend -> its packaged calibration record (each read and validated once per process);
+    two records of one GPU model must share its pre-registered rule."""
+    out: dict[str, dict[str, Path]] = {}
+    rules: dict[str, RuleConfig] = {}
+    for p in CUDA_RECORDS:
+        r = load_calibration(p)
+        if rules.setdefault(r.device, r.rule) != r.rule:
+            raise InputError(f"{p.name}: a timing rule other than the other {r.device} records'")
+        out.setdefault(r.device, {})[r.engine.get("attention_backend", "triton")] = p
+    return out
+
+
+def default_attention(gpu: str | None) -> AttentionBackend:
+    """The attention backend a GPU model's SGLang engines run unless told otherwise: production's where a packaged
+    record was made on it (so the verdict names that record), else the backend of the model's record (its verdicts
+    stay calibrated until a record on production's backend lands), production's for a model with none."""
+    made = recorded_gpus().get(gpu or "", {})
+    return PRODUCTION_ATTENTION if PRODUCTION_ATTENTION in made or not made else min(made)
 
 
 @functools.cache
-def packaged(gpu: str) -> CalibrationFile:
-    """The calibration record the package ships for `gpu`, read once per process."""
-    if gpu not in recorded_gpus():
+def packaged(gpu: str, attention: str = PRODUCTION_ATTENTION) -> CalibrationFile:
+    """The calibration record the package ships for `gpu` and `attention`, read once per process; where the GPU
+    model has none on that backend, its record of another (whose rule is the model's, and whose engine block makes
+    the verdict say that it names no record: hotfloat.qualify.calibration.describe)."""
+    made = recorded_gpus().get(gpu, {})
+    if not made:
         raise InputError(NO_RECORD.format(gpu=gpu or "this host (no GPU found)"))
-    return read_calibration(recorded_gpus()[gpu])
+    return read_calibration(made.get(attention) or made[min(made)])
 
 
 def default_rule(device: str, gpu: str | None = None) -> RuleConfig:
-    """The timing rule a device's qualifications use unless told otherwise: on CUDA, the record of `gpu`."""
+    """The timing rule a device's qualifications use unless told otherwise: on CUDA, the records of `gpu`."""
     return RuleConfig(**CPU_RULE) if device != "cuda" else packaged(gpu).rule

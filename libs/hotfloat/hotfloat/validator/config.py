@@ -99,9 +99,10 @@ class ValidatorConfig(Record):
     """Local or spawned admission verifies one shape per op in fp32 (smoke runs only)."""
     rule_from: str | None = None
     """The calibration record whose rule local or spawned qualification decides with (spawned: it is started too)."""
-    attention: AttentionBackend = "triton"
-    """SGLang's attention backend in local or spawned qualification engines: flashinfer is the production baseline a
-    carried engine can run; a record made on triton names no verdict on it (docs/qualification.md, "The engines")."""
+    attention: AttentionBackend | None = None
+    """SGLang's attention backend in local or spawned qualification engines; None: the GPU's default
+    (hotfloat.qualify.options.default_attention: production's where a record was made on it; docs/qualification.md,
+    "The engines")."""
     through: Literal["scanned", "built", "admitted", "qualified", "scored"] | None = None
     """Last state to reach; None: scored when qualification is available, else admitted."""
     workers: Annotated[int, Field(ge=1, le=64)] = 2
@@ -134,7 +135,7 @@ class ValidatorConfig(Record):
             raise ValueError("mutual TLS applies to given addresses, not to local or spawned stages")
         if self.rule_from and remote:
             raise ValueError("--rule-from applies only with --spawn or --local (a running service has its own rule)")
-        if self.attention != "triton" and remote:
+        if self.attention is not None and remote:
             raise ValueError("--attention applies only with --spawn or --local (a running service has its own)")
         return self
 

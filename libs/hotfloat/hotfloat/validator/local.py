@@ -44,8 +44,9 @@ class StageConfig:
     qualify_calibration: CalibrationFile | None = None
     """The calibration record qualification decides with (`--rule-from`), named in every verdict; not beside
     `qualify_rule`."""
-    qualify_attention: AttentionBackend = "triton"
-    """SGLang's attention backend in every qualification engine (`hotfloat qualify run --attention`)."""
+    qualify_attention: AttentionBackend | None = None
+    """SGLang's attention backend in every qualification engine (`hotfloat qualify run --attention`); None: the GPU's
+    default."""
     qualify_extra_passes: tuple[tuple[str, int], ...] = ()
     """Calibration only: (role, extra stock passes) injected into every qualification, reported in its reasons."""
 
