@@ -156,3 +156,35 @@ def test_the_attention_backend_is_an_sglang_engine_setting():
         spec.attention == "flashinfer"
         and EngineSpec(kind="sglang", preset="p", dtype="bf16", device="cuda").attention == "triton"
     )
+
+
+def test_a_bundle_qualifies_on_a_backend_that_seams_its_slots():
+    """attention.decode is hooked on the triton backend alone: on the H100, whose default is FlashInfer, a decode
+    bundle moves to triton and the triton record; a FlashInfer the validator chose is refused in one line before any
+    engine boots; a prefill or row-wise bundle keeps the default."""
+    from hotfloat.errors import InputError
+    from hotfloat.qualify.calibration import read_calibration
+    from hotfloat.qualify.options import for_slots, rule_from
+
+    h100 = QualifyOptions.for_device("cuda", gpu="NVIDIA H100 80GB HBM3")
+    moved = for_slots(h100, {"attention.decode"})
+    assert (moved.attention, moved.calibration.name) == ("triton", "calibration-h100.json")
+    for slots in ({"attention.prefill"}, {"norm.rmsnorm", "activation.silu_and_mul"}):
+        assert for_slots(h100, slots) is h100
+    chosen = QualifyOptions.for_device("cuda", gpu="NVIDIA H100 80GB HBM3", attention="flashinfer")
+    with pytest.raises(InputError) as e:
+        for_slots(chosen, {"attention.decode", "attention.prefill"})
+    assert str(e.value) == (
+        "attention.decode has no seam on SGLang's flashinfer attention backend (seams on: triton): "
+        "qualify it with --attention triton"
+    )
+    examples = Path(__file__).parents[2] / "examples"
+    with pytest.raises(InputError, match="^attention.decode has no seam on SGLang's flashinfer"):
+        qualify_bundle(examples / "attention_decode_triton", chosen)  # before any sandbox or engine
+    prereg = read_calibration(Path(__file__).parents[2] / "docs" / "calibration-h100.preregistered.json")
+    given = QualifyOptions.for_device("cuda", gpu="NVIDIA H100 80GB HBM3", **rule_from(prereg))
+    assert for_slots(given, {"attention.decode"}).calibration is given.calibration  # --rule-from's stays
+    h200 = QualifyOptions.for_device("cuda", gpu="NVIDIA H200")
+    assert for_slots(h200, {"attention.decode"}) is h200
+    cpu = QualifyOptions.for_device("cpu")
+    assert for_slots(cpu, {"attention.decode"}) is cpu

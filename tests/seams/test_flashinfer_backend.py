@@ -240,3 +240,16 @@ def test_the_registry_refuses_one_slot_hooked_twice_on_one_target(monkeypatch):
             seams.registry()
     finally:
         seams.registry.cache_clear()
+
+
+def test_the_backend_seam_table_is_the_plugins_registry():
+    """The validator's table of which backend hooks which attention slot (hotfloat.qualify.records, read before any
+    engine boots, where the plugin is not importable) is the registry's own."""
+    from hotfloat.qualify.records import BACKEND_SEAMS
+    from hotfloat_sglang.seams import registry
+
+    got: dict[str, set[str]] = {}
+    for seam in registry():
+        for slot in seam.slots if seam.backend else ():
+            got.setdefault(slot, set()).add(seam.backend)
+    assert got == {slot: set(on) for slot, on in BACKEND_SEAMS.items()}

@@ -21,7 +21,17 @@ from ..errors import InputError
 from .calibrate.files import load_calibration
 from .calibration import TIMING, CalibrationFile, read_calibration
 from ..engine.presets import PRESETS
-from .records import AttentionBackend, Decode, EngineKind, EngineSpec, Record, Role, RuleConfig
+from .records import (
+    ATTENTION_BACKENDS,
+    BACKEND_SEAMS,
+    AttentionBackend,
+    Decode,
+    EngineKind,
+    EngineSpec,
+    Record,
+    Role,
+    RuleConfig,
+)
 from .workload import SHAPES
 
 
@@ -106,6 +116,9 @@ class QualifyOptions(Record):
     """The calibration record (or pre-registration) the timing rule came from: the GPU's packaged record on CUDA, or
     `--rule-from`'s. The verdict names it when the rule and the engine configuration are its own
     (hotfloat.qualify.calibration); None: the CPU rule, or a rule given by hand."""
+    attention_by_default: bool = False
+    """`attention` is the GPU's default, not the validator's choice: `for_slots` may move a bundle's qualification to
+    a backend that has seams for its slots."""
     uncalibrated: str | None = None
     """The GPU model when it has no calibration record and no rule was configured: `qualify_bundle` refuses such
     options in one line naming the commands that make a record (calibration collection, which needs no rule, runs)."""
@@ -153,8 +166,8 @@ class QualifyOptions(Record):
         unrecorded = device == "cuda" and gpu not in recorded_gpus()
         if unrecorded and not TIMING <= set(given.get("rule", {})):
             given["uncalibrated"] = gpu or "this host (no GPU found)"
-        if device == "cuda" and kind == "sglang":
-            given.setdefault("attention", default_attention(gpu))
+        if device == "cuda" and kind == "sglang" and "attention" not in given:
+            given.update(attention=default_attention(gpu), attention_by_default=True)
         if device == "cuda" and not unrecorded:
             given.setdefault("calibration", packaged(gpu, given.get("attention", "triton")))
         rule = {
@@ -228,6 +241,30 @@ def packaged(gpu: str, attention: str = PRODUCTION_ATTENTION) -> CalibrationFile
     if not made:
         raise InputError(NO_RECORD.format(gpu=gpu or "this host (no GPU found)"))
     return read_calibration(made.get(attention) or made[min(made)])
+
+
+def for_slots(options: QualifyOptions, slots: set[str]) -> QualifyOptions:
+    """The options a bundle declaring `slots` qualifies under: its SGLang engines must run a backend with a seam for
+    each slot, or the engine never calls the bundle. A default backend without one gives way to the GPU's recorded
+    backend that has them all (its packaged record with it, where the rule came from the package); a backend the
+    validator chose is refused in one line."""
+    if options.engine_kind != "sglang":
+        return options
+    need = [(s, BACKEND_SEAMS[s]) for s in sorted(slots) if s in BACKEND_SEAMS]
+    able = [b for b in ATTENTION_BACKENDS if all(b in on for _, on in need)]
+    if options.attention in able:
+        return options
+    slot, on = next((s, on) for s, on in need if options.attention not in on)
+    if not options.attention_by_default or not able:
+        raise InputError(
+            f"{slot} has no seam on SGLang's {options.attention} attention backend (seams on: {', '.join(on)}): "
+            f"qualify it with --attention {on[0]}" + ("" if able else f"; no backend seams all of {sorted(slots)}")
+        )
+    gpu = options.calibration.record.device if options.calibration and options.calibration.record else None
+    made = recorded_gpus().get(gpu or "", {})
+    to = next((b for b in able if b in made), able[0])
+    ours = made and options.calibration.sha256 == packaged(gpu, options.attention).sha256
+    return options.model_copy(update={"attention": to, **({"calibration": packaged(gpu, to)} if ours else {})})
 
 
 def default_rule(device: str, gpu: str | None = None) -> RuleConfig:

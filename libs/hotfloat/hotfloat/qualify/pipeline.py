@@ -19,7 +19,7 @@ from ..bundle import Bundle, load_bundle
 from ..sandbox import ensure_available
 from ..errors import InputError
 from .calibration import describe
-from .options import NO_RECORD, QualifyOptions
+from .options import NO_RECORD, QualifyOptions, for_slots
 from .evidence import Evidence, QualifyResult
 from .host import engine_policy, staged
 from ..engine.presets import PRESETS
@@ -43,6 +43,8 @@ def qualify_bundle(
     options = options or QualifyOptions()
     if options.uncalibrated:
         raise InputError(NO_RECORD.format(gpu=options.uncalibrated))
+    bundles = {"c": _loaded(bundle), **({"b": _loaded(baseline)} if baseline else {})}
+    options = for_slots(options, {op.entry.slot for b in bundles.values() for op in b.ops})
     engine = options.engine()
     if options.sandboxed:
         ensure_available(engine_policy(options.device, engine.kind))  # fail closed before any engine starts
@@ -59,7 +61,6 @@ def qualify_bundle(
         seed=options.seed,
     )
     started, t0 = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), time.monotonic()
-    bundles = {"c": _loaded(bundle), **({"b": _loaded(baseline)} if baseline else {})}
     with staged(bundles, sandboxed=options.sandboxed) as paths:
         stock = {"bundle": paths.get("b"), "identity": bundles["b"].identity if baseline else None}
         arms = [stock, {"bundle": paths["c"], "identity": bundles["c"].identity}, stock]

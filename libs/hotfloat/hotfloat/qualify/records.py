@@ -24,10 +24,15 @@ stochastically rounded to a neighbouring value)."""
 Decode = Literal["eager", "static", "graph"]
 EngineKind = Literal["transformers", "sglang"]
 AttentionBackend = Literal["triton", "flashinfer"]
-"""SGLang's attention backend in a qualification engine: each has the attention slots' seams
-(hotfloat_sglang.seams). SGLang's own choice on Hopper, fa3, cannot be carried to a device call (hotfloat.engine
-.deviations)."""
+"""SGLang's attention backend in a qualification engine (hotfloat_sglang.seams hooks the attention slots on each).
+SGLang's own choice on Hopper, fa3, cannot be carried to a device call (hotfloat.engine.deviations)."""
 ATTENTION_BACKENDS: tuple[str, ...] = get_args(AttentionBackend)
+BACKEND_SEAMS: dict[str, tuple[AttentionBackend, ...]] = {
+    "attention.decode": ("triton",),
+    "attention.prefill": ("triton", "flashinfer"),
+}
+"""Slots whose seam lives on an attention backend's class -> the backends with one (the plugin's registry, held to
+this by tests/qualify/test_options.py); an engine on another backend never calls the bundle for that slot."""
 
 
 class Request(Record):
