@@ -171,6 +171,13 @@ def test_a_bundle_qualifies_on_a_backend_that_seams_its_slots():
     assert (moved.attention, moved.calibration.name) == ("triton", "calibration-h100.json")
     for slots in ({"attention.prefill"}, {"norm.rmsnorm", "activation.silu_and_mul"}):
         assert for_slots(h100, slots) is h100
+    assert for_slots(h100, {"attention.decode", "norm.rmsnorm"}).attention == "triton"
+    with pytest.raises(InputError) as e:  # the prefill kernel would be timed against triton's, not production's
+        for_slots(h100, {"attention.decode", "attention.prefill"})
+    assert str(e.value) == (
+        "attention.decode has no seam on SGLang's flashinfer attention backend (seams on: triton): "
+        "attention.prefill would leave that backend with it: submit them in separate bundles"
+    )
     chosen = QualifyOptions.for_device("cuda", gpu="NVIDIA H100 80GB HBM3", attention="flashinfer")
     with pytest.raises(InputError) as e:
         for_slots(chosen, {"attention.decode", "attention.prefill"})

@@ -245,9 +245,11 @@ def packaged(gpu: str, attention: str = PRODUCTION_ATTENTION) -> CalibrationFile
 
 def for_slots(options: QualifyOptions, slots: set[str]) -> QualifyOptions:
     """The options a bundle declaring `slots` qualifies under: its SGLang engines must run a backend with a seam for
-    each slot, or the engine never calls the bundle. A default backend without one gives way to the GPU's recorded
-    backend that has them all (its packaged record with it, where the rule came from the package); a backend the
-    validator chose is refused in one line."""
+    each slot, or the engine never calls the bundle. A default backend with none of the bundle's backend-bound slots
+    gives way to the GPU's recorded backend that has them all (its packaged record with it, where the rule came from
+    the package). Anything else is refused in one line: a backend the validator chose, and a bundle that mixes a slot
+    the default backend hooks with one it does not, which would time the first against a backend production does not
+    run (a prefill kernel beside a token decode kernel, to be judged against triton's prefill)."""
     if options.engine_kind != "sglang":
         return options
     need = [(s, BACKEND_SEAMS[s]) for s in sorted(slots) if s in BACKEND_SEAMS]
@@ -255,10 +257,17 @@ def for_slots(options: QualifyOptions, slots: set[str]) -> QualifyOptions:
     if options.attention in able:
         return options
     slot, on = next((s, on) for s, on in need if options.attention not in on)
-    if not options.attention_by_default or not able:
+    hooked = [s for s, on in need if options.attention in on]
+    if not options.attention_by_default or not able or hooked:
+        why = (
+            f"qualify it with --attention {on[0]}"
+            if not options.attention_by_default
+            else f"no backend seams all of {sorted(slots)}"
+            if not able
+            else f"{', '.join(hooked)} would leave that backend with it: submit them in separate bundles"
+        )
         raise InputError(
-            f"{slot} has no seam on SGLang's {options.attention} attention backend (seams on: {', '.join(on)}): "
-            f"qualify it with --attention {on[0]}" + ("" if able else f"; no backend seams all of {sorted(slots)}")
+            f"{slot} has no seam on SGLang's {options.attention} attention backend (seams on: {', '.join(on)}): {why}"
         )
     gpu = options.calibration.record.device if options.calibration and options.calibration.record else None
     made = recorded_gpus().get(gpu or "", {})
