@@ -37,6 +37,7 @@ def test_broken_bundle_exit_1_with_evidence_that_recomputes(bundles, tmp_path, c
     assert verdict["calibration"] == {"kind": "none", "why": "the CPU rule, never calibrated"}
     assert verdict["worth"] is None and verdict["caveat"] is None
     assert json.loads(ev.read_text())["calibration"] == verdict["calibration"]
+    assert verdict["engine"] == json.loads(ev.read_text())["engine"] and verdict["engine"]["kind"] == "transformers"
     assert run(capsys, "recompute", str(ev))[0] == 0
 
 

@@ -90,6 +90,7 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
                 "reason": result.reason,
                 "decision": d.model_dump(mode="json"),
                 "bundle_identity": result.evidence.bundle_identity,
+                "engine": result.evidence.engine.model_dump(mode="json"),
                 "seed": result.evidence.workload.seed,
                 "sandboxed": result.evidence.sandboxed,
                 "isolation": iso.model_dump(mode="json") if iso else None,
@@ -107,7 +108,9 @@ def run_cmd(bundle, evidence_path, unisolated, as_json, **flags):
             isolation += f"  memory={p.resident}x{p.share_bytes / 2**30:.1f} GiB" + (
                 " twin-apart-from-C" if p.twin_apart else ""
             )
-        cal = result.evidence.calibration
+        cal, engine = result.evidence.calibration, result.evidence.engine
+        if engine.kind == "sglang":  # the baseline's kernels, chosen per GPU and per bundle (options.for_slots)
+            isolation += f"  attention={engine.attention}"
         isolation += f"  calibration={getattr(cal, 'record', 'none')}"
         table(
             f"qualify {b.manifest.bundle_id}  seed={result.evidence.workload.seed}  sandbox={sandbox}{isolation}",
