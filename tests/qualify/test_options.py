@@ -195,3 +195,28 @@ def test_a_bundle_qualifies_on_a_backend_that_seams_its_slots():
     assert for_slots(h200, {"attention.decode"}) is h200
     cpu = QualifyOptions.for_device("cpu")
     assert for_slots(cpu, {"attention.decode"}) is cpu
+
+
+def test_two_records_of_one_gpu_model_must_share_its_preregistered_rule(tmp_path, monkeypatch):
+    """The rule is pre-registered per GPU model; a record on a second backend under another rule would let the
+    backend pick the rule."""
+    import json
+
+    from hotfloat.errors import InputError
+    from hotfloat.qualify import options
+
+    docs = Path(__file__).parents[2] / "docs"
+    doc = json.loads((docs / "calibration-h100-flashinfer.json").read_text())
+    doc["rule"]["look_rounds"] = doc["preregistration"]["rule"]["look_rounds"] = 4
+    (tmp_path / "calibration-h100-other.json").write_text(json.dumps(doc))
+    monkeypatch.setattr(
+        options, "CUDA_RECORDS", (docs / "calibration-h100.json", tmp_path / "calibration-h100-other.json")
+    )
+    options.recorded_gpus.cache_clear()
+    try:
+        with pytest.raises(
+            InputError, match="^calibration-h100-other.json: a timing rule other than the other NVIDIA H100"
+        ):
+            options.recorded_gpus()
+    finally:
+        options.recorded_gpus.cache_clear()
