@@ -87,3 +87,19 @@ def test_a_short_real_collection_on_cpu_and_evidence_formed_from_it(tmp_path, bu
     assert ev.decision.status == "FAIL" and "does not match" in ev.decision.reason and recompute(ev) == ev.decision
     with pytest.raises(ValueError, match="kept"):
         evidence_from(got, tmp_path / "raw.json.outputs.jsonl", "B3", RuleConfig(look_rounds=3))
+
+
+def test_a_candidate_is_collected_only_on_a_backend_that_seams_its_slots(tmp_path):
+    """The twin of qualify_bundle's check (options.for_slots): a decode candidate beside engines on a FlashInfer the
+    validator chose would never be called; the collection is refused before any engine boots."""
+    from pathlib import Path
+
+    from hotfloat.errors import InputError
+    from hotfloat.qualify import QualifyOptions
+    from hotfloat.qualify.calibrate.collect import collect
+
+    opts = QualifyOptions.for_device("cuda", gpu="NVIDIA H100 80GB HBM3", attention="flashinfer")
+    decode = Path(__file__).parents[3] / "examples" / "attention_decode_triton"
+    with pytest.raises(InputError, match="^attention.decode has no seam on SGLang's flashinfer attention backend"):
+        collect(opts, tmp_path / "raw.json", stock=3, candidates={"C1": decode}, budget_s=60)
+    assert not (tmp_path / "raw.json").exists()

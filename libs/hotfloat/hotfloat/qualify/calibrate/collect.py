@@ -23,6 +23,7 @@ from .files import CalibrationRaw, RawRound
 from .evidence import KeptRound
 from ..fleet import Counts, Fleet, Ready, Served
 from ..host import staged
+from ..options import for_slots
 from ...engine.presets import PRESETS
 from ..records import Workload
 from ..isolation.resident import cpu_sets, harden_self
@@ -65,6 +66,8 @@ def collect(
     t0 = time.monotonic()
     say = progress or (lambda m: None)
     harden_self()
+    bundles = {n: b if hasattr(b, "identity") else load_bundle(b) for n, b in (candidates or {}).items()}
+    options = for_slots(options, {op.entry.slot for b in bundles.values() for op in b.ops})
     engine = options.engine()
     workload = make_workload(
         options.shapes,
@@ -73,7 +76,6 @@ def collect(
         warmup_passes=options.warmup_passes,
         seed=options.seed,
     )
-    bundles = {n: b if hasattr(b, "identity") else load_bundle(b) for n, b in (candidates or {}).items()}
     handicapped = {f"H{i + 1}": e for i, e in enumerate(e for e, k in (handicap or {}).items() for _ in range(k))}
     delay = {
         n: handicap_us(e, handicap_pass_s, PRESETS[options.preset]["num_hidden_layers"], workload)
