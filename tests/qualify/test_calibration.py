@@ -61,8 +61,8 @@ def cpu_record(tmp_path, *, units_of_300=False) -> Path:
 def test_the_packaged_records_summarise_to_their_own_figures():
     """Each packaged record's summary is its own counts and bound, under the digest of its bytes."""
     for gpu, attention, name in (
-        (H100, "triton", "h100"),
-        (H100, "flashinfer", "h100-flashinfer"),
+        (H100, "triton", "h100-triton"),
+        (H100, "flashinfer", "h100"),
         (H200, "triton", "h200"),
     ):
         file = packaged(gpu, attention)
@@ -162,7 +162,7 @@ def test_a_file_that_is_neither_a_record_nor_a_pre_registration_is_one_error_lin
 
 def test_a_tampered_record_is_one_error_line(tmp_path):
     """The committed H100 record with its bound edited down: not a record any more, and said so in one line."""
-    text = (ROOT / "docs" / "calibration-h100.json").read_text()
+    text = (ROOT / "docs" / "calibration-h100-triton.json").read_text()
     path = tmp_path / "calibration-h100.json"
     path.write_text(text.replace('"false_pass_upper_95": 0.776393202250021', '"false_pass_upper_95": 0.001'))
     with pytest.raises(InputError) as e:

@@ -126,9 +126,9 @@ def test_sglang_on_cuda_runs_productions_attention_where_a_record_was_made_on_it
         for o in [QualifyOptions.for_device("cuda", gpu=gpu, attention=given)]
     }
     assert got == {
-        (h100, None): ("flashinfer", "calibration-h100-flashinfer.json"),
-        (h100, "triton"): ("triton", "calibration-h100.json"),
-        (h100, "flashinfer"): ("flashinfer", "calibration-h100-flashinfer.json"),
+        (h100, None): ("flashinfer", "calibration-h100.json"),
+        (h100, "triton"): ("triton", "calibration-h100-triton.json"),
+        (h100, "flashinfer"): ("flashinfer", "calibration-h100.json"),
         (h200, None): ("triton", "calibration-h200.json"),
         (h200, "triton"): ("triton", "calibration-h200.json"),
         (h200, "flashinfer"): ("flashinfer", "calibration-h200.json"),
@@ -140,6 +140,23 @@ def test_sglang_on_cuda_runs_productions_attention_where_a_record_was_made_on_it
     assert h200_fi.rule == QualifyOptions.for_device("cuda", gpu=h200).rule
     assert default_attention("NVIDIA A100-SXM4-80GB") == "flashinfer"
     assert QualifyOptions.for_device("cpu").attention == "triton"  # the transformers stand-in has no backends
+
+
+def test_a_records_file_name_says_whether_it_is_its_gpus_default_configuration():
+    """`calibration-<gpu>.json` is the record a GPU model qualifies under by default (docs/ links each by that name);
+    a record of another attention backend carries it, as `calibration-<gpu>-<backend>.json`."""
+    from hotfloat.qualify.options import CUDA_RECORDS, default_attention, recorded_gpus
+
+    for gpu, made in recorded_gpus().items():
+        for attention, path in made.items():
+            stem = path.name.removeprefix("calibration-").removesuffix(".json")
+            named = stem.split("-")[1] if "-" in stem else None
+            assert named == (None if attention == default_attention(gpu) else attention), path.name
+    assert {p.name for p in CUDA_RECORDS} == {
+        "calibration-h100.json",
+        "calibration-h100-triton.json",
+        "calibration-h200.json",
+    }
 
 
 def test_the_attention_backend_is_an_sglang_engine_setting():
@@ -168,7 +185,7 @@ def test_a_bundle_qualifies_on_a_backend_that_seams_its_slots():
 
     h100 = QualifyOptions.for_device("cuda", gpu="NVIDIA H100 80GB HBM3")
     moved = for_slots(h100, {"attention.decode"})
-    assert (moved.attention, moved.calibration.name) == ("triton", "calibration-h100.json")
+    assert (moved.attention, moved.calibration.name) == ("triton", "calibration-h100-triton.json")
     for slots in ({"attention.prefill"}, {"norm.rmsnorm", "activation.silu_and_mul"}):
         assert for_slots(h100, slots) is h100
     assert for_slots(h100, {"attention.decode", "norm.rmsnorm"}).attention == "triton"
@@ -206,7 +223,7 @@ def test_two_records_of_one_gpu_model_must_share_its_preregistered_rule(tmp_path
     from hotfloat.qualify import options
 
     docs = Path(__file__).parents[2] / "docs"
-    doc = json.loads((docs / "calibration-h100-flashinfer.json").read_text())
+    doc = json.loads((docs / "calibration-h100-triton.json").read_text())
     doc["rule"]["look_rounds"] = doc["preregistration"]["rule"]["look_rounds"] = 4
     (tmp_path / "calibration-h100-other.json").write_text(json.dumps(doc))
     monkeypatch.setattr(

@@ -153,8 +153,8 @@ def test_cli_analyse_writes_the_record_with_the_preregistered_rule(tmp_path, cap
     "gpu, device, attention",
     [
         ("h200", "NVIDIA H200", "triton"),
-        ("h100", "NVIDIA H100 80GB HBM3", "triton"),
-        ("h100-flashinfer", "NVIDIA H100 80GB HBM3", "flashinfer"),
+        ("h100", "NVIDIA H100 80GB HBM3", "flashinfer"),
+        ("h100-triton", "NVIDIA H100 80GB HBM3", "triton"),
     ],
 )
 def test_a_committed_record_reproduces_from_the_committed_raw_files_and_sets_its_gpus_cuda_default(
