@@ -134,6 +134,8 @@ def _flip(parts):
         (lambda p: _entry(p).update(dtype="fp8"), "malformed"),
         (lambda p: _entry(p).update(scalars={"eps": float("inf")}), "scalars"),
         (lambda p: _entry(p).update(extra=1), "malformed"),
+        (lambda p: _entry(p).update(recheck="-1"), "malformed"),
+        (lambda p: _entry(p).pop("recheck"), "malformed"),
         (lambda p: p[0].update(data="***"), "not base64"),
         (lambda p: p[0].update(round=5), "not 0"),
         (lambda p: p[0].update(parts=2), "missing or out of order"),
@@ -180,9 +182,35 @@ def test_engines_that_made_or_kept_other_calls_are_told_apart():
     assert status == "NO_DECISION" and "baseline engines' audits disagree" in reason
 
 
-def bundle(make_bundle, error=0.0, lo=1, name="b", wrong=(0, 1 << 30)):
+def test_a_kernel_that_rewrites_its_inputs_after_computing_fails_and_stock_in_place_does_not(make_bundle):
+    """Every output right for the inputs it saw, then the input rewritten (as a kernel that shortens the batch's page
+    table for the next layers would): the recheck's MAC is not the pre tap's, and the audit says which call. A stock
+    kernel that writes its inputs in place (SGLang's fused norm) is not held to it."""
+    rewrites = bundle(make_bundle, name="rewrites", after="x[:, :d].mul_(0.5)")
+
+    def inplace_stock(x):
+        out = stock_silu(x)
+        x[..., : x.shape[-1] // 2].zero_()
+        return out
+
+    recs = []
+    for i, (b, stock) in enumerate(((None, inplace_stock), (rewrites, stock_silu), (None, stock_silu))):
+        r = engine(b)
+        g = torch.Generator().manual_seed(4)
+        for _ in range(6):
+            r.silu_and_mul(torch.randn(5, 32, generator=g), stock=stock)
+        recs.append(record(i, "BCB"[i], handed(r)))
+    assert not any(c.inputs_changed for c in recs[0].calls + recs[2].calls)
+    c = recs[1]
+    assert all(x.routed and x.inputs_changed for x in c.calls) and not any(s.calls_failed for s in c.slots.values())
+    status, reason = judge_audit(recs, routed={"activation.silu_and_mul": 6})
+    assert status == "FAIL" and "rewrote its inputs in 4 of the kept calls it served" in reason
+    assert "activation.silu_and_mul execution" in reason
+
+
+def bundle(make_bundle, error=0.0, lo=1, name="b", wrong=(0, 1 << 30), after=""):
     """A silu bundle `error` off on its calls wrong[0]..wrong[1]-1 (it counts them, as a kernel that wants to be wrong
-    in one round only would), routed only for calls of at least `lo` tokens."""
+    in one round only would), routed only for calls of at least `lo` tokens, running `after` once it has computed."""
     kernel = f"""
         import torch.nn.functional as F
 
@@ -193,6 +221,7 @@ def bundle(make_bundle, error=0.0, lo=1, name="b", wrong=(0, 1 << 30)):
             off = {error} if {wrong[0]} <= calls[0] < {wrong[1]} else 0.0
             calls[0] += 1
             out.copy_((F.silu(x[:, :d].float()) * x[:, d:].float() * (1 + off)).to(out.dtype))
+            {after}
     """
     manifest = f'''bundle_id = "{name}"
 abi_version = "hotfloat-op-abi-v1"

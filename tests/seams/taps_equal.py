@@ -1,13 +1,16 @@
 """Run with TRITON_INTERPRET=1 (tests/seams/test_audit_triton.py): the CUDA taps' Triton kernels, interpreted on
 the CPU, write bit for bit the rings the host taps write, for every kind and dtype, over executions enough to cycle
-the trash row; prints one line per case and exits non-zero on the first difference."""
+the trash row, and every other call rewrites one of its inputs after computing (the recheck must see it: its MAC is
+not the pre tap's, in both taps alike); prints one line per case and exits non-zero on the first difference."""
 
 import os
 import sys
 
+import numpy as np
 import torch
 
 from hotfloat.audit.layout import layout_for
+from hotfloat.audit.philox import PARAMS, seal_words
 from hotfloat.seams.audit import TorchTaps
 from hotfloat.seams.audit_ring import Ring
 from hotfloat.seams.audit_triton import TritonTaps
@@ -16,24 +19,43 @@ from hotfloat.slots import get_slot
 KEY = (1 << 62) + 987654321
 
 
-def case(slot, dims, dtype, scalars, draw, calls=9, keep=3, rows=4, context=12) -> bool:
+def case(slot, dims, dtype, scalars, draw, mutate, calls=9, keep=3, rows=4, context=12) -> bool:
     lay = layout_for(get_slot(slot), dims, dtype, scalars, rows, context)
     host, dev = TorchTaps(KEY), TritonTaps(KEY)
-    parts = dev.parts_for(lay)
-    a, b = (Ring(lay, keep, torch.device("cpu"), parts) for _ in range(2))
+    a, b = (Ring(lay, keep, torch.device("cpu"), *taps.parts_for(lay)) for taps in (host, dev))
     g = torch.Generator().manual_seed(0)
-    for _ in range(calls):
+    for n in range(calls):
         t, out = draw(g)
         host.pre(a, t)
-        host.post(a, out, True)
         dev.pre(b, t)
-        dev.post(b, out, True)
+        if n % 2:
+            _rewrite(t, mutate, g)
+        host.post(a, t, out, True)
+        dev.post(b, t, out, True)
     same = torch.equal(a.state, b.state) and torch.equal(a.head[:keep], b.head[:keep])
     same = same and torch.equal(a.data[:keep], b.data[:keep])
-    mac = [int(r.macs[i].sum()) & ((1 << 64) - 1) for r in (a, b) for i in range(keep)]
-    same = same and mac[:keep] == mac[keep:]
-    print(f"{slot} {dtype}: {'equal' if same else 'DIFFERENT'}", flush=True)
-    return same
+    kept = [r.entries(KEY)[1] for r in (a, b)]
+    same = same and [(k["mac"], k["recheck"]) for k in kept[0]] == [(k["mac"], k["recheck"]) for k in kept[1]]
+    seen = all((a.macs[r, 0] != a.macs[r, 2]) == (int(a.head[r, 0]) % 2 == 0) for r in range(keep) if _kept(a, r))
+    print(f"{slot} {dtype}: {'equal' if same else 'DIFFERENT'}{'' if seen else ' RECHECK BLIND'}", flush=True)
+    return same and seen
+
+
+def _rewrite(t, name, g):
+    """What a kernel that writes its inputs leaves: every element of `name` changed (a float moved, a page table
+    reversed), so every window that holds any of it sees it."""
+    x = t[name]
+    if x.dtype.is_floating_point:
+        x.add_(1.0)
+    else:
+        x.copy_(x.flip(0))
+
+
+def _kept(ring, r) -> bool:
+    """Whether row r holds a call's window (a request past the context keeps its parameters only)."""
+    e = int(ring.head[r, 0])
+    ks, _ = seal_words(KEY, e, ring.layout.ring, np.arange(PARAMS, dtype=np.uint64))
+    return int(ring.data[r, 0].numpy().view(np.uint64) ^ ks[0]) == 1
 
 
 def main() -> int:
@@ -47,6 +69,7 @@ def main() -> int:
             dtype,
             {},
             lambda g: ({"x": r(g, 10, 32)}, {"out": r(g, 10, 16)}),
+            "x",
         )
         ok &= case(
             "norm.fused_add_rmsnorm",
@@ -57,6 +80,7 @@ def main() -> int:
                 {"x": r(g, 9, 24), "residual": r(g, 9, 24), "weight": r(g, 24)},
                 {"out": r(g, 9, 24), "residual_out": r(g, 9, 24)},
             ),
+            "residual",
         )
     ok &= case(
         "norm.rmsnorm",
@@ -67,6 +91,7 @@ def main() -> int:
             {"x": torch.randn(3, 8, generator=g), "weight": torch.randn(8, generator=g)},
             {"out": torch.randn(3, 8, generator=g)},
         ),
+        "weight",
     )
     bf = torch.bfloat16
 
@@ -80,7 +105,7 @@ def main() -> int:
         return t, {"out": torch.randn(13, 4, 8, generator=g).to(bf)}
 
     dims = {"T": 13, "Hq": 4, "Hkv": 2, "D": 8, "P": 40, "B": 3, "N": 13}
-    ok &= case("attention.prefill", dims, "bf16", {"sm_scale": 0.3}, prefill)
+    ok &= case("attention.prefill", dims, "bf16", {"sm_scale": 0.3}, prefill, "q")
 
     def decode(g):
         t = {"q": torch.randn(3, 4, 8, generator=g).to(bf), "k_buffer": torch.randn(30, 2, 8, generator=g).to(bf)}
@@ -97,6 +122,7 @@ def main() -> int:
         "bf16",
         {"sm_scale": 0.3},
         decode,
+        "kv_indices",
         context=6,
     )
     return 0 if ok else 1

@@ -15,11 +15,13 @@ that need not travel.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..slots import DTYPES, Role, SlotSpec
@@ -70,6 +72,15 @@ class Layout:
 
     def piece(self, name: str) -> Piece:
         return next(p for p in self.pieces if p.name == name)
+
+
+@functools.cache
+def tap_words(layout: Layout, output: bool) -> np.ndarray:
+    """The row's words a tap seals: the parameters and input pieces (the pre tap, and the recheck that re-reads them
+    after the call), or the output pieces (the post tap)."""
+    got = [] if output else [np.arange(PARAMS, dtype=np.uint64)]
+    got += [np.arange(p.word, p.word + p.words, dtype=np.uint64) for p in layout.pieces if p.output == output]
+    return np.concatenate(got)
 
 
 def plain_dims(dims: Mapping[str, int]) -> dict[str, int]:

@@ -24,13 +24,14 @@ import statistics
 import time
 from collections.abc import Iterable
 
+import numpy as np
 import torch
 from pydantic import ValidationError
 
 from ..audit.config import AuditConfig
 from ..audit.kinds import KINDS, MAX_CONTEXT, MAX_ROWS
-from ..audit.layout import layout_for, recast
-from ..audit.philox import PARAMS, unseal
+from ..audit.layout import layout_for, recast, tap_words
+from ..audit.philox import PARAMS, mac, seal_words, unseal
 from ..record import first_error
 from ..slots import Role, get_slot
 from .messages import AuditEntry, AuditPart
@@ -136,6 +137,8 @@ def open_entry(entry: AuditEntry, data: bytes, rnd: int, config: AuditConfig) ->
         raise _Refused(f"execution {entry.execution} fails its MAC: the entry was altered after it was taken")
     row = torch.zeros(lay.words, dtype=torch.int64)
     row[: plain.numel()] = plain
+    ins = tap_words(lay, output=False)
+    again = mac(row.numpy().view(np.uint64)[ins], seal_words(config.key, entry.execution, lay.ring, ins)[1])
     spec = get_slot(lay.slot)
     first = next(a.name for a in spec.of_role(Role.INPUT))
     call = dict(
@@ -145,6 +148,7 @@ def open_entry(entry: AuditEntry, data: bytes, rnd: int, config: AuditConfig) ->
         execution=entry.execution,
         routed=entry.routed,
         dtype=lay.dtype,
+        inputs_changed=entry.routed and again != int(entry.recheck),
     )
     if int(row[0]) == 0:  # its request's context passed the entry's bound: not kept, in any engine
         return AuditCall(**call, rows=(0, 0, 0), width=0, kept=False)
@@ -179,8 +183,9 @@ def judge_audit(
     - NO_DECISION when a baseline's audit was refused or has an entry beyond its tolerance, or B and B' kept other
       calls or counted other calls (the engine or the audit is broken, not the candidate);
     - FAIL when the candidate's audit was refused (a malformed, altered or late reply), has an entry beyond its
-      tolerance (routed or stock: only the candidate's code differs), kept or counted other calls than the
-      baselines, routed a slot no audit can see, or routed an audited slot none of whose kept calls it served;
+      tolerance (routed or stock: only the candidate's code differs), a call of the bundle's that rewrote its inputs,
+      kept or counted other calls than the baselines, routed a slot no audit can see, or routed an audited slot none
+      of whose kept calls it served;
     - FAIL when the bundle's calls of a slot are more than `slack` times as far from the reference as stock's.
     `routed` is the candidate's routed calls per slot (its seam counts)."""
     audits = audits or []
@@ -195,6 +200,12 @@ def judge_audit(
         return "FAIL", f"the candidate engine's audit reply was refused: {cand.error}"
     if any(s.calls_failed for s in cand.slots.values()):
         return "FAIL", f"audit: {_failures(cand)}"
+    if changed := [c for c in cand.calls if c.inputs_changed]:
+        return "FAIL", (
+            f"audit: the bundle rewrote its inputs in {len(changed)} of the kept calls it served, first "
+            f"{changed[0].slot} execution {changed[0].execution} of round {changed[0].round}: a kernel may write its "
+            "outputs only (what it was handed, such as the batch's page table or KV cache, the next calls read)"
+        )
     if len(base) == 2 and (why := _disagree(base[0], base[1])):
         return "NO_DECISION", f"infrastructure: the baseline engines' audits disagree: {why}"
     if base and (why := _disagree(base[0], cand)):

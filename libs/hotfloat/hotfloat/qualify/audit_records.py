@@ -35,6 +35,10 @@ class AuditCall(Record):
     ratio: float = 0.0
     """Largest |out - ref| / (atol + rtol |ref|) over the outputs, with the slot's verify tolerance: above 1 the call
     is wrong (infinite where an output is not finite)."""
+    inputs_changed: bool = False
+    """The bundle's call left its inputs other than it was handed them: their words read again after the call (the
+    recheck) do not have the MAC they had before it. Only a routed call is held to it (SGLang's stock norm writes
+    its inputs in place); evidence from before the recheck (v5 of 2026-12-06 and earlier) says False."""
 
     @property
     def failed(self) -> bool:

@@ -105,7 +105,8 @@ class AuditStratum(_Message):
 
 
 class AuditEntry(_Message):
-    """One kept execution: its stratum, whether the bundle served it, its MAC, and where its sealed words lie."""
+    """One kept execution: its stratum, whether the bundle served it, its MAC, the MAC its input words had when read
+    again after the call (the recheck), and where its sealed words lie."""
 
     slot: Name
     dims: Dims
@@ -114,6 +115,7 @@ class AuditEntry(_Message):
     execution: Annotated[StrictInt, Field(ge=1, lt=1 << 32)]
     routed: StrictBool
     mac: Annotated[StrictStr, Field(pattern=r"^[0-9]{1,20}$")]
+    recheck: Annotated[StrictStr, Field(pattern=r"^[0-9]{1,20}$")]
     offset: Annotated[StrictInt, Field(ge=0, le=MAX_PART_CHARS)]
     """Byte offset of the entry's words in the part's data."""
     words: Annotated[StrictInt, Field(ge=1, le=MAX_PART_CHARS // 8)]

@@ -4,9 +4,14 @@ what it saw and returned, and each round keeps a uniform sample of them for the 
 Every engine of a qualification (B, C, B') gets the same secret key; calls are grouped in strata, one per slot,
 sizes, dtype and scalars (hotfloat.audit.layout), each with a ring on the device. Every call of a stratum runs the
 same two taps, routed or stock, eager or replayed from a CUDA graph: before the call, its execution number
-e and the keyed window, and a sealed copy of the inputs' window into the ring's stage row; after it, the keyed
-decision (Algorithm R over the round's executions: a uniform sample of `keep` of them), then the stage and a sealed
-copy of the outputs' window into the chosen row, or into the trash row. Nothing is decided on the host and nothing
+e and the keyed window, and a sealed copy of the inputs' window into the ring's stage row; after it, the inputs'
+window read again (the recheck: its MAC partials only, into the recheck row), the keyed decision (Algorithm R over
+the round's executions: a uniform sample of `keep` of them), then the stage, the recheck's partials and a sealed copy
+of the outputs' window into the chosen row, or into the trash row. The recheck holds the bundle to the slot's one
+contract in the engine as verify does offline: a kernel writes its outputs only. One that computes its answer and then
+rewrites what it was handed (the batch's page table, index pointers or KV cache, which the next layers' calls read)
+leaves every later call right for the inputs it saw; the validator finds it in the kept call whose two input MACs
+differ. Nothing is decided on the host and nothing
 syncs, so an audited call is indistinguishable from any other; the stage and the rows hold ciphertext, so a kernel
 that reads device memory it was not handed learns neither the window nor the decision, and one that rewrites an
 entry after the fact breaks its MAC (hotfloat.audit.philox). Counters run over the whole run: `dump()` after each
@@ -19,7 +24,6 @@ refuses a candidate that routes one of them.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -27,7 +31,7 @@ import numpy as np
 import torch
 
 from ..audit.config import AuditConfig
-from ..audit.layout import Layout, gather, layout_for, plain_dims, to_words, window
+from ..audit.layout import gather, layout_for, plain_dims, tap_words, to_words, window
 from .audit_ring import Ring
 from ..audit.philox import PARAMS, WINDOW, draw, kept_row, mac, seal_words
 from ..slots import Role, SlotSpec
@@ -41,44 +45,43 @@ class TorchTaps:
     """The taps on the host, for CPU engines: the same words and rows the CUDA taps (hotfloat.seams.audit_triton)
     write on the device, each tap sealing only the words it writes (numpy's Philox: a CPU engine's calls are small)."""
 
-    parts = 2
-    """MAC partial sums per row: the pre tap's, then the post tap's."""
-
     def __init__(self, key: int):
         self.key = key
 
-    def pre(self, ring: Ring, tensors: dict) -> None:
-        lay, e, stage = ring.layout, int(ring.state[0]) + 1, ring.keep + 1
+    @staticmethod
+    def parts_for(lay) -> tuple[int, int]:
+        """(MAC partial sums per row, the trailing ones that are the recheck's): the pre tap's, the post tap's, the
+        recheck's."""
+        return 3, 1
+
+    def pre(self, ring: Ring, tensors: dict, stage: int | None = None) -> None:
+        """Seals the call's window of `tensors` into the stage row (or `stage`: the recheck's row)."""
+        lay, e = ring.layout, int(ring.state[0]) + 1
+        stage = ring.keep + 1 if stage is None else stage
         params = window(lay, draw(self.key, e, lay.ring, WINDOW), tensors)
-        idx = _words(lay, output=False)
+        idx = tap_words(lay, output=False)
         plain = to_words(lay, params, gather(lay, params, tensors, output=False)).numpy().view(np.uint64)[idx]
         ks, weight = seal_words(self.key, e, lay.ring, idx)
         ring.data[stage, torch.from_numpy(idx.view(np.int64))] = torch.from_numpy((plain ^ ks).view(np.int64))
         ring.macs[stage, 0] = _signed(mac(plain, weight))
 
-    def post(self, ring: Ring, outputs: dict, routed: bool) -> None:
-        lay, stage = ring.layout, ring.keep + 1
+    def post(self, ring: Ring, inputs: dict, outputs: dict, routed: bool) -> None:
+        lay, stage, recheck = ring.layout, ring.keep + 1, ring.keep + 2
+        self.pre(ring, inputs, recheck)
         e, base = int(ring.state[0]) + 1, int(ring.state[1])
         ring.state[0] = e
         row = kept_row(self.key, e, base, lay.ring, ring.keep)
         ks, _ = seal_words(self.key, e, lay.ring, np.arange(PARAMS, dtype=np.uint64))
         params = (ring.data[stage, :PARAMS].numpy().view(np.uint64) ^ ks).view(np.int64).tolist()
-        idx, written = _words(lay, output=True), torch.from_numpy(_words(lay, output=False).view(np.int64))
+        idx, written = tap_words(lay, output=True), torch.from_numpy(tap_words(lay, output=False).view(np.int64))
         plain = to_words(lay, params, gather(lay, params, outputs, output=True)).numpy().view(np.uint64)[idx]
         ks, weight = seal_words(self.key, e, lay.ring, idx)
         ring.data[row, written] = ring.data[stage, written]
         ring.data[row, torch.from_numpy(idx.view(np.int64))] = torch.from_numpy((plain ^ ks).view(np.int64))
         ring.macs[row, 0] = ring.macs[stage, 0]
         ring.macs[row, 1] = _signed(mac(plain, weight))
+        ring.macs[row, 2] = ring.macs[recheck, 0]
         ring.head[row, 0], ring.head[row, 1] = e, int(routed)
-
-
-@functools.cache
-def _words(lay: Layout, output: bool) -> np.ndarray:
-    """The row's words a tap writes: the parameters and input pieces (pre), or the output pieces (post)."""
-    got = [] if output else [np.arange(PARAMS, dtype=np.uint64)]
-    got += [np.arange(p.word, p.word + p.words, dtype=np.uint64) for p in lay.pieces if p.output == output]
-    return np.concatenate(got)
 
 
 def _signed(v: int) -> int:
@@ -87,10 +90,11 @@ def _signed(v: int) -> int:
 
 @dataclass
 class Call:
-    """A call between its two taps."""
+    """A call between its two taps: the post tap reads its inputs again."""
 
     ring: Ring
     taps: object
+    inputs: dict
 
 
 class Auditor:
@@ -133,12 +137,12 @@ class Auditor:
                 return None
         taps = self._taps_for(first.device)
         taps.pre(ring, tensors)
-        return Call(ring, taps)
+        return Call(ring, taps, tensors)
 
     def commit(self, call: Call, outputs: dict, routed: bool) -> None:
         """After the call: its ring's post tap. Whether a call is routed depends only on its stratum (an op's domain
         is dtypes, architectures and token counts), so the ring remembers it for its replays too."""
-        call.taps.post(call.ring, outputs, routed)
+        call.taps.post(call.ring, call.inputs, outputs, routed)
         call.ring.routed = call.ring.routed or routed
 
     def dump(self) -> dict:
@@ -160,6 +164,7 @@ class Auditor:
         strata.append({**ident, "calls": calls, "routed": ring.routed, "kept": len(kept)})
         for k in kept:
             head = {**ident, "execution": k["execution"], "routed": k["routed"], "mac": str(k["mac"])}
+            head["recheck"] = str(k["recheck"])
             entries.append((head, k["words"].numpy().tobytes()))
         ring.next_round()
 
@@ -184,7 +189,7 @@ class Auditor:
         if lay is None:
             return None
         dev, capturing = first.device, first.is_cuda and torch.cuda.is_current_stream_capturing()
-        parts = self._taps_for(dev).parts_for(lay) if dev.type == "cuda" else TorchTaps.parts
+        parts = self._taps_for(dev).parts_for(lay)
         if not capturing and dev.type == "cuda" and dev not in self.arenas:
             self.arenas[dev] = _Arena(cfg.arena_mib, dev)
         carve = None
@@ -195,7 +200,7 @@ class Auditor:
                 self.error = f"a {spec.name} stratum was first seen inside a CUDA-graph capture before any eager call"
                 return None
         try:
-            ring = Ring(lay, cfg.keep, dev, parts, carve)
+            ring = Ring(lay, cfg.keep, dev, *parts, carve)
         except MemoryError as e:
             self.error = str(e)
             return None

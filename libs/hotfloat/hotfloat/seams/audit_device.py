@@ -204,11 +204,14 @@ def copy_stage(data, words_n, stage, row, blk, out_lo, out_hi, in_words):
 
 @triton.jit
 def finish(key, ring, state, head, macs, parts_n, pre_parts, stage, row, e, routed):
-    """The post tap's one-program work: the pre tap's MAC partials into the row, its head, the count."""
+    """The post tap's one-program work: the pre tap's MAC partials into the row, the recheck's (the row after the
+    stage) into the row's last `pre_parts`, its head, the count."""
     for c in range(0, pre_parts, 1024):
         i = c + tl.arange(0, 1024)
         m = i < pre_parts
         tl.store(macs + row * parts_n + i, tl.load(macs + stage * parts_n + i, mask=m), mask=m)
+        again = tl.load(macs + (stage + 1) * parts_n + i, mask=m)
+        tl.store(macs + row * parts_n + parts_n - pre_parts + i, again, mask=m)
     tl.store(head + row * 2, e)
     tl.store(head + row * 2 + 1, routed + 0 * e)
     tl.store(state, e)

@@ -1,7 +1,8 @@
 """The audit's two taps for each kind of slot, as Triton kernels (hotfloat.seams.audit_triton launches them): `pre`
-before the call (the execution number, the keyed window, the sealed parameters and input pieces into the stage row),
-`post` after it (the keyed decision, the stage copied into the kept or trash row, the sealed output pieces, the head
-and the count). None specializes on sizes, strides or alignments (`do_not_specialize`), so one compiled variant per
+before the call (the execution number, the keyed window, the sealed parameters and input pieces into the stage row)
+and again after it into the recheck row (the inputs as the call left them), then `post` (the keyed decision, the
+stage and the recheck's MAC partials copied into the kept or trash row, the sealed output pieces, the head and the
+count). None specializes on sizes, strides or alignments (`do_not_specialize`), so one compiled variant per
 kind serves every call."""
 
 from __future__ import annotations
@@ -34,11 +35,10 @@ from .audit_device import (
 
 @triton.jit(do_not_specialize=list(range(32)))  # every argument before the constexprs
 def rowwise_pre(key, ring, state, head, data, macs, words_n, parts_n, total, rows, x0, x0s0, x0s1, x0n, x0w,
-    x0word, x0words, x1, x1s0, x1s1, x1n, x1w, x1word, x1words, x2, x2s0, x2s1, x2n, x2w, x2word, x2words, keep,
+    x0word, x0words, x1, x1s0, x1s1, x1n, x1w, x1word, x1words, x2, x2s0, x2s1, x2n, x2w, x2word, x2words, stage,
     N_IN: tl.constexpr, A0: tl.constexpr, A1: tl.constexpr, A2: tl.constexpr, BITS: tl.constexpr,
     EPW: tl.constexpr):  # fmt: skip
     pid, blk, nb = tl.program_id(0), tl.program_id(1), tl.num_programs(1)
-    stage = keep + 1
     e = tl.load(state) + 1
     start = window_rows(key, e, ring, rows, total)
     row = data + stage * words_n
@@ -102,11 +102,10 @@ def rowwise_post(key, ring, state, head, data, macs, words_n, parts_n, total, ro
 
 
 @triton.jit(do_not_specialize=list(range(44)))  # every argument before the constexprs
-def attn_pre(key, ring, state, head, data, macs, words_n, parts_n, keep, batch, hkv, g, d, rows, context, heads,
+def attn_pre(key, ring, state, head, data, macs, words_n, parts_n, stage, batch, hkv, g, d, rows, context, heads,
     total, pool, npages, q, qs0, qs1, qs2, kn, ns0, ns1, ns2, vn, kb, vb, ps0, ps1, ps2, qo, kvp, pages, qword,
     qwords, kword, kwords, vword, vwords, cword, cwords, KIND: tl.constexpr, BITS: tl.constexpr, EPW: tl.constexpr):  # fmt: skip
     pid, blk, nb = tl.program_id(0), tl.program_id(1), tl.num_programs(1)
-    stage = keep + 1
     e = tl.load(state) + 1
     if KIND == 2:
         ok, b, hd, length, p0 = window_decode(key, e, ring, kvp, batch, hkv, context)

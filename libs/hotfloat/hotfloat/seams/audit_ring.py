@@ -12,13 +12,15 @@ from ..slots import DTYPES
 
 
 class Ring:
-    """One stratum's device state: `data` rows 0..keep-1 (kept), `keep` (trash) and `keep+1` (the stage), each a
-    sealed entry; `head` per row its execution and whether the bundle served it; `macs` per row the MAC's partial
-    sums (pre's, then post's); `state` the executions so far and the count at this round's start."""
+    """One stratum's device state: `data` rows 0..keep-1 (kept), `keep` (trash), `keep+1` (the stage) and `keep+2`
+    (the recheck's scratch), each a sealed entry; `head` per row its execution and whether the bundle served it;
+    `macs` per row the MAC's partial sums (pre's, then post's, then the last `recheck` of them: the recheck's, the
+    inputs' words read again after the call); `state` the executions so far and the count at this round's start."""
 
-    def __init__(self, layout: Layout, keep: int, device: torch.device, parts: int, carve=None):
-        self.layout, self.keep, self.device = layout, keep, device
-        shapes = {"data": (keep + 2, layout.words), "head": (keep + 2, 2), "macs": (keep + 2, parts), "state": (2,)}
+    def __init__(self, layout: Layout, keep: int, device: torch.device, parts: int, recheck: int, carve=None):
+        self.layout, self.keep, self.device, self.recheck = layout, keep, device, recheck
+        rows = keep + 3
+        shapes = {"data": (rows, layout.words), "head": (rows, 2), "macs": (rows, parts), "state": (2,)}
         made = (
             carve(shapes) if carve else {k: torch.zeros(s, dtype=torch.int64, device=device) for k, s in shapes.items()}
         )
@@ -27,8 +29,8 @@ class Ring:
         """Whether the bundle serves this stratum's calls (set on the host at each eager call or capture)."""
 
     def entries(self, key: int) -> tuple[int, list[dict]]:
-        """(calls this round, the round's kept entries as {e, routed, mac, words: ciphertext trimmed to its used
-        length}); syncs with the device."""
+        """(calls this round, the round's kept entries as {e, routed, mac, recheck: the MAC of its input words read
+        after the call, words: ciphertext trimmed to its used length}); syncs with the device."""
         count, base = (int(x) for x in self.state.tolist())
         head, macs, out = self.head.cpu(), self.macs.cpu(), []
         for r in range(self.keep):
@@ -39,8 +41,8 @@ class Ring:
             ks, _ = seal_words(key, e, self.layout.ring, np.arange(PARAMS, dtype=np.uint64))
             params = (words[:PARAMS].numpy().view(np.uint64) ^ ks).view(np.int64).tolist()
             used = used_words(self.layout, params)
-            tag = int(macs[r].sum()) & ((1 << 64) - 1)
-            out.append({"execution": e, "routed": bool(routed), "mac": tag, "words": words[:used].clone()})
+            tag, again = (int(s.sum()) & ((1 << 64) - 1) for s in macs[r].split([macs.shape[1] - self.recheck, self.recheck]))
+            out.append({"execution": e, "routed": bool(routed), "mac": tag, "recheck": again, "words": words[:used].clone()})
         return count - base, sorted(out, key=lambda x: x["execution"])
 
     def next_round(self) -> None:

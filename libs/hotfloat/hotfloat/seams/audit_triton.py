@@ -3,9 +3,10 @@ eager or captured in a CUDA graph (hotfloat.seams.audit). They write exactly the
 (`TorchTaps`), drawn from the same Philox stream (hotfloat.audit.philox), and decide everything on the device.
 
 `pre`: execution e = count + 1 (kept in the stage's head, plaintext), the keyed window (the call's offsets read on the
-device), and the sealed parameters and input pieces into the stage row, with their MAC partial sums. `post`: e from
-the stage, the keyed decision (Algorithm R: a kept row or the trash row), the stage copied into that row, the sealed
-output pieces, the head (e, routed) and the count. The key is a kernel argument only; no secret lives in device
+device), and the sealed parameters and input pieces into the stage row, with their MAC partial sums. `post`: the pre
+kernel again into the recheck row (the window and inputs as the call left them), then e from the stage, the keyed
+decision (Algorithm R: a kept row or the trash row), the stage copied into that row with the recheck's partials, the
+sealed output pieces, the head (e, routed) and the count. The key is a kernel argument only; no secret lives in device
 memory. Indices read from the device are clamped to their tensors, so words a kernel tampered with cannot make a tap
 read or write out of bounds: they only break the entry's MAC or window, which the validator refuses.
 
@@ -49,14 +50,14 @@ class TritonTaps:
                 continue
             dims = spec.audit.warm
             lay = layout_for(spec, dims, dtype, {a.name: 1.0 for a in spec.of_role(Role.SCALAR)}, 2, 4)
-            ring = Ring(lay, 2, device, self.parts_for(lay))
+            ring = Ring(lay, 2, device, *self.parts_for(lay))
             t = {
                 a.name: torch.zeros(spec.shape_of(a, dims), dtype=spec.dtype_of(a, dtype), device=device)
                 for a in spec.args
                 if a.role in (Role.INPUT, Role.OUTPUT)
             }
             self.pre(ring, t)
-            self.post(ring, t, False)
+            self.post(ring, t, t, False)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
@@ -65,8 +66,11 @@ class TritonTaps:
         """Programs per piece (and for the stage copy): the same on every launch of a ring."""
         return max(-(-lay.words // WB), *(-(-p.words // WB) for p in lay.pieces))
 
-    def parts_for(self, lay) -> int:
-        return (1 + len(lay.pieces)) * self.blocks(lay)
+    def parts_for(self, lay) -> tuple[int, int]:
+        """(MAC partial sums per row, the trailing ones that are the recheck's): a program's each, pre's, post's and
+        the recheck's (pre's again)."""
+        nb, ins = self.blocks(lay), sum(not p.output for p in lay.pieces)
+        return (2 + len(lay.pieces) + ins) * nb, (1 + ins) * nb
 
     def _common(self, ring: Ring) -> tuple:
         lay = ring.layout
@@ -86,8 +90,10 @@ class TritonTaps:
         bits = 8 * ring_esize(lay)
         return {"BITS": bits, "EPW": 64 // bits}
 
-    def pre(self, ring: Ring, t: dict) -> None:
+    def pre(self, ring: Ring, t: dict, stage: int | None = None) -> None:
+        """Seals the call's window of `t` into the stage row (or `stage`: the recheck's row)."""
         lay, nb = ring.layout, self.blocks(ring.layout)
+        stage = ring.keep + 1 if stage is None else stage
         ins = [p for p in lay.pieces if not p.output]
         if lay.kind == "rowwise":
             args, along = [], []
@@ -100,7 +106,7 @@ class TritonTaps:
             self.launch(
                 rowwise_pre,
                 (1 + len(ins), nb),
-                [*self._common(ring), lay.dim["T"], lay.rows, *args, ring.keep],
+                [*self._common(ring), lay.dim["T"], lay.rows, *args, stage],
                 {"N_IN": len(ins), **flags, **self._bits(lay)},
             )
             return
@@ -112,7 +118,7 @@ class TritonTaps:
         kp, vp = (piece["q"], piece["q"]) if decode else (piece["k"], piece["v"])
         args = [
             *self._common(ring),
-            ring.keep,
+            stage,
             q.shape[0] if decode else qo.shape[0] - 1,
             dim["Hkv"],
             dim["Hq"] // dim["Hkv"],
@@ -145,7 +151,8 @@ class TritonTaps:
         ]
         self.launch(attn_pre, (len(ins) + 1, nb), args, {"KIND": DECODE if decode else PREFILL, **self._bits(lay)})
 
-    def post(self, ring: Ring, outputs: dict, routed: bool) -> None:
+    def post(self, ring: Ring, inputs: dict, outputs: dict, routed: bool) -> None:
+        self.pre(ring, inputs, ring.keep + 2)
         lay, nb = ring.layout, self.blocks(ring.layout)
         outs = [p for p in lay.pieces if p.output]
         pre_parts = (1 + len(lay.pieces) - len(outs)) * nb
