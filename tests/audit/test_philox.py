@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from hotfloat.audit.philox import kept_row, mac, philox, seal_words, unseal
+from hotfloat.audit.philox import kept_row, mac, philox, routed_mac, seal_words, unseal
 
 # Random123's known answers for Philox4x32-10: (counter words, key) -> output words
 KNOWN = [
@@ -49,12 +49,13 @@ def test_the_seal_opens_with_its_key_and_any_change_breaks_its_mac():
     plain = torch.randint(-(1 << 62), 1 << 62, (64,), dtype=torch.int64)
     ks, weight = seal_words(key, e, ring, np.arange(64, dtype=np.uint64))
     cipher = torch.from_numpy(plain.numpy().view(np.uint64) ^ ks).view(torch.int64)
-    tag = mac(plain.numpy().view(np.uint64), weight)
-    opened, again = unseal(key, e, ring, cipher)
+    tag = (mac(plain.numpy().view(np.uint64), weight) + routed_mac(key, e, ring, True)) % (1 << 64)
+    opened, again = unseal(key, e, ring, cipher, True)
     assert torch.equal(opened, plain) and again == tag
-    assert not torch.equal(cipher, plain) and unseal(key + 1, e, ring, cipher)[1] != tag
-    assert unseal(key, e + 1, ring, cipher)[1] != tag  # another execution's stream
+    assert not torch.equal(cipher, plain) and unseal(key + 1, e, ring, cipher, True)[1] != tag
+    assert unseal(key, e + 1, ring, cipher, True)[1] != tag  # another execution's stream
+    assert unseal(key, e, ring, cipher, False)[1] != tag  # the routed flag is sealed too
     for word, flip in ((0, 1), (17, 1 << 40), (63, -1)):
         bad = cipher.clone()
         bad[word] ^= flip
-        assert unseal(key, e, ring, bad)[1] != tag
+        assert unseal(key, e, ring, bad, True)[1] != tag

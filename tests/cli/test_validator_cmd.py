@@ -208,7 +208,9 @@ def test_status_names_each_verdicts_calibration_and_what_its_pass_is_worth(
     from ..validator.test_pipeline import Scripted
 
     records = {"NVIDIA H200": calibrated(21, record="calibration-h200.json")}
-    records["NVIDIA H100 80GB HBM3"] = calibrated(2, record="calibration-h100.json")  # the counts of both records
+    records["NVIDIA H100 80GB HBM3"] = calibrated(
+        2, record="calibration-h100-triton.json"
+    )  # the counts of both records
 
     def runs(gpu, *scores):
         return [Outcome(Status.PASS, [], qualified_record("PASS", s, calibration=records[gpu])) for s in scores]
@@ -229,7 +231,7 @@ def test_status_names_each_verdicts_calibration_and_what_its_pass_is_worth(
     assert full["calibration"]["records"] == "calibration-h200.json x3" and full["calibration"]["worth"] == "full"
     assert full["calibration"]["bound"] < 0.01 and full["crown"] == "winner"
     assert provisional["calibration"] == {
-        "records": "calibration-h100.json x2",
+        "records": "calibration-h100-triton.json x2",
         "bound": pytest.approx(0.6028, abs=1e-4),
         "worth": "provisional",
     }
@@ -237,7 +239,7 @@ def test_status_names_each_verdicts_calibration_and_what_its_pass_is_worth(
     got = waiting["calibration"]
     assert (waiting["state"], got["records"], round(got["bound"], 3), got["worth"]) == (
         "qualified",
-        "calibration-h100.json",
+        "calibration-h100-triton.json",
         0.776,
         None,
     )

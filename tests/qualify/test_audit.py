@@ -123,6 +123,7 @@ def _flip(parts):
         (_flip, "fails its MAC"),
         (lambda p: _entry(p).update(mac=str((int(_entry(p)["mac"]) + 1) % (1 << 64))), "fails its MAC"),
         (lambda p: _entry(p).update(execution=_entry(p)["execution"] + 1), "fails its MAC"),
+        (lambda p: _entry(p).update(routed=not _entry(p)["routed"]), "fails its MAC"),
         (lambda p: _entry(p).update(words=10**6), "malformed"),
         (lambda p: _entry(p).update(words=5000), "do not fit"),
         (lambda p: _entry(p).update(words=3), "do not fit"),

@@ -170,7 +170,8 @@ def test_a_round_order_that_is_not_the_three_engines_is_refused(tmp_path):
         load_evidence(path)
 
 
-DEVICE_RUNS = sorted((Path(__file__).resolve().parents[2] / "docs" / "qualify-runs").glob("evidence-*.json*"))
+DEVICE_RUNS_DIR = Path(__file__).resolve().parents[2] / "docs" / "qualify-runs"
+DEVICE_RUNS = sorted(DEVICE_RUNS_DIR.glob("evidence-*.json*"))
 
 
 @pytest.mark.parametrize("path", DEVICE_RUNS, ids=[p.name for p in DEVICE_RUNS])
@@ -181,16 +182,26 @@ def test_every_committed_device_evidence_recomputes_to_its_decision(path):
 
 
 def test_evidence_v5_names_its_calibration_and_earlier_formats_none(tmp_path):
-    """The format says whether the calibration is there: v5 evidence without one, or v4 evidence claiming one, is
-    refused in one line."""
+    """The format says whether the calibration is there: v5 or v6 evidence without one, or v4 evidence claiming one,
+    is refused in one line; so is evidence from before the recheck that says a call rewrote its inputs."""
     data = json.loads(synthetic().model_dump_json())
-    assert data["format"] == "hotfloat-qualify-evidence-v5" and data["calibration"]["kind"] == "none"
+    assert data["format"] == "hotfloat-qualify-evidence-v6" and data["calibration"]["kind"] == "none"
     for fmt, calibration in (
+        ("hotfloat-qualify-evidence-v6", None),
         ("hotfloat-qualify-evidence-v5", None),
         ("hotfloat-qualify-evidence-v4", {"kind": "none", "why": "x"}),
     ):
         path = tmp_path / "ev.json"
         path.write_text(json.dumps({**data, "format": fmt, "calibration": calibration}))
-        with pytest.raises(InputError, match="evidence v5, and only v5, names the calibration") as e:
+        with pytest.raises(InputError, match="evidence v5 and later, and only they, name the calibration") as e:
             load_evidence(path)
         assert "\n" not in str(e.value)
+    v5 = json.loads(
+        load_evidence(
+            DEVICE_RUNS_DIR / "evidence-h100-llama8b-attention_prefill_triton-audit-v5.json.xz"
+        ).model_dump_json()
+    )
+    v5["audit"][1]["calls"][0]["inputs_changed"] = True
+    path.write_text(json.dumps(v5))
+    with pytest.raises(InputError, match="v5 evidence was not rechecked"):
+        load_evidence(path)

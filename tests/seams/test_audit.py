@@ -31,7 +31,8 @@ def opened(router, dump, cfg):
     for head, data in dump["entries"]:
         spec = get_slot(head["slot"])
         lay = layout_for(spec, head["dims"], head["dtype"], head["scalars"], cfg.rows, cfg.context)
-        plain, tag = unseal(cfg.key, head["execution"], lay.ring, torch.frombuffer(bytearray(data), dtype=torch.int64))
+        cipher = torch.frombuffer(bytearray(data), dtype=torch.int64)
+        plain, tag = unseal(cfg.key, head["execution"], lay.ring, cipher, head["routed"])
         assert tag == int(head["mac"])
         out.append((head, *recast(lay, plain)))
     return out

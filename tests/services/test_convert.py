@@ -14,7 +14,7 @@ from hotfloat_services.validator.convert import qualified
 
 from ..conftest import calibrated
 
-H100 = calibrated(2, record="calibration-h100.json")
+H100 = calibrated(2, record="calibration-h100-triton.json")
 
 
 @pytest.mark.parametrize("calibration", [H100, Uncalibrated(why="the CPU rule, never calibrated")])

@@ -160,7 +160,7 @@ def test_a_provisional_pass_is_scored_and_crowned_only_where_the_policy_says(
 ):
     """The H100 record (77.6%) cannot reach the target within three runs: settled provisional after two, scored
     either way; `held` leaves the crown empty, `crowned` crowns it and names it provisional."""
-    h100 = calibrated(2, record="calibration-h100.json")  # the H100 record the first win ran under: 77.6%
+    h100 = calibrated(2, record="calibration-h100-triton.json")  # the H100 record the first win ran under: 77.6%
     runs = [Outcome(Status.PASS, [], qualified_record("PASS", s, "PASS", calibration=h100)) for s in (0.0175, 0.0128)]
     led, sid = submitted
     settlement = SettlementPolicy(provisional=policy)

@@ -117,7 +117,7 @@ def test_under_a_record_that_misses_the_target_a_pass_is_reproduced_until_the_pr
 def test_a_pass_no_allowed_run_can_back_is_provisional_at_once_and_says_so():
     """H100 (77.6%) would need 19 runs, a CPU run (no record) never gets there: both settle after two, provisional;
     a policy allowing fewer runs settles H200's provisional too."""
-    h100 = dict(bound=H100, calibration="calibration-h100.json")
+    h100 = dict(bound=H100, calibration="calibration-h100-triton.json")
     s = settle(att("PASS", 0.0175, **h100), att("PASS", 0.0128, **h100))
     assert s.status == "PASS" and s.provisional and s.score == 0.0128 and s.bound == pytest.approx(H100**2)
     assert "PROVISIONAL: combined false-PASS bound 60.28% > the 1% target" in s.reason

@@ -21,6 +21,9 @@ WINDOW, DECISION, DATA = 1, 2, 3
 """Purposes (the counter's last word)."""
 PARAMS = 10
 """Leading 64-bit words of every entry row: its window parameters, sealed with the data (layout.Layout.params)."""
+ROUTED = 0xFFFFFFFF
+"""The MAC index of an entry's routed flag (past any row's words): the flag says whether the bundle served the call,
+and so which checks hold it (the recheck holds only the bundle's calls), so it is MACed like a word."""
 _M32 = np.uint64(0xFFFFFFFF)
 _S32 = np.uint64(32)
 _ROUND_A, _ROUND_B = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
@@ -67,11 +70,17 @@ def mac(plain: np.ndarray, weight: np.ndarray) -> int:
     return int((plain.astype(np.uint64, copy=False) * weight).sum(dtype=np.uint64))
 
 
-def unseal(key: int, e: int, ring: int, cipher: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """(plaintext words as int64, their MAC) of an entry's leading words as an engine sealed them (torch on call: the
-    validator's light commands reach this module through the audit layout)."""
+def routed_mac(key: int, e: int, ring: int, routed: bool) -> int:
+    """The routed flag's term of an entry's MAC."""
+    _, weight = seal_words(key, e, ring, np.array([ROUTED], dtype=np.uint64))
+    return mac(np.array([int(routed)], dtype=np.uint64), weight)
+
+
+def unseal(key: int, e: int, ring: int, cipher: torch.Tensor, routed: bool) -> tuple[torch.Tensor, int]:
+    """(plaintext words as int64, the entry's MAC: its words' and its routed flag's) of an entry's leading words as an
+    engine sealed them (torch on call: the validator's light commands reach this module through the audit layout)."""
     import torch
 
     ks, weight = seal_words(key, e, ring, np.arange(cipher.numel(), dtype=np.uint64))
     plain = cipher.numpy().view(np.uint64) ^ ks
-    return torch.from_numpy(plain.view(np.int64)), mac(plain, weight)
+    return torch.from_numpy(plain.view(np.int64)), (mac(plain, weight) + routed_mac(key, e, ring, routed)) % (1 << 64)

@@ -132,7 +132,7 @@ def open_entry(entry: AuditEntry, data: bytes, rnd: int, config: AuditConfig) ->
     if entry.words > lay.words or entry.words < PARAMS or entry.offset + 8 * entry.words > len(data):
         raise _Refused(f"its {entry.words} words do not fit its layout of {lay.words} or the part's data")
     cipher = torch.frombuffer(bytearray(data[entry.offset : entry.offset + 8 * entry.words]), dtype=torch.int64)
-    plain, tag = unseal(config.key, entry.execution, lay.ring, cipher)
+    plain, tag = unseal(config.key, entry.execution, lay.ring, cipher, entry.routed)
     if tag != int(entry.mac):
         raise _Refused(f"execution {entry.execution} fails its MAC: the entry was altered after it was taken")
     row = torch.zeros(lay.words, dtype=torch.int64)

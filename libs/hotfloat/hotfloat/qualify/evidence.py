@@ -37,8 +37,10 @@ class Evidence(Record):
         "hotfloat-qualify-evidence-v3",
         "hotfloat-qualify-evidence-v4",
         "hotfloat-qualify-evidence-v5",
-    ] = "hotfloat-qualify-evidence-v5"
-    """v5 added the calibration the verdict was judged under; v4 keeps the audit per round and stratum
+        "hotfloat-qualify-evidence-v6",
+    ] = "hotfloat-qualify-evidence-v6"
+    """v6 added the audit's recheck (every kept call of the bundle's says whether it rewrote its inputs; earlier
+    evidence says no, unchecked); v5 the calibration the verdict was judged under; v4 keeps the audit per round and stratum
     (hotfloat.qualify.audit); v3 added the rule's version, isolation and audit records (judged as v3 did,
     hotfloat.qualify.audit_v3); v2 evidence (rule version 1) still recomputes."""
     bundle_identity: str
@@ -75,7 +77,7 @@ class Evidence(Record):
     decision: Decision
     calibration: Calibration | None = None
     """The calibration record the verdict was judged under, with its digest and what it measured, or none and why
-    (hotfloat.qualify.calibration); every v5 evidence says which, earlier evidence did not."""
+    (hotfloat.qualify.calibration); every v5 and v6 evidence says which, earlier evidence did not."""
     started: str
     """UTC ISO time the qualification started."""
     seconds: float
@@ -101,8 +103,13 @@ class Evidence(Record):
 
     @model_validator(mode="after")
     def _names_its_calibration(self):
-        if (self.calibration is None) != (self.format != "hotfloat-qualify-evidence-v5"):
-            raise ValueError("evidence v5, and only v5, names the calibration its verdict was judged under")
+        named = self.format in ("hotfloat-qualify-evidence-v5", "hotfloat-qualify-evidence-v6")
+        if (self.calibration is None) == named:
+            raise ValueError("evidence v5 and later, and only they, name the calibration its verdict was judged under")
+        if self.format != "hotfloat-qualify-evidence-v6" and any(
+            c.inputs_changed for a in self.audit or () if isinstance(a, AuditRecord) for c in a.calls
+        ):
+            raise ValueError(f"{self.format} evidence was not rechecked: no call of it can have rewritten its inputs")
         return self
 
 

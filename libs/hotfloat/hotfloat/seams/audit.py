@@ -33,7 +33,7 @@ import torch
 from ..audit.config import AuditConfig
 from ..audit.layout import gather, layout_for, plain_dims, tap_words, to_words, window
 from .audit_ring import Ring
-from ..audit.philox import PARAMS, WINDOW, draw, kept_row, mac, seal_words
+from ..audit.philox import PARAMS, WINDOW, draw, kept_row, mac, routed_mac, seal_words
 from ..slots import Role, SlotSpec
 from .domain import DTYPE_NAMES
 
@@ -51,8 +51,8 @@ class TorchTaps:
     @staticmethod
     def parts_for(lay) -> tuple[int, int]:
         """(MAC partial sums per row, the trailing ones that are the recheck's): the pre tap's, the post tap's, the
-        recheck's."""
-        return 3, 1
+        routed flag's term, the recheck's."""
+        return 4, 1
 
     def pre(self, ring: Ring, tensors: dict, stage: int | None = None) -> None:
         """Seals the call's window of `tensors` into the stage row (or `stage`: the recheck's row)."""
@@ -80,7 +80,8 @@ class TorchTaps:
         ring.data[row, torch.from_numpy(idx.view(np.int64))] = torch.from_numpy((plain ^ ks).view(np.int64))
         ring.macs[row, 0] = ring.macs[stage, 0]
         ring.macs[row, 1] = _signed(mac(plain, weight))
-        ring.macs[row, 2] = ring.macs[recheck, 0]
+        ring.macs[row, 2] = _signed(routed_mac(self.key, e, lay.ring, routed))
+        ring.macs[row, 3] = ring.macs[recheck, 0]
         ring.head[row, 0], ring.head[row, 1] = e, int(routed)
 
 

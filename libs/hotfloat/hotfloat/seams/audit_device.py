@@ -16,6 +16,7 @@ WB = tl.constexpr(WORDS_PER_PROGRAM)
 PB = tl.constexpr(16)
 """The parameter block (PARAMS words, padded to a power of two)."""
 PARAMS = tl.constexpr(philox.PARAMS)
+ROUTED = tl.constexpr(philox.ROUTED)
 DATA, DECISION, WINDOW = tl.constexpr(philox.DATA), tl.constexpr(philox.DECISION), tl.constexpr(philox.WINDOW)
 """Module values a kernel reads must be constexprs (a plain global is refused by the JIT compiler)."""
 
@@ -204,14 +205,17 @@ def copy_stage(data, words_n, stage, row, blk, out_lo, out_hi, in_words):
 
 @triton.jit
 def finish(key, ring, state, head, macs, parts_n, pre_parts, stage, row, e, routed):
-    """The post tap's one-program work: the pre tap's MAC partials into the row, the recheck's (the row after the
-    stage) into the row's last `pre_parts`, its head, the count."""
+    """The post tap's one-program work: the pre tap's MAC partials into the row, the routed flag's MAC term before
+    the row's last `pre_parts`, the recheck's partials (the row after the stage) into those, its head, the count."""
     for c in range(0, pre_parts, 1024):
         i = c + tl.arange(0, 1024)
         m = i < pre_parts
         tl.store(macs + row * parts_n + i, tl.load(macs + stage * parts_n + i, mask=m), mask=m)
         again = tl.load(macs + (stage + 1) * parts_n + i, mask=m)
         tl.store(macs + row * parts_n + parts_n - pre_parts + i, again, mask=m)
+    _, _, x2, x3 = draw_words(key, tl.full([], ROUTED, tl.int64), e, ring, DATA)
+    term = (routed + 0 * e).to(tl.uint64, bitcast=True) * (x2 | (x3 << 32) | 1).to(tl.uint64, bitcast=True)
+    tl.store(macs + row * parts_n + parts_n - pre_parts - 1, term.to(tl.int64, bitcast=True))
     tl.store(head + row * 2, e)
     tl.store(head + row * 2 + 1, routed + 0 * e)
     tl.store(state, e)

@@ -14,8 +14,8 @@ from ..slots import DTYPES
 class Ring:
     """One stratum's device state: `data` rows 0..keep-1 (kept), `keep` (trash), `keep+1` (the stage) and `keep+2`
     (the recheck's scratch), each a sealed entry; `head` per row its execution and whether the bundle served it;
-    `macs` per row the MAC's partial sums (pre's, then post's, then the last `recheck` of them: the recheck's, the
-    inputs' words read again after the call); `state` the executions so far and the count at this round's start."""
+    `macs` per row the MAC's partial sums (pre's, post's, the routed flag's, then the last `recheck` of them: the
+    recheck's, the inputs' words read again after the call); `state` the executions so far and the count at this round's start."""
 
     def __init__(self, layout: Layout, keep: int, device: torch.device, parts: int, recheck: int, carve=None):
         self.layout, self.keep, self.device, self.recheck = layout, keep, device, recheck
@@ -41,8 +41,12 @@ class Ring:
             ks, _ = seal_words(key, e, self.layout.ring, np.arange(PARAMS, dtype=np.uint64))
             params = (words[:PARAMS].numpy().view(np.uint64) ^ ks).view(np.int64).tolist()
             used = used_words(self.layout, params)
-            tag, again = (int(s.sum()) & ((1 << 64) - 1) for s in macs[r].split([macs.shape[1] - self.recheck, self.recheck]))
-            out.append({"execution": e, "routed": bool(routed), "mac": tag, "recheck": again, "words": words[:used].clone()})
+            tag, again = (
+                int(s.sum()) & ((1 << 64) - 1) for s in macs[r].split([macs.shape[1] - self.recheck, self.recheck])
+            )
+            out.append(
+                {"execution": e, "routed": bool(routed), "mac": tag, "recheck": again, "words": words[:used].clone()}
+            )
         return count - base, sorted(out, key=lambda x: x["execution"])
 
     def next_round(self) -> None:

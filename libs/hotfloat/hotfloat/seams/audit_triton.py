@@ -67,10 +67,10 @@ class TritonTaps:
         return max(-(-lay.words // WB), *(-(-p.words // WB) for p in lay.pieces))
 
     def parts_for(self, lay) -> tuple[int, int]:
-        """(MAC partial sums per row, the trailing ones that are the recheck's): a program's each, pre's, post's and
-        the recheck's (pre's again)."""
+        """(MAC partial sums per row, the trailing ones that are the recheck's): a program's each, pre's and post's,
+        the routed flag's term, then the recheck's (pre's again)."""
         nb, ins = self.blocks(lay), sum(not p.output for p in lay.pieces)
-        return (2 + len(lay.pieces) + ins) * nb, (1 + ins) * nb
+        return (2 + len(lay.pieces) + ins) * nb + 1, (1 + ins) * nb
 
     def _common(self, ring: Ring) -> tuple:
         lay = ring.layout
