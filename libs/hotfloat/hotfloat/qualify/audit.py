@@ -137,8 +137,6 @@ def open_entry(entry: AuditEntry, data: bytes, rnd: int, config: AuditConfig) ->
         raise _Refused(f"execution {entry.execution} fails its MAC: the entry was altered after it was taken")
     row = torch.zeros(lay.words, dtype=torch.int64)
     row[: plain.numel()] = plain
-    ins = tap_words(lay, output=False)
-    again = mac(row.numpy().view(np.uint64)[ins], seal_words(config.key, entry.execution, lay.ring, ins)[1])
     spec = get_slot(lay.slot)
     first = next(a.name for a in spec.of_role(Role.INPUT))
     call = dict(
@@ -148,7 +146,7 @@ def open_entry(entry: AuditEntry, data: bytes, rnd: int, config: AuditConfig) ->
         execution=entry.execution,
         routed=entry.routed,
         dtype=lay.dtype,
-        inputs_changed=entry.routed and again != int(entry.recheck),
+        inputs_changed=entry.routed and _inputs_mac(config.key, entry, lay, plain) != int(entry.recheck),
     )
     if int(row[0]) == 0:  # its request's context passed the entry's bound: not kept, in any engine
         return AuditCall(**call, rows=(0, 0, 0), width=0, kept=False)
@@ -158,6 +156,14 @@ def open_entry(entry: AuditEntry, data: bytes, rnd: int, config: AuditConfig) ->
     inputs, outputs, rows = got
     err, ratio = distance(spec, lay.dtype, outputs, spec.reference({**inputs, **dict(lay.scalars)}))
     return AuditCall(**call, rows=rows, width=int(inputs[first].shape[-1]), max_abs_err=err, ratio=ratio)
+
+
+def _inputs_mac(key: int, entry: AuditEntry, lay, plain: torch.Tensor) -> int:
+    """The MAC the entry's parameter and input words have, as the recheck computed it after the call (words past the
+    entry's length are zeros and add nothing)."""
+    ins = tap_words(lay, output=False)
+    ins = ins[ins < plain.numel()]
+    return mac(plain.numpy().view(np.uint64)[ins], seal_words(key, entry.execution, lay.ring, ins)[1])
 
 
 def distance(spec, dtype: str, got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> tuple[float, float]:
