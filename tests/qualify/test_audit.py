@@ -252,6 +252,7 @@ def test_the_bundle_is_judged_on_the_calls_it_served(make_bundle):
         recs.append(record(i, "BCB"[i], handed(r)))
     c = recs[1]
     assert sum(x.routed for x in c.calls) == 2 and sum(not x.routed for x in c.calls) == 4
+    assert not any(x.inputs_changed for x in c.calls)  # the bundle's calls left their inputs as they found them
     assert not any(s.calls_failed for s in c.slots.values())
     status, reason = judge_audit(recs, slack=1.5, routed={"activation.silu_and_mul": 2})
     assert status == "FAIL" and "the bundle's calls of activation.silu_and_mul" in reason and "over 2 calls" in reason

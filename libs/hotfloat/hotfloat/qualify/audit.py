@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from ..audit.config import AuditConfig
 from ..audit.kinds import KINDS, MAX_CONTEXT, MAX_ROWS
 from ..audit.layout import layout_for, recast, tap_words
-from ..audit.philox import PARAMS, mac, seal_words, unseal
+from ..audit.philox import PARAMS, mac, routed_mac, seal_words, unseal
 from ..record import first_error
 from ..slots import Role, get_slot
 from .messages import AuditEntry, AuditPart
@@ -146,7 +146,7 @@ def open_entry(entry: AuditEntry, data: bytes, rnd: int, config: AuditConfig) ->
         execution=entry.execution,
         routed=entry.routed,
         dtype=lay.dtype,
-        inputs_changed=entry.routed and _inputs_mac(config.key, entry, lay, plain) != int(entry.recheck),
+        inputs_changed=entry.routed and _inputs_mac(config.key, entry, lay, plain, tag) != int(entry.recheck),
     )
     if int(row[0]) == 0:  # its request's context passed the entry's bound: not kept, in any engine
         return AuditCall(**call, rows=(0, 0, 0), width=0, kept=False)
@@ -158,12 +158,14 @@ def open_entry(entry: AuditEntry, data: bytes, rnd: int, config: AuditConfig) ->
     return AuditCall(**call, rows=rows, width=int(inputs[first].shape[-1]), max_abs_err=err, ratio=ratio)
 
 
-def _inputs_mac(key: int, entry: AuditEntry, lay, plain: torch.Tensor) -> int:
-    """The MAC the entry's parameter and input words have, as the recheck computed it after the call (words past the
-    entry's length are zeros and add nothing)."""
-    ins = tap_words(lay, output=False)
-    ins = ins[ins < plain.numel()]
-    return mac(plain.numpy().view(np.uint64)[ins], seal_words(key, entry.execution, lay.ring, ins)[1])
+def _inputs_mac(key: int, entry: AuditEntry, lay, plain: torch.Tensor, tag: int) -> int:
+    """The MAC the entry's parameter and input words have, as the recheck computed it after the call: the entry's MAC
+    less its output words' and its routed flag's (the output pieces are the row's few words; words past the entry's
+    length are zeros and add nothing)."""
+    outs = tap_words(lay, output=True)
+    outs = outs[outs < plain.numel()]
+    theirs = mac(plain.numpy().view(np.uint64)[outs], seal_words(key, entry.execution, lay.ring, outs)[1])
+    return (tag - theirs - routed_mac(key, entry.execution, lay.ring, entry.routed)) % (1 << 64)
 
 
 def distance(spec, dtype: str, got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> tuple[float, float]:

@@ -40,8 +40,8 @@ class Evidence(Record):
         "hotfloat-qualify-evidence-v6",
     ] = "hotfloat-qualify-evidence-v6"
     """v6 added the audit's recheck (every kept call of the bundle's says whether it rewrote its inputs; earlier
-    evidence says no, unchecked); v5 the calibration the verdict was judged under; v4 keeps the audit per round and stratum
-    (hotfloat.qualify.audit); v3 added the rule's version, isolation and audit records (judged as v3 did,
+    evidence says no, unchecked); v5 the calibration the verdict was judged under; v4 keeps the audit per round and
+    stratum (hotfloat.qualify.audit); v3 added the rule's version, isolation and audit records (judged as v3 did,
     hotfloat.qualify.audit_v3); v2 evidence (rule version 1) still recomputes."""
     bundle_identity: str
     baseline_identity: str | None = None
@@ -106,6 +106,10 @@ class Evidence(Record):
         named = self.format in ("hotfloat-qualify-evidence-v5", "hotfloat-qualify-evidence-v6")
         if (self.calibration is None) == named:
             raise ValueError("evidence v5 and later, and only they, name the calibration its verdict was judged under")
+        return self
+
+    @model_validator(mode="after")
+    def _rechecked_only_from_v6(self):
         if self.format != "hotfloat-qualify-evidence-v6" and any(
             c.inputs_changed for a in self.audit or () if isinstance(a, AuditRecord) for c in a.calls
         ):

@@ -15,7 +15,8 @@ class Ring:
     """One stratum's device state: `data` rows 0..keep-1 (kept), `keep` (trash), `keep+1` (the stage) and `keep+2`
     (the recheck's scratch), each a sealed entry; `head` per row its execution and whether the bundle served it;
     `macs` per row the MAC's partial sums (pre's, post's, the routed flag's, then the last `recheck` of them: the
-    recheck's, the inputs' words read again after the call); `state` the executions so far and the count at this round's start."""
+    recheck's, the inputs' words read again after the call); `state` the executions so far and the count at this
+    round's start."""
 
     def __init__(self, layout: Layout, keep: int, device: torch.device, parts: int, recheck: int, carve=None):
         self.layout, self.keep, self.device, self.recheck = layout, keep, device, recheck
